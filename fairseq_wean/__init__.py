@@ -1,0 +1,11 @@
+"""fairseq-wean: a fairseq plugin (``--user-dir fairseq_wean``) for paraphrase-oriented generation.
+
+Importing the package registers the architectures, the criterion and the scorers, and
+applies the fixes in :mod:`fairseq_wean.compat`. Nothing here touches a device.
+"""
+from fairseq_wean import compat, errors
+
+errors.install_excepthook()
+compat.apply()
+
+from fairseq_wean import criterions, models, scoring  # noqa: E402,F401  (registration)

@@ -1,0 +1,1 @@
+"""Console scripts: fairseq-wean-score, fairseq-wean-align-table, ..."""

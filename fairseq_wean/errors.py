@@ -1,0 +1,40 @@
+"""User-facing errors: one line that names the problem and the fix, and a non-zero exit.
+
+fairseq's command-line entry points are not ours, so we cannot catch exceptions around
+them. Instead ``install_excepthook`` (called when the plugin is imported) makes an uncaught
+``FairseqWeanError`` print as ``fairseq-wean: error: <message>`` on stderr, without a
+traceback, and exit with status 1. Every other exception keeps Python's normal report.
+"""
+import sys
+
+
+class FairseqWeanError(Exception):
+    """A problem with the user's input or set-up; the message says what to do."""
+
+
+def _excepthook(exc_type, exc, tb, _previous=sys.excepthook):
+    cause = exc
+    # fairseq wraps some exceptions (e.g. while loading a checkpoint); look for ours inside.
+    while cause is not None and not isinstance(cause, FairseqWeanError):
+        cause = cause.__cause__ or cause.__context__
+    if cause is not None:
+        sys.stderr.write("fairseq-wean: error: {}\n".format(str(cause).replace("\n", " ")))
+        sys.stderr.flush()
+        return
+    _previous(exc_type, exc, tb)
+
+
+def install_excepthook():
+    if sys.excepthook is not _excepthook:
+        sys.excepthook = _excepthook
+
+
+def require_joined_dictionary(task, arch):
+    """Encoder input, decoder input and output share one embedding matrix: one dictionary."""
+    src, tgt = task.source_dictionary, task.target_dictionary
+    if src is None or tgt is None or src.indices != tgt.indices:
+        raise FairseqWeanError(
+            "--arch {} shares one embedding matrix between source and target, but the source and "
+            "target dictionaries differ: binarize the data with fairseq-preprocess "
+            "--joined-dictionary".format(arch)
+        )

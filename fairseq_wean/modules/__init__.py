@@ -1,0 +1,1 @@
+"""Pieces shared by the three models: encoder, attention and score functions, layers."""

@@ -1,0 +1,92 @@
+"""Score functions and masked attention, shared by all three models.
+
+One ``ScoreFunction`` implements the three forms of Luong et al. (2015) that WEAN
+(Ma et al. 2018) uses twice: for the attention g(s_t, h_i) (WEAN eq. 2) and for the
+word generator f(q_t, e_i) (WEAN eq. 5)::
+
+    dot:     q^T k
+    general: q^T W_a k
+    concat:  v^T tanh(W_q q + W_k k)     (Bahdanau's additive score)
+
+The additive form is also the attention of RNNsearch, of CoRe (Cao et al. 2017, eq. 5-6)
+and of the word attention of Wu et al. (e^beta_ij = v_b^T tanh(W_b s_{i-1} + U_b x_j)).
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from fairseq_wean.modules.layers import Linear
+
+SCORE_CHOICES = ("dot", "general", "concat")
+
+
+class ScoreFunction(nn.Module):
+    """f(q, k) for every query against every key.
+
+    Keys are either per sentence (``B x S x Dk``: attention over source positions) or
+    shared by the batch (``N x Dk``: WEAN's candidate word embeddings). Queries are
+    ``B x Tq x Dq``. The result is ``B x Tq x S`` (or ``B x Tq x N``).
+
+    Parameter count (WEAN Table 5 accounting, with Dq = Dk = k): dot 0, general k*k,
+    concat 2*k*k + k (``hidden_dim`` defaults to k). No biases, as in eq. 5.
+    """
+
+    def __init__(self, query_dim, key_dim, kind="general", hidden_dim=None):
+        super().__init__()
+        if kind not in SCORE_CHOICES:
+            raise ValueError(
+                "unknown score function {!r}: choose one of {}".format(kind, ", ".join(SCORE_CHOICES))
+            )
+        self.kind = kind
+        if kind == "dot":
+            if query_dim != key_dim:
+                raise ValueError(
+                    "the 'dot' score needs query and key of the same size, got {} and {}".format(
+                        query_dim, key_dim
+                    )
+                )
+        elif kind == "general":
+            # q^T W_a k == (W_a^T q)^T k: transform the query side, which is the cheap side
+            # when the keys are a whole vocabulary.
+            self.query_to_key = Linear(query_dim, key_dim, bias=False)
+        else:
+            hidden_dim = hidden_dim or key_dim
+            self.query_proj = Linear(query_dim, hidden_dim, bias=False)  # W_q
+            self.key_proj = Linear(key_dim, hidden_dim, bias=False)  # W_k
+            self.v = nn.Parameter(torch.empty(hidden_dim).uniform_(-0.1, 0.1))
+
+    def forward(self, query, keys):
+        """query: B x Tq x Dq; keys: B x S x Dk or N x Dk. Returns B x Tq x S (or N)."""
+        shared = keys.dim() == 2
+        if self.kind in ("dot", "general"):
+            q = query if self.kind == "dot" else self.query_to_key(query)
+            if shared:
+                return F.linear(q, keys)
+            return torch.bmm(q, keys.transpose(1, 2))
+        # concat: B x Tq x 1 x H + (B x) 1 x S x H, then tanh and v. Memory is O(B*Tq*S*H);
+        # with a vocabulary as keys that is the price the paper's 'concat' variant pays.
+        q = self.query_proj(query).unsqueeze(2)
+        k = self.key_proj(keys)
+        k = k.unsqueeze(0).unsqueeze(0) if shared else k.unsqueeze(1)
+        return torch.tanh(q + k).matmul(self.v)
+
+
+class SourceAttention(nn.Module):
+    """Attention over source positions with a padding mask (WEAN eq. 1-2).
+
+    query: B x Tq x Dq, keys: B x S x Dk, values: B x S x Dv, padding_mask: B x S (True = pad).
+    Returns the context ``B x Tq x Dv`` and the weights ``B x Tq x S``. The softmax runs in
+    float32 whatever the input dtype. Every sentence has at least one real token (EOS), so
+    no row is entirely masked.
+    """
+
+    def __init__(self, query_dim, key_dim, kind="general"):
+        super().__init__()
+        self.score = ScoreFunction(query_dim, key_dim, kind)
+
+    def forward(self, query, keys, values, padding_mask=None):
+        scores = self.score(query, keys).float()
+        if padding_mask is not None:
+            scores = scores.masked_fill(padding_mask.unsqueeze(1), float("-inf"))
+        weights = F.softmax(scores, dim=-1).type_as(values)
+        return torch.bmm(weights, values), weights

@@ -1,0 +1,112 @@
+"""A recurrent encoder (LSTM or GRU, optionally bidirectional) shared by the three models.
+
+Modelled on ``fairseq.models.lstm.LSTMEncoder``, with two differences that the decoders
+here need:
+
+* everything it returns is **batch-first** (``B x ...``), so ``reorder_encoder_out`` reorders
+  every entry along dim 0, and the copy distribution (CoRe) and the word attention (Wu et al.)
+  can index source positions without transposes;
+* it also returns the right-padded ``src_tokens`` and the source word embeddings, because
+  ``SequenceGenerator`` calls the decoder with ``encoder_out`` only: whatever the decoder
+  needs about the source must travel inside it.
+"""
+import torch
+import torch.nn as nn
+from fairseq import utils
+from fairseq.models import FairseqEncoder
+
+from fairseq_wean.modules.layers import RNN
+
+
+class RNNEncoder(FairseqEncoder):
+    """Embeds ``src_tokens`` (B x S, left- or right-padded) and runs a (bi)RNN over them.
+
+    ``forward`` returns a dict whose tensors are all batch-first:
+
+    * ``encoder_states``: B x S x C, C = hidden_size * num_directions; zeros at padding
+    * ``encoder_padding_mask``: B x S, True at padding
+    * ``final_state``: B x C, the top layer's last state (both directions concatenated)
+    * ``src_tokens``: B x S, right-padded, aligned with ``encoder_states``
+    * ``src_embeddings``: B x S x E, the (dropped-out) word embeddings x_j
+    """
+
+    def __init__(
+        self,
+        dictionary,
+        embed_tokens,
+        hidden_size=256,
+        num_layers=1,
+        dropout_in=0.1,
+        dropout_out=0.1,
+        bidirectional=False,
+        cell_type="lstm",
+        left_pad=True,
+        max_source_positions=1024,
+    ):
+        super().__init__(dictionary)
+        self.embed_tokens = embed_tokens
+        self.padding_idx = embed_tokens.padding_idx
+        self.dropout_in = nn.Dropout(dropout_in)
+        self.dropout_out = nn.Dropout(dropout_out)
+        self.left_pad = left_pad
+        self.max_source_positions = max_source_positions
+        self.num_directions = 2 if bidirectional else 1
+        self.cell_type = cell_type
+        self.rnn = RNN(
+            cell_type,
+            embed_tokens.embedding_dim,
+            hidden_size,
+            num_layers=num_layers,
+            dropout=dropout_out if num_layers > 1 else 0.0,
+            bidirectional=bidirectional,
+            batch_first=True,
+        )
+        self.output_units = hidden_size * self.num_directions
+
+    def forward(self, src_tokens, src_lengths=None, **unused):
+        if self.left_pad:
+            # pack_padded_sequence wants right padding; every consumer of the encoder's
+            # outputs uses this same order (see module docstring).
+            src_tokens = utils.convert_padding_direction(
+                src_tokens, self.padding_idx, left_to_right=True
+            )
+        padding_mask = src_tokens.eq(self.padding_idx)
+        lengths = (~padding_mask).long().sum(dim=1)
+        bsz, src_len = src_tokens.size()
+
+        embeddings = self.dropout_in(self.embed_tokens(src_tokens))
+        packed = nn.utils.rnn.pack_padded_sequence(
+            embeddings, lengths.cpu(), batch_first=True, enforce_sorted=False
+        )
+        packed_out, final = self.rnn(packed)
+        states, _ = nn.utils.rnn.pad_packed_sequence(
+            packed_out, batch_first=True, padding_value=0.0, total_length=src_len
+        )
+        states = self.dropout_out(states)
+        final_hidden = final[0] if self.cell_type == "lstm" else final
+        # (layers * directions) x B x H -> the top layer's directions, concatenated: B x C
+        top = final_hidden[-self.num_directions :].transpose(0, 1).reshape(bsz, -1)
+        return {
+            "encoder_states": states,
+            "encoder_padding_mask": padding_mask,
+            "final_state": top,
+            "src_tokens": src_tokens,
+            "src_embeddings": embeddings,
+        }
+
+    def reorder_encoder_out(self, encoder_out, new_order):
+        """Every entry is batch-first, so all reorder along dim 0."""
+        return {key: value.index_select(0, new_order) for key, value in encoder_out.items()}
+
+    def max_positions(self):
+        return self.max_source_positions
+
+
+def initial_decoder_state(init_proj, final_state, num_layers):
+    """s_0 = tanh(W_s h_final) for every decoder layer: L x B x H.
+
+    Using the top encoder layer's final state works for any encoder/decoder layer counts
+    (the LCSTS setting of WEAN has a 2-layer encoder and a 1-layer decoder).
+    """
+    s0 = torch.tanh(init_proj(final_state))
+    return s0.unsqueeze(0).expand(num_layers, -1, -1).contiguous()

@@ -1,0 +1,136 @@
+"""Shared test helpers: tiny data written by the tests, the real CLIs, small models."""
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.dirname(sys.executable)
+USER_DIR = os.path.join(REPO, "fairseq_wean")
+
+
+def cli(name, *args, check=True, env=None, timeout=600, input=None):
+    """Run a console script of this environment (fairseq-train, fairseq-wean-score, ...)."""
+    exe = os.path.join(BIN, name)
+    full_env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+    full_env.update(env or {})
+    proc = subprocess.run(
+        [exe] + [str(a) for a in args], cwd=REPO, env=full_env, capture_output=True,
+        text=True, timeout=timeout, input=input,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            "{} failed ({}):\n{}\n{}".format(name, proc.returncode, proc.stdout[-3000:], proc.stderr[-5000:])
+        )
+    return proc
+
+
+WORDS = ["w{}".format(i) for i in range(40)]
+
+
+def write_parallel(prefix, n, seed, min_len=3, max_len=9, src="src", tgt="tgt"):
+    """Write n pairs: a random sentence and its 'simplification' (words w0-w9 dropped).
+
+    Learnable by every model (copying plus deletion), and most target words occur in the
+    source, as in simplification.
+    """
+    rng = random.Random(seed)
+    with open(prefix + "." + src, "w") as fs, open(prefix + "." + tgt, "w") as ft:
+        for _ in range(n):
+            sent = [rng.choice(WORDS) for _ in range(rng.randint(min_len, max_len))]
+            simple = [w for w in sent if int(w[1:]) >= 10] or sent[:1]
+            fs.write(" ".join(sent) + "\n")
+            ft.write(" ".join(simple) + "\n")
+
+
+@pytest.fixture(scope="session")
+def raw_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("raw")
+    write_parallel(str(d / "train"), 400, seed=1)
+    write_parallel(str(d / "valid"), 21, seed=2)
+    write_parallel(str(d / "test"), 13, seed=3)  # 13: not a multiple of 8 (last-batch bug)
+    return d
+
+
+def preprocess(raw, dest, joined=True, extra=()):
+    args = [
+        "--source-lang", "src", "--target-lang", "tgt",
+        "--trainpref", raw / "train", "--validpref", raw / "valid", "--testpref", raw / "test",
+        "--destdir", dest, "--workers", "1",
+    ]
+    if joined:
+        args.append("--joined-dictionary")
+    cli("fairseq-preprocess", *args, *extra)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def data_bin(raw_dir, tmp_path_factory):
+    return preprocess(raw_dir, tmp_path_factory.mktemp("data-bin"))
+
+
+@pytest.fixture(scope="session")
+def data_bin_unjoined(raw_dir, tmp_path_factory):
+    return preprocess(raw_dir, tmp_path_factory.mktemp("data-bin-unjoined"), joined=False)
+
+
+def train_args(data, save_dir, arch, *extra, epochs=3):
+    return [
+        data, "--user-dir", USER_DIR, "--arch", arch, "--cpu",
+        "--optimizer", "adam", "--lr", "0.005", "--max-tokens", "2000",
+        "--max-epoch", epochs, "--save-dir", save_dir, "--seed", "1",
+        "--log-format", "simple", "--log-interval", "1", "--num-workers", "0",
+        "--no-epoch-checkpoints",
+        *extra,
+    ]
+
+
+def generated_hypotheses(stdout):
+    """{sentence id: hypothesis} from a fairseq-generate log."""
+    hyps = {}
+    for line in stdout.splitlines():
+        if line.startswith("H-"):
+            head, _score, text = (line.split("\t") + ["", ""])[:3]
+            hyps[int(head[2:])] = text
+    return hyps
+
+
+def make_dictionary(n_words=20):
+    from fairseq.data import Dictionary
+
+    d = Dictionary()
+    for i in range(n_words):
+        d.add_symbol("w{}".format(i))
+    d.finalize(padding_factor=1)
+    return d
+
+
+class FakeTask:
+    """Just enough of a translation task to call ``Model.build_model``."""
+
+    def __init__(self, src_dict, tgt_dict=None):
+        self.source_dictionary = src_dict
+        self.target_dictionary = tgt_dict if tgt_dict is not None else src_dict
+
+
+def random_batch(dictionary, bsz=4, src_len=7, tgt_len=6, seed=0, left_pad=True):
+    """Source tokens with different lengths (padded like fairseq's collater) and targets."""
+    import torch
+    from fairseq.data import data_utils
+
+    g = torch.Generator().manual_seed(seed)
+    nspecial = dictionary.nspecial
+    srcs, tgts = [], []
+    for b in range(bsz):
+        n = max(1, src_len - b)
+        srcs.append(torch.cat([torch.randint(nspecial, len(dictionary), (n,), generator=g),
+                               torch.tensor([dictionary.eos()])]))
+        tgts.append(torch.cat([torch.randint(nspecial, len(dictionary), (tgt_len,), generator=g),
+                               torch.tensor([dictionary.eos()])]))
+    src_tokens = data_utils.collate_tokens(srcs, dictionary.pad(), dictionary.eos(), left_pad=left_pad)
+    src_lengths = torch.tensor([len(s) for s in srcs])
+    prev = data_utils.collate_tokens(tgts, dictionary.pad(), dictionary.eos(), move_eos_to_beginning=True)
+    target = data_utils.collate_tokens(tgts, dictionary.pad(), dictionary.eos())
+    return src_tokens, src_lengths, prev, target

@@ -5,6 +5,7 @@ them. Instead ``install_excepthook`` (called when the plugin is imported) makes 
 ``FairseqWeanError`` print as ``fairseq-wean: error: <message>`` on stderr, without a
 traceback, and exit with status 1. Every other exception keeps Python's normal report.
 """
+import hashlib
 import sys
 
 
@@ -38,3 +39,57 @@ def require_joined_dictionary(task, arch):
             "target dictionaries differ: binarize the data with fairseq-preprocess "
             "--joined-dictionary".format(arch)
         )
+
+
+def dictionary_fingerprint(dictionary):
+    """A 56-bit hash of the dictionary's symbols in order (an int64 tensor).
+
+    Models keep it as a buffer, so a checkpoint loaded with a dictionary of the same size
+    but another order (data binarized anew) is refused instead of decoding garbage.
+    """
+    import torch
+
+    digest = hashlib.sha256("\n".join(dictionary.symbols).encode("utf-8")).digest()
+    return torch.tensor(int.from_bytes(digest[:7], "little"), dtype=torch.long)
+
+
+def check_state_dict_compatible(model, state_dict):
+    """Refuse, in one line, a checkpoint whose parameters do not fit ``model``.
+
+    torch's own message for this is a multi-line list of size mismatches; the usual causes
+    are a dictionary of another size (data binarized anew) or another architecture.
+    """
+    own = model.state_dict()
+    missing = sorted(set(own) - set(state_dict))
+    unexpected = sorted(set(state_dict) - set(own))
+    if missing or unexpected:
+        raise FairseqWeanError(
+            "the checkpoint does not fit {}: {} parameter(s) missing (e.g. {}) and {} unexpected "
+            "(e.g. {}); it was trained with another --arch or other options".format(
+                type(model).__name__, len(missing), missing[:2], len(unexpected), unexpected[:2],
+            )
+        )
+    for name, tensor in state_dict.items():
+        if own[name].shape != tensor.shape:
+            vocab = len(model.encoder.dictionary) if hasattr(model, "encoder") else None
+            if vocab in own[name].shape and vocab not in tensor.shape:
+                raise FairseqWeanError(
+                    "the checkpoint was trained with a dictionary of another size than the {} symbols "
+                    "of the data given now ({} has shape {} in the checkpoint, {} here): use the "
+                    "data-bin (dict.*.txt) the model was trained with".format(
+                        vocab, name, tuple(tensor.shape), tuple(own[name].shape)
+                    )
+                )
+            raise FairseqWeanError(
+                "the checkpoint does not fit this model: {} has shape {} in the checkpoint and {} "
+                "here; train and load with the same architecture options".format(
+                    name, tuple(tensor.shape), tuple(own[name].shape)
+                )
+            )
+    for name in own:
+        if name.endswith("dictionary_fingerprint") and not own[name].equal(state_dict[name]):
+            raise FairseqWeanError(
+                "the checkpoint was trained with another dictionary than the one of the data given "
+                "now (same size, other symbols or order): use the data-bin (dict.*.txt) the model "
+                "was trained with"
+            )

@@ -134,3 +134,56 @@ def random_batch(dictionary, bsz=4, src_len=7, tgt_len=6, seed=0, left_pad=True)
     prev = data_utils.collate_tokens(tgts, dictionary.pad(), dictionary.eos(), move_eos_to_beginning=True)
     target = data_utils.collate_tokens(tgts, dictionary.pad(), dictionary.eos())
     return src_tokens, src_lengths, prev, target
+
+
+def cli_concurrently(commands, timeout=600):
+    """Run several console scripts at once (as ``cli`` does); returns their CompletedProcesses.
+
+    ``commands``: ``(name, args)`` or ``(name, args, {"input": ..., "check": ...})``. Start-up
+    (importing torch and fairseq) dominates short runs; overlapping it keeps CLI tests fast.
+    Output goes to temporary files, so a chatty process never blocks on a full pipe.
+    """
+    import tempfile
+
+    full_env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+    running = []
+    for command in commands:
+        name, args, options = (tuple(command) + ({},))[:3]
+        out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+        proc = subprocess.Popen(
+            [os.path.join(BIN, name)] + [str(a) for a in args], cwd=REPO, env=full_env, text=True,
+            stdin=subprocess.PIPE, stdout=out, stderr=err,
+        )
+        proc.stdin.write(options.get("input") or "")
+        proc.stdin.close()
+        running.append((name, proc, options, out, err))
+    finished = []
+    for name, proc, options, out, err in running:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+        out.seek(0)
+        err.seek(0)
+        done = subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
+        out.close()
+        err.close()
+        if options.get("check", True) and proc.returncode != 0:
+            raise AssertionError(
+                "{} failed ({}):\n{}\n{}".format(name, proc.returncode, done.stdout[-3000:], done.stderr[-5000:])
+            )
+        finished.append(done)
+    return finished
+
+
+def shared_data_dir(*parts):
+    """A path under the shared raw data (REPO/../shared/data, or $FAIRSEQ_WEAN_DATA); None if absent."""
+    root = os.environ.get("FAIRSEQ_WEAN_DATA") or os.path.join(os.path.dirname(REPO), "shared", "data")
+    path = os.path.join(root, *parts)
+    return path if os.path.exists(path) else None
+
+
+def read_text_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\r\n") for line in f]

@@ -30,7 +30,7 @@ from fairseq.models import (
     register_model_architecture,
 )
 
-from fairseq_wean.errors import FairseqWeanError, require_joined_dictionary
+from fairseq_wean.errors import FairseqWeanError, check_state_dict_compatible, dictionary_fingerprint, require_joined_dictionary
 from fairseq_wean.modules.attention import SCORE_CHOICES, ScoreFunction, SourceAttention
 from fairseq_wean.modules.layers import RNN, Embedding, Linear
 from fairseq_wean.modules.rnn_encoder import RNNEncoder, initial_decoder_state
@@ -99,7 +99,15 @@ class WeanLSTMModel(FairseqEncoderDecoderModel):
             wean_score=args.wean_score,
             max_target_positions=args.max_target_positions,
         )
-        return cls(encoder, decoder)
+        model = cls(encoder, decoder)
+        model.register_buffer("dictionary_fingerprint", dictionary_fingerprint(dictionary))
+        return model
+
+    def load_state_dict(self, state_dict, strict=True, model_cfg=None, args=None):
+        """A checkpoint of another dictionary size or architecture gets a one-line error."""
+        if strict:
+            check_state_dict_compatible(self, state_dict)
+        return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
 
 
 class WeanDecoder(FairseqIncrementalDecoder):

@@ -1,0 +1,48 @@
+"""Use fastBPE-format BPE codes without fastBPE.
+
+fastBPE 0.1.0 does not build on Python 3.11 (its generated C++ is stale), so fairseq-wean
+does not depend on it. Its codes files are still usable: fastBPE and subword-nmt (>= 0.2)
+learn the same kind of merges (``</w>`` marks the end of a word, ``@@`` joins pieces), and
+a fastBPE codes line is a subword-nmt merge plus a count: ``a b 1234``. This converts such a
+file into subword-nmt's format (``#version: 0.2`` header, counts dropped, order kept), which
+fairseq reads with ``--bpe subword_nmt --bpe-codes CODES``:
+
+    python -m preprocess.fastbpe_codes --fastbpe codes.fastbpe --out codes.subword_nmt
+"""
+import argparse
+import sys
+
+
+def convert(lines):
+    """fastBPE codes lines -> subword-nmt codes lines (including the version header)."""
+    out = ["#version: 0.2"]
+    for number, line in enumerate(lines, start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) == 3 and fields[2].isdigit():
+            fields = fields[:2]
+        if len(fields) != 2:
+            raise ValueError(
+                "line {} is not a fastBPE merge 'a b COUNT' (nor 'a b'): {!r}".format(number, line.rstrip("\n"))
+            )
+        out.append(" ".join(fields))
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fastbpe", required=True, help="fastBPE codes file (a b COUNT per line)")
+    parser.add_argument("--out", required=True, help="subword-nmt codes file to write")
+    args = parser.parse_args(argv)
+    try:
+        with open(args.fastbpe, encoding="utf-8") as f:
+            converted = convert(f)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        sys.exit("fastbpe_codes: error: {}: {}".format(args.fastbpe, exc))
+    with open(args.out, "w", encoding="utf-8") as f:
+        f.write("\n".join(converted) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -107,3 +107,19 @@ def test_lcsts_preset():
     assert (args.embed_dim, args.encoder_layers, args.decoder_layers, args.dropout) == (512, 2, 1, 0.0)
     model = WeanLSTMModel.build_model(args, FakeTask(make_dictionary()))
     assert_incremental_equals_full(model, random_batch(make_dictionary()))
+
+
+def test_attention_is_returned_in_the_input_source_order():
+    """--print-alignment indexes attn with the left-padded src_tokens: padding gets weight 0."""
+    d = make_dictionary()
+    model = build(d)
+    model.eval()
+    src, lengths, prev, _ = random_batch(d, bsz=3, src_len=7)
+    with torch.no_grad():
+        attn = model(src, lengths, prev)[1]["attn"][0]
+        alone = model(src[2:, src[2].ne(d.pad())], lengths[2:], prev[2:])[1]["attn"][0]
+    pad = src.eq(d.pad()).unsqueeze(1).expand_as(attn)
+    assert pad.any()
+    assert attn.masked_select(pad).abs().max() == 0
+    torch.testing.assert_close(attn.sum(-1), torch.ones_like(attn.sum(-1)))
+    torch.testing.assert_close(attn[2][:, src[2].ne(d.pad())], alone[0], atol=1e-6, rtol=0)

@@ -33,7 +33,7 @@ from fairseq.models import (
 from fairseq_wean.errors import FairseqWeanError, check_state_dict_compatible, dictionary_fingerprint, require_joined_dictionary
 from fairseq_wean.modules.attention import SCORE_CHOICES, ScoreFunction, SourceAttention
 from fairseq_wean.modules.layers import RNN, Embedding, Linear
-from fairseq_wean.modules.rnn_encoder import RNNEncoder, initial_decoder_state
+from fairseq_wean.modules.rnn_encoder import RNNEncoder, attention_in_input_order, initial_decoder_state
 
 DEFAULT_MAX_POSITIONS = 1024
 
@@ -98,6 +98,7 @@ class WeanLSTMModel(FairseqEncoderDecoderModel):
             attention_score=args.attention_score,
             wean_score=args.wean_score,
             max_target_positions=args.max_target_positions,
+            left_pad_source=encoder.left_pad,
         )
         model = cls(encoder, decoder)
         model.register_buffer("dictionary_fingerprint", dictionary_fingerprint(dictionary))
@@ -114,7 +115,8 @@ class WeanDecoder(FairseqIncrementalDecoder):
     """LSTM decoder with Luong attention and the WEAN word generator.
 
     Shapes: ``prev_output_tokens`` B x T; returns scores ``B x T x V`` (unnormalised
-    f(q_t, e_i), eq. 5) and ``{"attn": [B x T x S]}``.
+    f(q_t, e_i), eq. 5) and ``{"attn": [B x T x S]}``, the attention over the source
+    positions of the ``src_tokens`` given to the encoder (as ``--print-alignment`` reads it).
 
     Incremental state key ``"cached_state"``: ``(hidden, cell)``, each L x B x H.
     """
@@ -130,9 +132,11 @@ class WeanDecoder(FairseqIncrementalDecoder):
         attention_score="general",
         wean_score="general",
         max_target_positions=DEFAULT_MAX_POSITIONS,
+        left_pad_source=True,
     ):
         super().__init__(dictionary)
         self.embed_tokens = embed_tokens
+        self.left_pad_source = left_pad_source
         embed_dim = embed_tokens.embedding_dim
         self.num_layers = num_layers
         self.max_target_positions = max_target_positions
@@ -154,10 +158,12 @@ class WeanDecoder(FairseqIncrementalDecoder):
 
     def forward(self, prev_output_tokens, encoder_out, incremental_state=None, **unused):
         features, attn = self.extract_features(prev_output_tokens, encoder_out, incremental_state)
+        attn = attention_in_input_order(attn, encoder_out["encoder_padding_mask"], self.left_pad_source)
         return self.output_layer(features), {"attn": [attn]}
 
     def extract_features(self, prev_output_tokens, encoder_out, incremental_state=None, **unused):
-        """Returns the queries q_t (B x T x k, eq. 4) and the attention (B x T x S)."""
+        """Returns the queries q_t (B x T x k, eq. 4) and the attention (B x T x S, over the
+        encoder's right-padded positions)."""
         if incremental_state is not None:
             prev_output_tokens = prev_output_tokens[:, -1:]
         x = self.dropout(self.embed_tokens(prev_output_tokens))  # B x T x k

@@ -102,6 +102,25 @@ class RNNEncoder(FairseqEncoder):
         return self.max_source_positions
 
 
+def attention_in_input_order(weights, padding_mask, left_pad):
+    """Attention over the encoder's right-padded positions -> the caller's source order.
+
+    weights: B x T x S over right-padded positions; padding_mask: B x S (right-padded).
+    fairseq's ``--print-alignment`` reads ``extra["attn"][0]`` against the ``src_tokens`` it
+    passed in (left-padded by default), so each row is shifted back by its sentence's number
+    of pads. Weight 0 lands on padding.
+    """
+    if not left_pad:
+        return weights
+    src_len = padding_mask.size(1)
+    num_pads = padding_mask.long().sum(dim=1, keepdim=True)  # B x 1
+    positions = torch.arange(src_len, device=weights.device).unsqueeze(0)  # 1 x S
+    # left-padded position p holds right-padded position p - num_pads; padding positions wrap
+    # onto right-padded padding, whose weight is 0.
+    index = (positions - num_pads) % src_len  # B x S
+    return weights.gather(2, index.unsqueeze(1).expand_as(weights))
+
+
 def initial_decoder_state(init_proj, final_state, num_layers):
     """s_0 = tanh(W_s h_final) for every decoder layer: L x B x H.
 

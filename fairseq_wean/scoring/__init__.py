@@ -1,4 +1,4 @@
-"""Every module in this folder registers a fairseq scorer (--scoring) on import (fairseq's idiom)."""
+"""Scoring: the fairseq scorer `rouge` (--scoring rouge), SARI and the metrics of fairseq-wean-score."""
 import importlib
 import os
 

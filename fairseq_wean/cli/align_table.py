@@ -1,0 +1,138 @@
+"""``fairseq-wean-align-table``: CoRe's source-target alignment table A (Cao et al. 2017, eq. 8).
+
+    fairseq-wean-align-table --src train.src --tgt train.tgt --topk 10 --out TABLE
+
+Input: tokenized parallel text, one sentence per line, the same tokens fairseq-preprocess sees
+(after :mod:`preprocess.unk_markers` if you use markers). The pairs are word-aligned with eflomal
+(Östling and Tiedemann 2016; the paper used fast_align, which is not packaged here), in both
+directions; a link counts once per direction that proposes it. For each source word the ``--topk``
+target words with the most links are kept.
+
+Table format (plain text, UTF-8), one aligned pair per line::
+
+    SOURCE_WORD <TAB> TARGET_WORD <TAB> SCORE
+
+Lines of one source word are consecutive and ordered best first; SCORE is the link count (a
+float, so other tools may write probabilities). ``--arch core_copy --core-align-table TABLE``
+keeps the first ``--core-topk`` targets of each source word, and refuses a table with a word that
+is not in the model's dictionary. Source-position markers ``<unk-N>`` are never written (they are
+copy-only), and neither are empty pairs.
+
+Keep this interface stable: other tools call it.
+"""
+import argparse
+import collections
+import logging
+import os
+import sys
+import tempfile
+
+logger = logging.getLogger("fairseq_wean.cli.align_table")
+
+
+def is_position_marker(word):
+    return word.startswith("<unk-") and word.endswith(">") and word[5:-1].isdigit()
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return [line.split() for line in f]
+
+
+def eflomal_links(src_sents, tgt_sents, model=3):
+    """Forward and reverse eflomal links, ``[[(i, j), ...], ...]`` per pair (i: source position)."""
+    import eflomal
+
+    with tempfile.TemporaryDirectory() as tmp:
+        fwd, rev = os.path.join(tmp, "fwd"), os.path.join(tmp, "rev")
+        eflomal.Aligner(model=model).align(
+            [" ".join(s) + "\n" for s in src_sents],
+            [" ".join(t) + "\n" for t in tgt_sents],
+            links_filename_fwd=fwd,
+            links_filename_rev=rev,
+            quiet=True,
+        )
+        result = []
+        for name in (fwd, rev):
+            with open(name, encoding="utf-8") as f:
+                result.append([[tuple(map(int, link.split("-"))) for link in line.split()] for line in f])
+    return result
+
+
+def build_table(src_sents, tgt_sents, topk=10, model=3):
+    """{source word: [(target word, count), ...] best first, at most ``topk``}."""
+    if len(src_sents) != len(tgt_sents):
+        raise ValueError("source and target differ in length: {} vs {} lines".format(
+            len(src_sents), len(tgt_sents)))
+    pairs = [(s, t) for s, t in zip(src_sents, tgt_sents) if s and t]
+    if not pairs:
+        raise ValueError("no non-empty sentence pair to align")
+    src_sents, tgt_sents = [p[0] for p in pairs], [p[1] for p in pairs]
+    counts = collections.defaultdict(collections.Counter)
+    for links_per_sentence in eflomal_links(src_sents, tgt_sents, model):
+        for src, tgt, links in zip(src_sents, tgt_sents, links_per_sentence):
+            for i, j in links:
+                if i >= len(src) or j >= len(tgt):
+                    continue
+                s, t = src[i], tgt[j]
+                if is_position_marker(s) or is_position_marker(t):
+                    continue
+                counts[s][t] += 1
+    return {
+        s: sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[:topk] for s, c in counts.items()
+    }
+
+
+def write_table(table, path):
+    with open(path, "w", encoding="utf-8") as f:
+        for src in sorted(table):
+            for tgt, count in table[src]:
+                f.write("{}\t{}\t{}\n".format(src, tgt, count))
+
+
+def read_table(path):
+    """The inverse of :func:`write_table`: {source word: [target words best first]}."""
+    table = collections.defaultdict(list)
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) == 3:
+                table[fields[0]].append(fields[1])
+    return dict(table)
+
+
+def get_parser():
+    parser = argparse.ArgumentParser(
+        prog="fairseq-wean-align-table",
+        description="Build CoRe's alignment table A (top-k aligned target words per source word) "
+                    "with eflomal, for --arch core_copy --core-align-table.",
+    )
+    parser.add_argument("--src", required=True, help="tokenized training source, one sentence per line")
+    parser.add_argument("--tgt", required=True, help="tokenized training target, line-parallel to --src")
+    parser.add_argument("--topk", type=int, default=10, help="target words kept per source word (paper: 10)")
+    parser.add_argument("--out", required=True, help="table to write (SOURCE<TAB>TARGET<TAB>SCORE lines)")
+    parser.add_argument("--model", type=int, default=3, choices=(1, 2, 3),
+                        help="eflomal model: 1 IBM1, 2 +HMM, 3 +fertility (default)")
+    return parser
+
+
+def cli_main(argv=None):
+    args = get_parser().parse_args(argv)
+    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
+                        level=logging.INFO, stream=sys.stderr)
+    for path in (args.src, args.tgt):
+        if not os.path.isfile(path):
+            sys.exit("fairseq-wean-align-table: error: {}: no such file".format(path))
+    if args.topk < 1:
+        sys.exit("fairseq-wean-align-table: error: --topk must be >= 1")
+    try:
+        table = build_table(read_lines(args.src), read_lines(args.tgt), args.topk, args.model)
+    except ValueError as exc:
+        sys.exit("fairseq-wean-align-table: error: {}".format(exc))
+    write_table(table, args.out)
+    logger.info("wrote %d source words, %d pairs to %s",
+                len(table), sum(len(v) for v in table.values()), args.out)
+
+
+if __name__ == "__main__":
+    cli_main()

@@ -1,0 +1,453 @@
+"""Word Attention with contextual gates (Wu, Tian, Zhao, Lai and Liu; poster).
+
+Paper: ``shared/papers/word_attention_wu_contextual_gates.txt``. An RNNsearch (Bahdanau et
+al. 2015) whose decoder attends twice at every step i, both times with the previous state
+s_{i-1} as the query:
+
+    hidden attention  e^a_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j),  c^a_i = sum_j a_ij h_j
+    word attention    e^b_ij = v_b^T tanh(W_b s_{i-1} + U_b x_j),  c^b_i = sum_j b_ij x_j
+                                                          (section 3; a, b = softmax_j e)
+    contextual gate   o_i = sigma(W_o y_{i-1} + U_o s_{i-1} + C^a_o c^a_i + C^b_o c^b_i)
+    state update      s_i = f(s_{i-1}, y_{i-1}, o_i * c^a_i, (1 - o_i) * c^b_i)      (section 4)
+    output            p(y_i | y_<i, x) = softmax(W_out g(y_{i-1}; s_i; c^a_i; c^b_i))   (section 3)
+
+h_j are the bidirectional encoder's states, x_j the source word embeddings (keys *and*
+values of the word attention: "clean and specific word-level representation").
+
+Ablations (the rows of Tables 1 and 3) come from one code path, chosen by
+``--word-attention``:
+
+=========  ====================================  ==========================================
+value      architecture                          the decoder's f and g receive
+=========  ====================================  ==========================================
+none       ``word_attn_rnnsearch``               y_{i-1}, c^a_i                (RNNsearch)
+ungated    ``word_attn_ungated``                 y_{i-1}, c^a_i, c^b_i         (+Word Attention)
+gated      ``word_attn_gated``                   y_{i-1}, o*c^a_i, (1-o)*V_b c^b_i (+Contextual Gates)
+=========  ====================================  ==========================================
+
+Design choices the poster leaves open (each documented where it is made):
+
+* f is a stack of GRU cells (RNNsearch's choice; ``--rnn-cell lstm`` for LSTM cells). Layer 1
+  reads ``[y_{i-1}; contexts]``, layer l > 1 reads layer l-1's new state; s_{i-1}, the query
+  of both attentions and an input of the gate, is the top layer's state.
+* g is one ``tanh`` layer over ``[y_{i-1}; s_i; contexts]`` (RNNsearch uses a maxout layer),
+  followed by the vocabulary projection W_out, optionally tied with the decoder's input
+  embeddings (``--share-decoder-input-output-embed``).
+* The gate is element-wise with the size C of c^a_i; see
+  :mod:`fairseq_wean.modules.contextual_gate` for V_b when the embedding size E != C.
+* Inputs are concatenated in the order ``[y; c^a; c^b]`` (f) and ``[y; s; c^a; c^b]`` (g), so
+  the RNNsearch baseline's weights are the leading columns of the gated model's. With the
+  gate forced to 1 (``decoder.forced_gate = 1.0``) the gated model computes exactly the
+  baseline with those weights (``(1 - o) * c^b = 0``); the tests check this.
+
+Because both attentions are queried with s_{i-1}, the decoder is recurrent through its
+attention: training runs the same step function as decoding, one target position at a
+time. The key projections U_a h_j and U_b x_j are computed once per sentence (and cached
+in the incremental state), not once per step.
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from fairseq.models import (
+    FairseqEncoderDecoderModel,
+    FairseqIncrementalDecoder,
+    register_model,
+    register_model_architecture,
+)
+
+from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.modules.attention import SourceAttention
+from fairseq_wean.modules.contextual_gate import ContextualGate
+from fairseq_wean.modules.layers import Embedding, Linear, RNNCell
+from fairseq_wean.modules.rnn_encoder import RNNEncoder, attention_in_input_order, initial_decoder_state
+
+DEFAULT_MAX_POSITIONS = 1024
+WORD_ATTENTION_CHOICES = ("none", "ungated", "gated")
+RNN_CELL_CHOICES = ("gru", "lstm")
+
+
+@register_model("word_attn_gated")
+class WordAttnGatedModel(FairseqEncoderDecoderModel):
+    """RNNsearch with word attention over source embeddings and contextual gates."""
+
+    @staticmethod
+    def add_args(parser):
+        parser.add_argument("--dropout", type=float, metavar="D",
+                            help="dropout on embeddings, between recurrent layers and on g's output")
+        parser.add_argument("--word-attention", choices=WORD_ATTENTION_CHOICES,
+                            help="ablation: 'none' = RNNsearch, 'ungated' = + word attention, "
+                                 "'gated' = + contextual gates (Tables 1 and 3)")
+        parser.add_argument("--rnn-cell", choices=RNN_CELL_CHOICES,
+                            help="recurrent unit of encoder and decoder (RNNsearch: gru)")
+        parser.add_argument("--encoder-embed-dim", type=int, metavar="N",
+                            help="source word embedding size E (the word attention's keys and values x_j)")
+        parser.add_argument("--encoder-hidden-size", type=int, metavar="N",
+                            help="encoder hidden size per direction (the encoder is bidirectional, "
+                                 "so h_j and c^a_i have twice this size)")
+        parser.add_argument("--encoder-layers", type=int, metavar="N", help="number of encoder layers")
+        parser.add_argument("--decoder-embed-dim", type=int, metavar="N",
+                            help="target word embedding size (y_{i-1})")
+        parser.add_argument("--decoder-hidden-size", type=int, metavar="N",
+                            help="decoder hidden size (s_i)")
+        parser.add_argument("--decoder-layers", type=int, metavar="N", help="number of decoder layers")
+        parser.add_argument("--decoder-out-embed-dim", type=int, metavar="N",
+                            help="output size of g, the layer before the vocabulary projection")
+        parser.add_argument("--share-decoder-input-output-embed", action="store_true",
+                            help="tie the vocabulary projection to the decoder's input embeddings "
+                                 "(needs --decoder-out-embed-dim == --decoder-embed-dim)")
+        parser.add_argument("--max-source-positions", type=int, metavar="N",
+                            help="longest source sentence the model accepts")
+        parser.add_argument("--max-target-positions", type=int, metavar="N",
+                            help="longest target sentence the model generates")
+
+    @classmethod
+    def build_model(cls, args, task):
+        base_architecture(args)
+        if args.word_attention not in WORD_ATTENTION_CHOICES:
+            raise FairseqWeanError("unknown --word-attention {!r}: choose one of {}".format(
+                args.word_attention, ", ".join(WORD_ATTENTION_CHOICES)))
+        if args.rnn_cell not in RNN_CELL_CHOICES:
+            raise FairseqWeanError("unknown --rnn-cell {!r}: choose one of {}".format(
+                args.rnn_cell, ", ".join(RNN_CELL_CHOICES)))
+        if args.share_decoder_input_output_embed and args.decoder_out_embed_dim != args.decoder_embed_dim:
+            raise FairseqWeanError(
+                "--share-decoder-input-output-embed needs --decoder-out-embed-dim ({}) equal to "
+                "--decoder-embed-dim ({})".format(args.decoder_out_embed_dim, args.decoder_embed_dim))
+        src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
+        encoder = RNNEncoder(
+            src_dict,
+            Embedding(len(src_dict), args.encoder_embed_dim, src_dict.pad()),
+            hidden_size=args.encoder_hidden_size,
+            num_layers=args.encoder_layers,
+            dropout_in=args.dropout,
+            dropout_out=args.dropout,
+            bidirectional=True,  # RNNsearch's annotations h_j = [h->_j; h<-_j]
+            cell_type=args.rnn_cell,
+            left_pad=getattr(args, "left_pad_source", True),
+            max_source_positions=args.max_source_positions,
+        )
+        decoder = WordAttnGatedDecoder(
+            tgt_dict,
+            embed_dim=args.decoder_embed_dim,
+            hidden_size=args.decoder_hidden_size,
+            num_layers=args.decoder_layers,
+            hidden_context_dim=encoder.output_units,
+            source_embed_dim=args.encoder_embed_dim,
+            word_attention=args.word_attention,
+            cell_type=args.rnn_cell,
+            out_embed_dim=args.decoder_out_embed_dim,
+            dropout=args.dropout,
+            share_input_output_embed=args.share_decoder_input_output_embed,
+            left_pad_source=encoder.left_pad,
+            max_target_positions=args.max_target_positions,
+        )
+        return cls(encoder, decoder)
+
+
+def additive_attention_step(attention, query, projected_keys, values, padding_mask):
+    """One decoder step of ``SourceAttention(kind="concat")`` with U k computed beforehand.
+
+    ``attention.score`` holds W (``query_proj``), U (``key_proj``) and v; ``projected_keys`` is
+    ``attention.score.key_proj(keys)``: B x S x A. query: B x Dq, values: B x S x Dv,
+    padding_mask: B x S (True = pad). Returns the context B x Dv and the weights B x S,
+    with SourceAttention's numerics (masked, float32 softmax).
+    """
+    score = attention.score
+    scores = torch.tanh(score.query_proj(query).unsqueeze(1) + projected_keys).matmul(score.v).float()
+    scores = scores.masked_fill(padding_mask, float("-inf"))
+    weights = F.softmax(scores, dim=-1).type_as(values)
+    return torch.bmm(weights.unsqueeze(1), values).squeeze(1), weights
+
+
+class WordAttnGatedDecoder(FairseqIncrementalDecoder):
+    """Recurrent decoder with hidden attention, word attention and contextual gates.
+
+    ``forward(prev_output_tokens B x T, encoder_out)`` returns logits ``B x T x V``
+    (unnormalised) and ``extra`` with
+
+    * ``"attn"``: ``[B x T x S]``, the hidden attention alpha_ij (as fairseq's other models);
+    * ``"word_attn"``: ``B x T x S``, the word attention beta_ij (None for RNNsearch);
+    * ``"gate"``: ``B x T x C``, o_i with C = the hidden context size (None unless gated).
+
+    Attention maps use the source order of the ``src_tokens`` given to the encoder.
+
+    Incremental state key ``"cached_state"``: a dict with ``"hidden"`` (L x B x H, every
+    layer's state), ``"cell"`` (L x B x H, LSTM only), ``"attention_keys"`` (B x S x C, U_a h_j)
+    and ``"word_attention_keys"`` (B x S x E, U_b x_j; not for RNNsearch).
+
+    ``forced_gate`` (None or a float in [0, 1]) replaces o_i by a constant, for ablations.
+    """
+
+    def __init__(
+        self,
+        dictionary,
+        embed_dim=256,
+        hidden_size=256,
+        num_layers=1,
+        hidden_context_dim=512,
+        source_embed_dim=256,
+        word_attention="gated",
+        cell_type="gru",
+        out_embed_dim=256,
+        dropout=0.2,
+        share_input_output_embed=False,
+        left_pad_source=True,
+        max_target_positions=DEFAULT_MAX_POSITIONS,
+    ):
+        super().__init__(dictionary)
+        self.word_attention_mode = word_attention
+        self.cell_type = cell_type
+        self.num_layers = num_layers
+        self.left_pad_source = left_pad_source
+        self.max_target_positions = max_target_positions
+        self.forced_gate = None
+        self.dropout = nn.Dropout(dropout)
+        self.embed_tokens = Embedding(len(dictionary), embed_dim, dictionary.pad())
+        self.init_state_proj = Linear(hidden_context_dim, hidden_size)  # s_0 = tanh(W_s h_final)
+
+        # e^a_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j)
+        self.attention = SourceAttention(hidden_size, hidden_context_dim, kind="concat")
+        # e^b_ij = v_b^T tanh(W_b s_{i-1} + U_b x_j)
+        self.word_attention = (
+            SourceAttention(hidden_size, source_embed_dim, kind="concat") if word_attention != "none" else None
+        )
+        self.gate = (
+            ContextualGate(embed_dim, hidden_size, hidden_context_dim, source_embed_dim)
+            if word_attention == "gated" else None
+        )
+        # size of the word context that f and g receive
+        word_context_dim = {"none": 0, "ungated": source_embed_dim, "gated": hidden_context_dim}[word_attention]
+        contexts_dim = hidden_context_dim + word_context_dim
+
+        # f: layer 1 reads [y_{i-1}; contexts], layer l > 1 reads layer l-1's s_i
+        self.layers = nn.ModuleList(
+            RNNCell(cell_type, embed_dim + contexts_dim if layer == 0 else hidden_size, hidden_size)
+            for layer in range(num_layers)
+        )
+        # g: tanh(W_g [y_{i-1}; s_i; contexts]), then the vocabulary projection
+        self.readout = Linear(embed_dim + hidden_size + contexts_dim, out_embed_dim)
+        self.share_input_output_embed = share_input_output_embed
+        self.fc_out = None if share_input_output_embed else Linear(out_embed_dim, len(dictionary))
+
+    def forward(self, prev_output_tokens, encoder_out, incremental_state=None, **unused):
+        features, extra = self.extract_features(prev_output_tokens, encoder_out, incremental_state)
+        return self.output_layer(features), extra
+
+    def extract_features(self, prev_output_tokens, encoder_out, incremental_state=None, **unused):
+        """Returns g's output (B x T x out_embed_dim) and ``extra`` (see the class docstring)."""
+        if incremental_state is not None:
+            prev_output_tokens = prev_output_tokens[:, -1:]
+        y = self.dropout(self.embed_tokens(prev_output_tokens))  # y_{i-1}: B x T x E_tgt
+        annotations = encoder_out["encoder_states"]  # h_j: B x S x C
+        words = encoder_out["src_embeddings"]  # x_j: B x S x E
+        padding_mask = encoder_out["encoder_padding_mask"]  # B x S
+
+        cache = self.get_incremental_state(incremental_state, "cached_state")
+        if cache is None:
+            cache = self.initial_state(encoder_out)
+        hidden = list(cache["hidden"].unbind(0))  # L x (B x H)
+        cell = list(cache["cell"].unbind(0)) if self.cell_type == "lstm" else None
+
+        steps = {"s": [], "contexts": [], "alpha": [], "beta": [], "gate": []}
+        for i in range(prev_output_tokens.size(1)):
+            y_prev, s_prev = y[:, i], hidden[-1]  # B x E_tgt, B x H
+            c_alpha, alpha = additive_attention_step(
+                self.attention, s_prev, cache["attention_keys"], annotations, padding_mask)
+            contexts = [c_alpha]
+            if self.word_attention is not None:
+                c_beta, beta = additive_attention_step(
+                    self.word_attention, s_prev, cache["word_attention_keys"], words, padding_mask)
+                if self.gate is not None:  # section 4: o * c^a, (1 - o) * c^b
+                    gated_alpha, gated_beta, o = self.gate(y_prev, s_prev, c_alpha, c_beta, self.forced_gate)
+                    contexts = [gated_alpha, gated_beta]
+                    steps["gate"].append(o)
+                else:  # section 3: both contexts as they are
+                    contexts = [c_alpha, c_beta]
+                steps["beta"].append(beta)
+            contexts = torch.cat(contexts, dim=-1)  # B x contexts_dim
+
+            layer_input = torch.cat([y_prev, contexts], dim=-1)
+            for layer, rnn_cell in enumerate(self.layers):
+                if self.cell_type == "lstm":
+                    hidden[layer], cell[layer] = rnn_cell(layer_input, (hidden[layer], cell[layer]))
+                else:
+                    hidden[layer] = rnn_cell(layer_input, hidden[layer])
+                layer_input = self.dropout(hidden[layer])
+            steps["s"].append(hidden[-1])
+            steps["contexts"].append(contexts)
+            steps["alpha"].append(alpha)
+
+        if incremental_state is not None:
+            cache = dict(cache, hidden=torch.stack(hidden))
+            if cell is not None:
+                cache["cell"] = torch.stack(cell)
+            self.set_incremental_state(incremental_state, "cached_state", cache)
+
+        s = torch.stack(steps["s"], dim=1)  # s_i: B x T x H
+        contexts = torch.stack(steps["contexts"], dim=1)  # B x T x contexts_dim
+        features = torch.tanh(self.readout(torch.cat([y, s, contexts], dim=-1)))  # g
+        extra = {
+            "attn": [attention_in_input_order(torch.stack(steps["alpha"], dim=1), padding_mask, self.left_pad_source)],
+            "word_attn": (
+                attention_in_input_order(torch.stack(steps["beta"], dim=1), padding_mask, self.left_pad_source)
+                if steps["beta"] else None
+            ),
+            "gate": torch.stack(steps["gate"], dim=1) if steps["gate"] else None,
+        }
+        return self.dropout(features), extra
+
+    def initial_state(self, encoder_out):
+        """s_0 = tanh(W_s h_final) for every layer, and the key projections U_a h_j, U_b x_j."""
+        hidden = initial_decoder_state(self.init_state_proj, encoder_out["final_state"], self.num_layers)
+        cache = {
+            "hidden": hidden,  # L x B x H
+            "attention_keys": self.attention.score.key_proj(encoder_out["encoder_states"]),  # B x S x C
+        }
+        if self.cell_type == "lstm":
+            cache["cell"] = torch.zeros_like(hidden)
+        if self.word_attention is not None:
+            cache["word_attention_keys"] = self.word_attention.score.key_proj(encoder_out["src_embeddings"])
+        return cache
+
+    def output_layer(self, features, **unused):
+        """W_out: B x T x out_embed_dim -> unnormalised scores B x T x V."""
+        if self.share_input_output_embed:
+            return F.linear(features, self.embed_tokens.weight)
+        return self.fc_out(features)
+
+    def reorder_incremental_state(self, incremental_state, new_order):
+        cache = self.get_incremental_state(incremental_state, "cached_state")
+        if cache is None:
+            return
+        reordered = {
+            # recurrent states are L x B x H (batch on dim 1); key projections B x S x D (dim 0)
+            key: value.index_select(1 if key in ("hidden", "cell") else 0, new_order)
+            for key, value in cache.items()
+        }
+        self.set_incremental_state(incremental_state, "cached_state", reordered)
+
+    def max_positions(self):
+        return self.max_target_positions
+
+
+@register_model_architecture("word_attn_gated", "word_attn_gated")
+def base_architecture(args):
+    """+ Contextual Gates, one layer each side (Bahdanau et al.'s RNNsearch shape, smaller units)."""
+    args.dropout = getattr(args, "dropout", 0.2)
+    args.word_attention = getattr(args, "word_attention", "gated")
+    args.rnn_cell = getattr(args, "rnn_cell", "gru")
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 256)
+    args.encoder_hidden_size = getattr(args, "encoder_hidden_size", 256)
+    args.encoder_layers = getattr(args, "encoder_layers", 1)
+    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 256)
+    args.decoder_hidden_size = getattr(args, "decoder_hidden_size", 256)
+    args.decoder_layers = getattr(args, "decoder_layers", 1)
+    args.decoder_out_embed_dim = getattr(args, "decoder_out_embed_dim", args.decoder_embed_dim)
+    args.share_decoder_input_output_embed = getattr(args, "share_decoder_input_output_embed", False)
+    args.max_source_positions = getattr(args, "max_source_positions", DEFAULT_MAX_POSITIONS)
+    args.max_target_positions = getattr(args, "max_target_positions", DEFAULT_MAX_POSITIONS)
+
+
+@register_model_architecture("word_attn_gated", "word_attn_rnnsearch")
+def word_attn_rnnsearch(args):
+    """Ablation row 'RNNsearch': no word attention."""
+    args.word_attention = getattr(args, "word_attention", "none")
+    base_architecture(args)
+
+
+@register_model_architecture("word_attn_gated", "word_attn_ungated")
+def word_attn_ungated(args):
+    """Ablation row '+Word Attention': both contexts, no gate."""
+    args.word_attention = getattr(args, "word_attention", "ungated")
+    base_architecture(args)
+
+
+# Table 3 (IWSLT'14 De-En, "2-layer models"). The poster gives no sizes; 256 units and a
+# 2-layer bidirectional encoder put a word-level RNNsearch near its 24.3M parameters
+# (see ablation_parameter_counts).
+@register_model_architecture("word_attn_gated", "word_attn_gated_iwslt")
+def word_attn_gated_iwslt(args):
+    """Table 3, '+Contextual Gates': 2-2 layers, 256 units, dropout 0.3."""
+    args.dropout = getattr(args, "dropout", 0.3)
+    args.encoder_layers = getattr(args, "encoder_layers", 2)
+    args.decoder_layers = getattr(args, "decoder_layers", 2)
+    base_architecture(args)
+
+
+@register_model_architecture("word_attn_gated", "word_attn_rnnsearch_iwslt")
+def word_attn_rnnsearch_iwslt(args):
+    """Table 3, '2-2 RNNsearch'."""
+    args.word_attention = getattr(args, "word_attention", "none")
+    word_attn_gated_iwslt(args)
+
+
+@register_model_architecture("word_attn_gated", "word_attn_ungated_iwslt")
+def word_attn_ungated_iwslt(args):
+    """Table 3, '+Word Attention'."""
+    args.word_attention = getattr(args, "word_attention", "ungated")
+    word_attn_gated_iwslt(args)
+
+
+# Table 4 (WMT'14 En-Fr, "4-4 RNNsearch"). Sizes are RNNsearch's (620-dim embeddings,
+# 1000 units); the poster does not state them.
+@register_model_architecture("word_attn_gated", "word_attn_gated_wmt")
+def word_attn_gated_wmt(args):
+    """Table 4, '+Contextual Gates': 4-4 layers, 620-dim embeddings, 1000 units."""
+    args.dropout = getattr(args, "dropout", 0.2)
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 620)
+    args.encoder_hidden_size = getattr(args, "encoder_hidden_size", 1000)
+    args.encoder_layers = getattr(args, "encoder_layers", 4)
+    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 620)
+    args.decoder_hidden_size = getattr(args, "decoder_hidden_size", 1000)
+    args.decoder_layers = getattr(args, "decoder_layers", 4)
+    base_architecture(args)
+
+
+@register_model_architecture("word_attn_gated", "word_attn_rnnsearch_wmt")
+def word_attn_rnnsearch_wmt(args):
+    """Table 4, '4-4 RNNsearch'."""
+    args.word_attention = getattr(args, "word_attention", "none")
+    word_attn_gated_wmt(args)
+
+
+@register_model_architecture("word_attn_gated", "word_attn_ungated_wmt")
+def word_attn_ungated_wmt(args):
+    """'+Word Attention' at the Table 4 sizes (not a row of Table 4)."""
+    args.word_attention = getattr(args, "word_attention", "ungated")
+    word_attn_gated_wmt(args)
+
+
+# Table 3's parameter counts (word-level column) and their differences.
+PAPER_TABLE3_WORD = {"none": 24.3e6, "ungated": 24.9e6, "gated": 25.6e6}
+
+
+def ablation_parameter_counts(arch="word_attn_gated_iwslt", src_vocab=32010, tgt_vocab=22823, **overrides):
+    """{word_attention: parameter count} of the three ablations of ``arch``'s preset.
+
+    The default vocabularies are the word-level IWSLT'14 De-En ones of Ranzato et al. (2016),
+    used by the NPMT baseline of Table 3; the poster does not state its own, so only the
+    differences (which do not depend on the vocabularies) compare with Table 3's
+    +0.6M (word attention) and +0.7M (gates).
+    """
+    import argparse
+
+    from fairseq.data import Dictionary
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    def dictionary(size):
+        d = Dictionary()
+        for i in range(size - len(d)):
+            d.add_symbol("w{}".format(i))
+        return d
+
+    class _Task:
+        source_dictionary = dictionary(src_vocab)
+        target_dictionary = dictionary(tgt_vocab)
+
+    counts = {}
+    for mode in WORD_ATTENTION_CHOICES:
+        args = argparse.Namespace(arch=arch, word_attention=mode, **overrides)
+        ARCH_CONFIG_REGISTRY[arch](args)
+        model = WordAttnGatedModel.build_model(args, _Task)
+        counts[mode] = sum(p.numel() for p in model.parameters())
+    return counts

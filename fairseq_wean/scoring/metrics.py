@@ -1,0 +1,240 @@
+"""Corpus metrics for ``fairseq-wean-score``: BLEU, SARI, FKGL, ROUGE, output statistics, and
+paired-bootstrap significance.
+
+Every metric is computed from per-sentence sufficient statistics, so that the same code gives the
+corpus score and the bootstrap resamples (``paired_bootstrap``). Heavy libraries are imported
+lazily: this module is imported whenever the plugin is (``fairseq_wean.scoring`` imports every
+module in its folder) and must stay cheap and import cleanly.
+
+- ``bleu``: sacrebleu ``corpus_bleu`` with every reference stream (default 13a tokenization,
+  case-sensitive), identical to calling sacrebleu directly.
+- ``sari``: :mod:`fairseq_wean.scoring.sari` (EASSE's ``corpus_sari``).
+- ``fkgl``: corpus-level Flesch-Kincaid grade of the system output,
+  0.39 * words/sentences + 11.8 * syllables/words - 15.59, with words, syllables and sentences
+  counted per line by textstat (``lexicon_count``, ``syllable_count``, ``sentence_count``) and
+  summed over the corpus (an empty line counts nothing). On a single line this is textstat's
+  ``flesch_kincaid_grade`` unrounded. Syllables come from textstat's pyphen (en_US) counter, never
+  from NLTK's cmudict, which textstat would download at run time (see ``_textstat``).
+- ``rouge1``/``rouge2``/``rougeL``: rouge-score F1 x 100, averaged over sentences; with several
+  references, the best-scoring reference per sentence (rouge-score's ``score_multi``). Porter
+  stemming on by default (as ROUGE-1.5.5 ``-m``); ``chars=True`` scores Chinese by character.
+- ``stats``: average output length (whitespace tokens), UNK percentage (tokens ``<unk>`` or
+  ``UNK``), copy percentage (output tokens that occur in the source) and exact-copy percentage
+  (outputs identical to the source, whitespace-normalised).
+"""
+import numpy as np
+
+from fairseq_wean.scoring import sari as sari_lib
+
+METRICS = ("bleu", "sari", "fkgl", "rouge1", "rouge2", "rougeL", "stats")
+ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
+UNK_TOKENS = frozenset(["<unk>", "UNK"])
+BOOTSTRAP_SAMPLES = 1000
+BOOTSTRAP_SEED = 12345  # sacrebleu's default seed for its paired bootstrap
+
+
+# ---------------------------------------------------------------------------------------------
+# ROUGE
+class CharTokenizer:
+    """rouge-score tokenizer for Chinese: every non-space character is a token.
+
+    rouge-score's default tokenizer keeps only [a-z0-9] and would delete Chinese text entirely.
+    Runs of ASCII letters/digits are lowercased and kept as one token (as LCSTS evaluations do).
+    """
+
+    def tokenize(self, text):
+        tokens, word = [], []
+        for ch in text:
+            if ch.isascii() and ch.isalnum():
+                word.append(ch.lower())
+                continue
+            if word:
+                tokens.append("".join(word))
+                word = []
+            if not ch.isspace():
+                tokens.append(ch)
+        if word:
+            tokens.append("".join(word))
+        return tokens
+
+
+def rouge_scorer(types=ROUGE_TYPES, chars=False, stemmer=True):
+    from rouge_score import rouge_scorer as rs
+    from rouge_score import tokenizers
+
+    # an explicit tokenizer: same as rouge-score's default, without its "Using default tokenizer" log line
+    tokenizer = CharTokenizer() if chars else tokenizers.DefaultTokenizer(use_stemmer=stemmer)
+    return rs.RougeScorer(list(types), tokenizer=tokenizer)
+
+
+def rouge_sentence_scores(sys_sents, refs_streams, types=ROUGE_TYPES, chars=False, stemmer=True):
+    """{type: array of per-sentence F1 x 100}."""
+    scorer = rouge_scorer(types, chars, stemmer)
+    out = {t: np.zeros(len(sys_sents)) for t in types}
+    for i, hyp in enumerate(sys_sents):
+        refs = [stream[i] for stream in refs_streams]
+        scores = scorer.score_multi(refs, hyp) if len(refs) > 1 else scorer.score(refs[0], hyp)
+        for t in types:
+            out[t][i] = 100.0 * scores[t].fmeasure
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# BLEU
+def bleu_sentence_stats(sys_sents, refs_streams):
+    """sacrebleu's per-sentence sufficient statistics (the ones its paired bootstrap uses)."""
+    from sacrebleu.metrics import BLEU
+
+    metric = BLEU(force=True)  # force: no "forgot to detokenize?" warning; same score
+    stats = metric._extract_corpus_statistics(sys_sents, refs_streams)
+    return metric, np.asarray(stats, dtype=float)
+
+
+def bleu_from_stats(metric, totals):
+    return metric._compute_score_from_stats(list(totals)).score
+
+
+def corpus_bleu(sys_sents, refs_streams):
+    import sacrebleu
+
+    return sacrebleu.corpus_bleu(sys_sents, refs_streams, force=True).score
+
+
+# ---------------------------------------------------------------------------------------------
+# FKGL
+_TEXTSTAT = []
+
+
+def _textstat():
+    """A private textstat instance: no rounding, syllables from pyphen's en_US patterns.
+
+    textstat >= 0.7.4 looks English words up in NLTK's cmudict and, when that corpus is not
+    installed, downloads it on first use (and fails without internet). Scores would then depend
+    on the machine. The locale "en-US" is not "en"-rooted for textstat (it splits on "_"), so
+    textstat counts syllables with its pyphen fallback, while pyphen maps "en-US" to its en_US
+    patterns: deterministic and offline (textstat's method before 0.7.4).
+    tests/test_scorer.py pins this with hand-counted values.
+    """
+    if not _TEXTSTAT:
+        import textstat
+
+        ts = type(textstat.textstat)()
+        ts.set_lang("en-US")
+        ts.set_rounding_points(None)
+        _TEXTSTAT.append(ts)
+    return _TEXTSTAT[0]
+
+
+def fkgl_sentence_stats(sys_sents):
+    """Rows of (words, syllables, sentences) per output line, counted by textstat."""
+    ts = _textstat()
+    rows = []
+    for s in sys_sents:
+        if not s.strip():
+            rows.append((0, 0, 0))
+            continue
+        rows.append((ts.lexicon_count(s), ts.syllable_count(s), max(1, ts.sentence_count(s))))
+    return np.asarray(rows, dtype=float).reshape(-1, 3)
+
+
+def fkgl_from_stats(totals):
+    words, syllables, sentences = totals
+    if words == 0 or sentences == 0:
+        return 0.0
+    return 0.39 * words / sentences + 11.8 * syllables / words - 15.59
+
+
+# ---------------------------------------------------------------------------------------------
+# stats
+STATS_KEYS = ("avg_len", "unk_pct", "copy_pct", "exact_copy_pct")
+
+
+def output_stats_rows(sys_sents, orig_sents):
+    """Rows of (tokens, unk tokens, tokens found in the source, exact copy) per sentence."""
+    rows = []
+    for hyp, src in zip(sys_sents, orig_sents):
+        toks = hyp.split()
+        src_toks = src.split()
+        src_set = set(src_toks)
+        rows.append((
+            len(toks),
+            sum(t in UNK_TOKENS for t in toks),
+            sum(t in src_set for t in toks),
+            float(toks == src_toks),
+        ))
+    return np.asarray(rows, dtype=float).reshape(-1, 4)
+
+
+def output_stats_from_stats(totals, n):
+    tokens, unk, copied, exact = totals
+    return {
+        "avg_len": tokens / n if n else 0.0,
+        "unk_pct": 100.0 * unk / tokens if tokens else 0.0,
+        "copy_pct": 100.0 * copied / tokens if tokens else 0.0,
+        "exact_copy_pct": 100.0 * exact / n if n else 0.0,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+class CorpusMetric:
+    """A metric as per-sentence statistics (rows) plus a function of their sum."""
+
+    def __init__(self, rows, from_totals):
+        self.rows = np.asarray(rows, dtype=float)
+        self.from_totals = from_totals
+
+    def score(self, weights=None):
+        totals = self.rows.sum(axis=0) if weights is None else weights @ self.rows
+        return self.from_totals(totals)
+
+
+def build_metrics(names, sys_sents, orig_sents, refs_streams, sari_mode="default", rouge_chars=False,
+                  rouge_stemmer=True):
+    """{name: CorpusMetric} for every requested metric except ``stats``."""
+    out = {}
+    n = len(sys_sents)
+    if "bleu" in names:
+        metric, rows = bleu_sentence_stats(sys_sents, refs_streams)
+        out["bleu"] = CorpusMetric(rows, lambda t, m=metric: bleu_from_stats(m, t))
+    if "sari" in names:
+        rows = sari_lib.corpus_stats(orig_sents, sys_sents, refs_streams, mode=sari_mode)
+        out["sari"] = CorpusMetric(rows, lambda t: sari_lib.sari_from_stats(list(t), mode=sari_mode))
+    if "fkgl" in names:
+        out["fkgl"] = CorpusMetric(fkgl_sentence_stats(sys_sents), fkgl_from_stats)
+    types = [t for t in ROUGE_TYPES if t in names]
+    if types:
+        per_sent = rouge_sentence_scores(sys_sents, refs_streams, types, rouge_chars, rouge_stemmer)
+        for t in types:
+            out[t] = CorpusMetric(per_sent[t].reshape(-1, 1), lambda tot, n=n: float(tot[0]) / n if n else 0.0)
+    return out
+
+
+def paired_bootstrap(metrics_a, metrics_b, n_samples=BOOTSTRAP_SAMPLES, seed=BOOTSTRAP_SEED):
+    """Two-sided paired-bootstrap p-values (Koehn 2004), per metric.
+
+    The same ``n_samples`` resamples of sentence indices (fixed ``seed``) are applied to both
+    systems. The bootstrap differences are centred on their mean to approximate the null
+    distribution, and p = (1 + #{|delta_b - mean| >= |delta_observed|}) / (1 + n_samples), the
+    statistic sacrebleu's ``--paired-bs`` reports. Identical systems give p = 1.0 exactly.
+    """
+    names = [k for k in metrics_a if k in metrics_b]
+    if not names:
+        return {}
+    n = len(next(iter(metrics_a.values())).rows)
+    if n == 0:
+        return {k: 1.0 for k in names}
+    rng = np.random.RandomState(seed)
+    weights = np.zeros((n_samples, n))
+    for b in range(n_samples):
+        weights[b] = np.bincount(rng.randint(0, n, size=n), minlength=n)
+    p_values = {}
+    for k in names:
+        a, b = metrics_a[k], metrics_b[k]
+        observed = a.score() - b.score()
+        ta, tb = weights @ a.rows, weights @ b.rows
+        deltas = np.array([a.from_totals(ta[i]) - b.from_totals(tb[i]) for i in range(n_samples)])
+        centred = np.abs(deltas - deltas.mean())
+        # a small tolerance so that floating-point noise does not decide ties (identical systems)
+        count = int(np.sum(centred >= abs(observed) - 1e-9))
+        p_values[k] = (count + 1) / (n_samples + 1)
+    return p_values

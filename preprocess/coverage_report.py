@@ -1,0 +1,108 @@
+"""CoRe's Table 2 on any dataset: how much of the target the decoders' vocabularies cover.
+
+    python -m preprocess.coverage_report --train-src train.src --train-tgt train.tgt \\
+        --src test.src --tgt test.tgt --table TABLE [--dict data-bin/dict.src.txt] \\
+        [--topk 10] [--num-frequent 2000] [--vocab-size 30000] [--json out.json]
+
+For every target token of the evaluated pairs (``--src``/``--tgt``), the share (%) that lies in
+
+* X: the words of its source sentence (the copying decoder's vocabulary, eq. 7);
+* X u A(X): plus the top-``--topk`` aligned words of each source word (``--table``, written by
+  ``fairseq-wean-align-table``);
+* X u A(X) u U: plus the ``--num-frequent`` most frequent words (eq. 8; what core_copy covers);
+* |V| = ``--vocab-size``: a plain vocabulary of the most frequent words (a canonical decoder's).
+
+and the average |V_G| = |A(X) u U| per sentence (the generative softmax size of eq. 9, with unk
+and eos, as in the model). Word frequencies are those of ``--dict`` (a fairseq dictionary, whose
+order defines U in the model) or, without it, counts over train.src + train.tgt, as
+fairseq-preprocess --joined-dictionary counts them.
+"""
+import argparse
+import collections
+import json
+
+from fairseq_wean.cli.align_table import read_table
+
+MARKER_PREFIX = "<unk-"
+
+
+def frequency_order(dict_path=None, train_files=()):
+    if dict_path:
+        with open(dict_path, encoding="utf-8") as f:
+            return [line.split()[0] for line in f if line.strip()]
+    counts = collections.Counter()
+    for path in train_files:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                counts.update(line.split())
+    return [w for w, _ in sorted(counts.items(), key=lambda wc: (-wc[1], wc[0]))]
+
+
+def coverage(pairs, table, ranked_words, topk=10, num_frequent=2000, vocab_size=30000):
+    """Table 2 numbers. pairs: [(source tokens, target tokens)]; table: {src: [tgt, ...]}."""
+    is_marker = lambda w: w.startswith(MARKER_PREFIX) and w.endswith(">")  # noqa: E731
+    ranked = [w for w in ranked_words if not is_marker(w)]
+    frequent = set(ranked[:num_frequent])
+    plain_vocab = set(ranked[:vocab_size])
+    hits = collections.Counter()
+    total = 0
+    vg_sizes = []
+    for src, tgt in pairs:
+        x = set(src)
+        aligned = {t for s in x for t in table.get(s, [])[:topk]}
+        vg_sizes.append(len(aligned | frequent | {"<unk>", "</s>"}))
+        for w in tgt:
+            total += 1
+            hits["X"] += w in x
+            hits["X+A(X)"] += w in x or w in aligned
+            hits["X+A(X)+U"] += w in x or w in aligned or w in frequent
+            hits["|V|={}".format(vocab_size)] += w in plain_vocab
+    report = collections.OrderedDict(
+        (k, 100.0 * hits[k] / max(total, 1))
+        for k in ("X", "X+A(X)", "X+A(X)+U", "|V|={}".format(vocab_size))
+    )
+    report["avg |V_G|"] = sum(vg_sizes) / max(len(vg_sizes), 1)
+    report["target tokens"] = total
+    report["sentences"] = len(pairs)
+    return report
+
+
+def read_pairs(src_path, tgt_path):
+    with open(src_path, encoding="utf-8") as fs, open(tgt_path, encoding="utf-8") as ft:
+        src, tgt = fs.read().splitlines(), ft.read().splitlines()
+    if len(src) != len(tgt):
+        raise SystemExit("error: {} has {} lines, {} has {}".format(src_path, len(src), tgt_path, len(tgt)))
+    return [(s.split(), t.split()) for s, t in zip(src, tgt)]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m preprocess.coverage_report",
+                                description="Target-word coverage of CoRe's vocabularies (Table 2).")
+    p.add_argument("--train-src", help="training source (word counts, unless --dict)")
+    p.add_argument("--train-tgt", help="training target (word counts, unless --dict)")
+    p.add_argument("--dict", help="fairseq dictionary (dict.src.txt of a joined data-bin): defines U")
+    p.add_argument("--src", required=True, help="evaluated source, e.g. test.src")
+    p.add_argument("--tgt", required=True, help="evaluated target, e.g. test.tgt")
+    p.add_argument("--table", required=True, help="alignment table of fairseq-wean-align-table")
+    p.add_argument("--topk", type=int, default=10)
+    p.add_argument("--num-frequent", type=int, default=2000)
+    p.add_argument("--vocab-size", type=int, default=30000)
+    p.add_argument("--json", help="also write the numbers here")
+    args = p.parse_args(argv)
+    if not args.dict and not (args.train_src and args.train_tgt):
+        p.error("give --dict, or --train-src and --train-tgt")
+    ranked = frequency_order(args.dict, [f for f in (args.train_src, args.train_tgt) if f])
+    report = coverage(read_pairs(args.src, args.tgt), read_table(args.table), ranked,
+                      args.topk, args.num_frequent, args.vocab_size)
+    print("Vocabulary\tCoverage (%)")
+    for key, value in report.items():
+        fmt = "{}\t{:.1f}" if isinstance(value, float) else "{}\t{}"
+        print(fmt.format(key, value))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=1)
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,591 @@
+"""CoRe (Cao et al. 2017): the paper's equations against reference computations, and the CLIs."""
+import argparse
+import math
+import re
+
+import pytest
+import torch
+
+import fairseq_wean  # noqa: F401  (registers the models and criteria)
+from fairseq_wean.criterions.core_mode_loss import CoreModeLossCriterion, gold_copy_labels
+from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.models.core_copy import CoreCopyModel, base_architecture, log_mixture
+from model_checks import assert_batched_beam_equals_single, assert_incremental_equals_full
+from conftest import (
+    USER_DIR, FakeTask, cli, cli_concurrently, generated_hypotheses, make_dictionary, random_batch,
+    train_args,
+)
+
+
+# ------------------------------------------------------------------------ helpers
+def write_table(path, dictionary, pairs_per_word=3):
+    """A deterministic table over w0..w19: w_i -> w_(7i mod 20), w_(3i+1 mod 20), ..."""
+    words = [w for w in dictionary.symbols[dictionary.nspecial:] if w.startswith("w")]
+    n = len(words)
+    with open(path, "w") as f:
+        for i, w in enumerate(words):
+            for k, mult in enumerate((7, 3, 11)[:pairs_per_word]):
+                f.write("{}\t{}\t{}\n".format(w, words[(mult * i + k) % n], pairs_per_word - k))
+    return path
+
+
+def build(dictionary, table, **overrides):
+    args = argparse.Namespace(arch="core_copy", embed_dim=16, encoder_hidden_size=12,
+                              decoder_hidden_size=14, decoder_out_embed_dim=10, dropout=0.0,
+                              core_align_table=str(table), core_topk=2, core_num_frequent=3)
+    for key, value in overrides.items():
+        setattr(args, key, value)
+    base_architecture(args)
+    torch.manual_seed(0)
+    return CoreCopyModel.build_model(args, FakeTask(dictionary))
+
+
+@pytest.fixture
+def dictionary():
+    return make_dictionary(20)
+
+
+@pytest.fixture
+def table(tmp_path, dictionary):
+    return write_table(tmp_path / "table.txt", dictionary)
+
+
+def reference_vg(model, src_row):
+    """V_G = A(X) u U for one sentence, by explicit loops over the table (eq. 8)."""
+    d = model.decoder.dictionary
+    vg = {d.unk(), d.eos()} | set(range(d.nspecial, d.nspecial + 3))
+    for tok in src_row.tolist():
+        for t in model.decoder.align_table[tok].tolist():
+            if t != d.pad():
+                vg.add(t)
+    return vg
+
+
+# ------------------------------------------------------------------------ model equations
+@pytest.mark.parametrize("score", ["concat", "general"])
+@pytest.mark.parametrize("share", [False, True])
+def test_incremental_decoding_equals_full_forward(dictionary, table, score, share):
+    model = build(dictionary, table, attention_score=score, share_decoder_input_output_embed=share,
+                  decoder_out_embed_dim=16)
+    assert_incremental_equals_full(model, random_batch(dictionary), atol=1e-5)
+
+
+def test_batched_beam_search_equals_single_sentence(dictionary, table):
+    model = build(dictionary, table)
+    src, lengths, _, _ = random_batch(dictionary, bsz=4, src_len=6)
+    hyps = assert_batched_beam_equals_single(model, dictionary, src, lengths, beam=3)
+    assert all(len(h) == 3 for h in hyps)
+
+
+def test_copy_distribution_sums_repeated_source_words(dictionary, table):
+    """eq. 7 against explicit loops: p_C(w) = sum of alpha over the positions holding w."""
+    model = build(dictionary, table)
+    model.eval()
+    w = dictionary.index
+    src = torch.tensor([[w("w5"), w("w7"), w("w5"), w("w5"), dictionary.eos()],
+                        [dictionary.pad(), dictionary.pad(), w("w9"), w("w9"), dictionary.eos()]])
+    lengths = torch.tensor([5, 3])
+    prev = torch.tensor([[dictionary.eos(), w("w5"), w("w7")], [dictionary.eos(), w("w9"), w("w1")]])
+    enc = model.encoder(src, src_lengths=lengths)
+    right_padded = enc["src_tokens"]
+    _, _, attn = model.decoder.extract_features(prev, enc)
+    vocab, _, copy_index = model.decoder.restricted_vocabulary(right_padded)
+    log_pc = model.decoder.copy_log_probs(attn, copy_index, vocab.numel())
+
+    expected = torch.zeros(2, 3, len(dictionary))
+    for b in range(2):
+        for t in range(3):
+            for tau in range(src.size(1)):
+                tok = right_padded[b, tau].item()
+                if tok != dictionary.pad():
+                    expected[b, t, tok] += attn[b, t, tau]
+    got = torch.zeros(2, 3, len(dictionary))
+    got[:, :, vocab] = log_pc.exp()
+    torch.testing.assert_close(got, expected, atol=1e-6, rtol=0)
+    # w5 occurs three times in sentence 0: its copy probability is the sum of three weights
+    assert got[0, :, w("w5")].gt(attn[0, :, :3].max(dim=-1).values).all()
+    torch.testing.assert_close(got.sum(-1), torch.ones(2, 3), atol=1e-6, rtol=0)
+    # padding gets nothing, the attention has no weight there either
+    assert attn[1, :, 3:].eq(0).all()  # right-padded: sentence 1 is 3 tokens long
+
+
+def test_restricted_softmax_equals_full_softmax_renormalised_over_vg(dictionary, table):
+    """eq. 9 computed on gathered rows == full-vocabulary log-softmax renormalised over V_G."""
+    model = build(dictionary, table)
+    model.eval()
+    src, lengths, prev, _ = random_batch(dictionary)
+    dec = model.decoder
+    with torch.no_grad():
+        enc = model.encoder(src, src_lengths=lengths)
+        psi, _, _ = dec.extract_features(prev, enc)
+        vocab, generative, _ = dec.restricted_vocabulary(enc["src_tokens"])
+        weight, bias = dec.output_rows(vocab)
+        log_pg = dec.generative_log_probs(psi, weight, bias, generative)
+        full_logits = torch.nn.functional.linear(psi, dec.output_weight, dec.output_bias)
+    assert vocab.numel() < len(dictionary)  # the batch's candidates, not the whole vocabulary
+    for b in range(src.size(0)):
+        vg = sorted(reference_vg(model, enc["src_tokens"][b]))
+        assert sorted(vocab[generative[b]].tolist()) == vg
+        full = torch.log_softmax(full_logits[b], dim=-1)
+        renormalised = full[:, vg] - torch.logsumexp(full[:, vg], dim=-1, keepdim=True)
+        got = torch.full((prev.size(1), len(dictionary)), float("-inf"))
+        got[:, vocab] = log_pg[b]
+        torch.testing.assert_close(got[:, vg], renormalised, atol=1e-5, rtol=0)
+        outside = [i for i in range(len(dictionary)) if i not in vg]
+        assert torch.isinf(got[:, outside]).all()
+
+
+def test_mixture_equals_probability_space_reference():
+    """eq. 11 in log space == log(lambda p_C + (1 - lambda) p_G) computed naively in float64."""
+    g = torch.Generator().manual_seed(3)
+    gate = torch.randn(2, 3, generator=g) * 2
+    p_c = torch.softmax(torch.randn(2, 3, 6, generator=g), -1)
+    p_g = torch.softmax(torch.randn(2, 3, 6, generator=g), -1)
+    p_c[..., 4:] = 0  # not in the source
+    p_c = p_c / p_c.sum(-1, keepdim=True)
+    p_g[..., :1] = 0  # outside V_G
+    p_g[..., 4] = 0   # word 4: in neither part
+    p_g = p_g / p_g.sum(-1, keepdim=True)
+    lam = torch.sigmoid(gate.double()).unsqueeze(-1)
+    reference = torch.log(lam * p_c.double() + (1 - lam) * p_g.double())
+    got = log_mixture(gate, p_c.log(), p_g.log())
+    finite = torch.isfinite(reference)
+    assert torch.equal(torch.isfinite(got), finite)
+    torch.testing.assert_close(got[finite].double(), reference[finite], atol=1e-6, rtol=1e-6)
+    assert torch.isfinite(got).any(-1).all()
+
+
+def test_mixture_gradients_are_finite_where_both_parts_are_zero():
+    gate = torch.tensor([[0.3]], requires_grad=True)
+    log_pc = torch.tensor([[[0.0, float("-inf"), float("-inf")]]], requires_grad=True)
+    log_pg = torch.tensor([[[float("-inf"), 0.0, float("-inf")]]], requires_grad=True)
+    out = log_mixture(gate, log_pc, log_pg)
+    assert torch.isinf(out[0, 0, 2])
+    out[..., :2].sum().backward()
+    for t in (gate, log_pc, log_pg):
+        assert torch.isfinite(t.grad).all()
+
+
+def test_model_output_is_the_mixture_of_its_two_decoders(dictionary, table):
+    model = build(dictionary, table)
+    model.eval()
+    src, lengths, prev, _ = random_batch(dictionary)
+    dec = model.decoder
+    with torch.no_grad():
+        enc = model.encoder(src, src_lengths=lengths)
+        out = model.decoder(prev, enc)
+        psi, gate, attn = dec.extract_features(prev, enc)
+        vocab, generative, copy_index = dec.restricted_vocabulary(enc["src_tokens"])
+        p_g = dec.generative_log_probs(psi, *dec.output_rows(vocab), generative).double().exp()
+        p_c = dec.copy_log_probs(attn, copy_index, vocab.numel()).double().exp()
+        lam = torch.sigmoid(gate.double()).unsqueeze(-1)
+        reference = (lam * p_c + (1 - lam) * p_g).log()
+        full = model.get_normalized_probs(out, log_probs=True)
+    torch.testing.assert_close(out[0].double(), reference, atol=1e-5, rtol=0)
+    torch.testing.assert_close(full[:, :, vocab].double(), reference, atol=1e-5, rtol=0)
+    assert full.exp().sum(-1).sub(1).abs().max() < 1e-5
+    assert torch.isfinite(full).any(-1).all() and not torch.isnan(full).any()
+    assert out[1]["attn"][0].shape == (src.size(0), prev.size(1), src.size(1))
+    torch.testing.assert_close(out[1]["copy_gate"][0], torch.sigmoid(out[1]["copy_gate_logit"][0]))
+
+
+def test_returned_attention_follows_the_input_padding(dictionary, table):
+    """--print-alignment indexes "attn" with the left-padded src_tokens of the collater."""
+    model = build(dictionary, table)
+    model.eval()
+    src, lengths, prev, _ = random_batch(dictionary, bsz=3, src_len=7)
+    with torch.no_grad():
+        attn = model(src, lengths, prev)[1]["attn"][0]
+        last = src[2][src[2].ne(dictionary.pad())].unsqueeze(0)
+        alone = model(last, lengths[2:], prev[2:])[1]["attn"][0]
+    pads = int(src[2].eq(dictionary.pad()).sum())
+    assert pads > 0 and attn[2, :, :pads].eq(0).all()
+    torch.testing.assert_close(attn[2:, :, pads:], alone, atol=1e-6, rtol=0)
+    torch.testing.assert_close(attn.sum(-1), torch.ones(attn.shape[:2]), atol=1e-6, rtol=0)
+
+
+def test_temperature_keeps_a_distribution(dictionary, table):
+    """SequenceGenerator divides the decoder output by T; get_normalized_probs renormalises."""
+    model = build(dictionary, table)
+    model.eval()
+    src, lengths, prev, _ = random_batch(dictionary)
+    with torch.no_grad():
+        out = model(src, lengths, prev)
+        hot = model.get_normalized_probs((out[0] / 2.0, out[1]), log_probs=True)
+        cold = model.get_normalized_probs((out[0] / 0.5, out[1]), log_probs=True)
+    for lp in (hot, cold):
+        torch.testing.assert_close(lp.exp().sum(-1), torch.ones(lp.shape[:2]), atol=1e-5, rtol=0)
+    assert hot.exp().max() < cold.exp().max()
+
+
+def test_position_markers_are_copy_only_and_read_the_unk_embedding(tmp_path):
+    d = make_dictionary(20)
+    for i in range(3):
+        d.add_symbol("<unk-{}>".format(i))
+    table = write_table(tmp_path / "t.txt", d)
+    with open(table, "a") as f:
+        f.write("w1\t<unk-0>\t9\n<unk-1>\tw2\t9\n")  # ignored: markers are copy-only
+    model = build(d, table, core_num_frequent=100)
+    m0, m1 = d.index("<unk-0>"), d.index("<unk-1>")
+    emb = model.encoder.embed_tokens
+    assert torch.equal(emb(torch.tensor([m0, m1])), emb(torch.tensor([d.unk(), d.unk()])))
+    assert not model.decoder.frequent_mask[m0] and m0 not in model.decoder.align_table
+    src = torch.tensor([[d.index("w1"), m1, d.eos()]])
+    vocab, generative, _ = model.decoder.restricted_vocabulary(src)
+    assert m1 in vocab.tolist() and not generative[0, vocab.tolist().index(m1)]
+    lp = model.get_normalized_probs(model(src, torch.tensor([3]), torch.tensor([[d.eos()]])), True)
+    assert torch.isfinite(lp[0, 0, m1]) and torch.isinf(lp[0, 0, m0])
+
+
+# ------------------------------------------------------------------------ alignment table
+def test_table_is_a_persistent_buffer_and_the_checkpoint_is_self_contained(dictionary, table, tmp_path):
+    model = build(dictionary, table)
+    model.eval()
+    assert "decoder.align_table" in model.state_dict()
+    assert model.decoder.align_table.ne(dictionary.pad()).any()
+    # Rebuilt from the saved arguments (as fairseq-generate does) with the table file gone.
+    args = argparse.Namespace(arch="core_copy", embed_dim=16, encoder_hidden_size=12,
+                              decoder_hidden_size=14, decoder_out_embed_dim=10, dropout=0.0,
+                              core_align_table=str(tmp_path / "gone.txt"), core_topk=2,
+                              core_num_frequent=3, core_align_table_in_checkpoint=True)
+    torch.manual_seed(1)
+    reloaded = CoreCopyModel.build_model(args, FakeTask(dictionary))
+    reloaded.load_state_dict(model.state_dict())
+    reloaded.eval()
+    src, lengths, prev, _ = random_batch(dictionary)
+    with torch.no_grad():
+        a = model.get_normalized_probs(model(src, lengths, prev), True)
+        b = reloaded.get_normalized_probs(reloaded(src, lengths, prev), True)
+    torch.testing.assert_close(a, b)
+
+
+def test_table_errors_name_the_fix(dictionary, tmp_path):
+    with pytest.raises(FairseqWeanError, match="needs --core-align-table"):
+        build(dictionary, "", core_align_table=None)
+    with pytest.raises(FairseqWeanError, match="no such file.*fairseq-wean-align-table"):
+        build(dictionary, tmp_path / "missing.txt")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("w1\tw2\t3\nw1 w3 2\n")
+    with pytest.raises(FairseqWeanError, match="line 2 is malformed"):
+        build(dictionary, bad)
+    unknown = tmp_path / "unknown.txt"
+    unknown.write_text("w1\tzebra\t3\nyak\tw2\t1\n")
+    with pytest.raises(FairseqWeanError, match=r"2 word\(s\) are not in the dictionary \(e.g. yak zebra\)"):
+        build(dictionary, unknown)
+
+
+def test_topk_keeps_the_best_entries_in_file_order(dictionary, tmp_path):
+    table = tmp_path / "t.txt"
+    table.write_text("w3\tw1\t3\nw3\tw10\t2\nw3\tw13\t1\nw4\tw4\t5\n")
+    model = build(dictionary, table, core_topk=2)
+    w = dictionary.index
+    assert model.decoder.align_table[w("w3")].tolist() == [w("w1"), w("w10")]
+    assert model.decoder.align_table[w("w4")].tolist() == [w("w4"), dictionary.pad()]
+    assert model.decoder.align_table[dictionary.pad()].eq(dictionary.pad()).all()
+
+
+def test_non_joined_dictionary_is_refused(table):
+    args = argparse.Namespace(arch="core_copy", core_align_table=str(table))
+    with pytest.raises(FairseqWeanError, match="--joined-dictionary"):
+        CoreCopyModel.build_model(args, FakeTask(make_dictionary(20), make_dictionary(25)))
+
+
+# ------------------------------------------------------------------------ criterion
+def make_sample(dictionary, bsz=4, seed=0):
+    src, lengths, prev, target = random_batch(dictionary, bsz=bsz, seed=seed)
+    return {
+        "net_input": {"src_tokens": src, "src_lengths": lengths, "prev_output_tokens": prev},
+        "target": target,
+        "ntokens": int(target.ne(dictionary.pad()).sum()),
+    }
+
+
+def criterion(dictionary, **kw):
+    return CoreModeLossCriterion(FakeTask(dictionary), **kw)
+
+
+def test_gold_copy_labels_follow_eq12(dictionary):
+    w, d = dictionary.index, dictionary
+    src = torch.tensor([[d.pad(), w("w1"), d.unk(), w("w2"), d.eos()]])
+    tgt = torch.tensor([[w("w2"), w("w3"), d.unk(), w("w1"), d.eos(), d.pad()]])
+    assert gold_copy_labels(tgt, src, d).tolist() == [[True, False, False, True, False, False]]
+
+
+def test_loss_is_nll_plus_weighted_mode_bce(dictionary, table):
+    model = build(dictionary, table)
+    model.eval()
+    sample = make_sample(dictionary)
+    with torch.no_grad():
+        loss1, size, log = criterion(dictionary, mode_loss_weight=1.0)(model, sample)
+        loss3, _, log3 = criterion(dictionary, mode_loss_weight=3.0)(model, sample)
+        # Reference: fairseq's NLL on the full-vocabulary log-probs, BCE by hand.
+        out = model(**sample["net_input"])
+        lp = model.get_normalized_probs(out, log_probs=True)
+        target = sample["target"]
+        mask = target.ne(dictionary.pad())
+        picked = lp.gather(2, target.unsqueeze(2)).squeeze(2)
+        unk_lp = lp[:, :, dictionary.unk()]
+        picked = torch.where(torch.isfinite(picked), picked, unk_lp)
+        nll = -(picked * mask).sum()
+        lam = torch.sigmoid(out[1]["copy_gate_logit"][0])
+        gold = gold_copy_labels(target, sample["net_input"]["src_tokens"], dictionary).float()
+        bce = -((gold * lam.log() + (1 - gold) * (1 - lam).log()) * mask).sum()
+    assert size == sample["ntokens"]
+    torch.testing.assert_close(log["nll_loss"], nll, atol=1e-4, rtol=1e-5)
+    torch.testing.assert_close(log["mode_loss"], bce, atol=1e-4, rtol=1e-5)
+    torch.testing.assert_close(loss1, nll + bce, atol=1e-4, rtol=1e-5)
+    torch.testing.assert_close(loss3, nll + 3 * bce, atol=1e-4, rtol=1e-5)
+    assert set(log) == set(log3)
+    assert log["gold_copy"] == gold.sum() and 0 <= log["pred_copy"] <= sample["ntokens"]
+
+
+def test_target_in_neither_part_gives_finite_loss_and_gradients(dictionary, tmp_path):
+    """A target word outside V_G and the source: scored as unk, no inf, no NaN anywhere."""
+    table = tmp_path / "t.txt"
+    table.write_text("w1\tw2\t1\n")
+    model = build(dictionary, table, core_num_frequent=1)  # U = {w0, unk, eos}
+    w, d = dictionary.index, dictionary
+    src = torch.tensor([[w("w1"), w("w5"), d.eos()]])
+    target = torch.tensor([[w("w2"), w("w17"), w("w5"), d.eos()]])  # w17: in neither part
+    prev = torch.tensor([[d.eos(), w("w2"), w("w17"), w("w5")]])
+    sample = {"net_input": {"src_tokens": src, "src_lengths": torch.tensor([3]), "prev_output_tokens": prev},
+              "target": target, "ntokens": 4}
+    out = model(**sample["net_input"])
+    full = model.get_normalized_probs(out, log_probs=True)
+    assert torch.isinf(full[0, 1, w("w17")])
+    assert torch.isfinite(full).any(-1).all() and not torch.isnan(full).any()
+    for eps in (0.0, 0.1):
+        model.zero_grad()
+        loss, _, log = criterion(dictionary, label_smoothing=eps)(model, sample)
+        assert torch.isfinite(loss)
+        loss.backward()
+        for name, p in model.named_parameters():
+            assert p.grad is not None and torch.isfinite(p.grad).all(), name
+
+
+def test_every_parameter_gets_a_gradient_every_step(dictionary, table):
+    """Default --ddp-backend (find_unused_parameters=False) needs this."""
+    model = build(dictionary, table, dropout=0.1)
+    model.train()
+    loss, _, _ = criterion(dictionary, label_smoothing=0.1)(model, make_sample(dictionary))
+    loss.backward()
+    missing = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
+    assert not missing
+
+
+def test_label_smoothing_spreads_over_the_producible_words(dictionary, table):
+    """eps over the n words of the row's support (fairseq's formula with n for |V|), finite."""
+    model = build(dictionary, table)
+    model.eval()
+    sample = make_sample(dictionary)
+    eps = 0.1
+    with torch.no_grad():
+        _, _, log0 = criterion(dictionary, mode_loss_weight=0.0)(model, sample)
+        smooth, _, log1 = criterion(dictionary, mode_loss_weight=0.0, label_smoothing=eps)(model, sample)
+        full = model.get_normalized_probs(model(**sample["net_input"]), log_probs=True)
+    expected = 0.0
+    for b, row in enumerate(sample["target"]):
+        for t, y in enumerate(row.tolist()):
+            if y == dictionary.pad():
+                continue
+            lp = full[b, t]
+            support = torch.isfinite(lp)
+            n = int(support.sum())
+            nll = -lp[y] if torch.isfinite(lp[y]) else -lp[dictionary.unk()]
+            eps_i = eps / (n - 1)
+            expected += (1 - eps - eps_i) * nll + eps_i * -lp[support].sum()
+    assert torch.isfinite(smooth)
+    torch.testing.assert_close(smooth, torch.as_tensor(expected, dtype=smooth.dtype), atol=1e-3, rtol=1e-5)
+    assert log0["nll_loss"] == log1["nll_loss"]
+
+
+def test_reduce_metrics_logs_ratios(dictionary, table):
+    from fairseq import metrics
+
+    model = build(dictionary, table)
+    crit = criterion(dictionary)
+    logs = [crit(model, make_sample(dictionary, seed=s))[2] for s in (0, 1)]
+    assert all(set(log) == set(logs[0]) for log in logs)
+    with metrics.aggregate() as agg:
+        CoreModeLossCriterion.reduce_metrics(logs)
+        values = agg.get_smoothed_values()
+    ntok = sum(log["ntokens"] for log in logs)
+    assert values["gold_copy_ratio"] == pytest.approx(sum(float(l["gold_copy"]) for l in logs) / ntok, abs=1e-3)
+    assert values["nll_loss"] == pytest.approx(sum(float(l["nll_loss"]) for l in logs) / ntok / math.log(2), abs=1e-3)
+    assert {"loss", "nll_loss", "mode_loss", "ppl", "gold_copy_ratio", "pred_copy_ratio"} <= set(values)
+
+
+def test_criterion_refuses_a_model_without_copy_gate(dictionary):
+    from fairseq_wean.models.wean_lstm import WeanLSTMModel, base_architecture as wean_arch
+
+    args = argparse.Namespace(arch="wean_lstm", embed_dim=8, encoder_hidden_size=8, decoder_hidden_size=8)
+    wean_arch(args)
+    model = WeanLSTMModel.build_model(args, FakeTask(dictionary))
+    with pytest.raises(FairseqWeanError, match="--arch core_copy"):
+        criterion(dictionary)(model, make_sample(dictionary))
+
+
+# ------------------------------------------------------------------------ end to end (real CLIs)
+CORE_SIZES = ["--embed-dim", 32, "--encoder-hidden-size", 32, "--decoder-hidden-size", 32,
+              "--decoder-out-embed-dim", 32, "--dropout", 0.1, "--core-num-frequent", 10,
+              "--core-topk", 5, "--criterion", "core_mode_loss", "--max-tokens", 400]
+
+
+def write_named_pairs(prefix, n, seed):
+    """Like conftest.write_parallel, plus a name seen once (never again) that the target copies."""
+    import random
+
+    rng = random.Random(seed)
+    words = ["w{}".format(i) for i in range(40)]
+    with open(prefix + ".src", "w") as fs, open(prefix + ".tgt", "w") as ft:
+        for _ in range(n):
+            sent = [rng.choice(words) for _ in range(rng.randint(3, 8))]
+            sent.insert(rng.randint(0, len(sent)), "name{}".format(rng.randint(0, 10 ** 6)))
+            fs.write(" ".join(sent) + "\n")
+            ft.write(" ".join(w for w in sent if not (w[0] == "w" and int(w[1:]) < 10)) + "\n")
+
+
+def prepare_marked_data(work):
+    """The README's marker recipe up to fairseq-preprocess: marked text, dict.txt, align table."""
+    import sys
+
+    from conftest import REPO
+    from fairseq_wean.cli import align_table
+
+    if REPO not in sys.path:
+        sys.path.insert(0, REPO)
+    from preprocess import unk_markers
+
+    raw, marked = work / "named", work / "named-marked"
+    raw.mkdir()
+    marked.mkdir()
+    for split, n, seed in (("train", 400, 1), ("valid", 21, 2), ("test", 13, 3)):
+        write_named_pairs(str(raw / split), n, seed)
+    vocab = work / "named-dict.txt"
+    unk_markers.main(["vocab", "--src", str(raw / "train.src"), "--tgt", str(raw / "train.tgt"),
+                      "--min-count", "3", "--markers", "50", "--out", str(vocab)])
+    for split in ("train", "valid", "test"):
+        unk_markers.main(["encode", "--vocab", str(vocab), "--src", str(raw / (split + ".src")),
+                          "--tgt", str(raw / (split + ".tgt")), "--src-out", str(marked / (split + ".src")),
+                          "--tgt-out", str(marked / (split + ".tgt"))])
+    align_table.cli_main(["--src", str(marked / "train.src"), "--tgt", str(marked / "train.tgt"),
+                          "--topk", "10", "--out", str(work / "named.table")])
+    sources = (raw / "test.src").read_text().splitlines()[:5]
+    (work / "named-in.txt").write_text("\n".join(sources) + "\n")
+    unk_markers.main(["encode", "--vocab", str(vocab), "--src", str(work / "named-in.txt"),
+                      "--src-out", str(work / "named-in.pg.txt")])
+    return raw, marked, vocab, unk_markers
+
+
+@pytest.fixture(scope="module")
+def core_run(raw_dir, data_bin, data_bin_unjoined, tmp_path_factory):
+    """All CLI runs of this file, in three stages of concurrent processes (2 shared CPU cores).
+
+    1. the align table by the real command; fairseq-train error paths; fairseq-preprocess of the
+       marker data set (names seen once, copied by the target);
+    2. fairseq-train core_copy on both data sets;
+    3. with both table files moved away: fairseq-generate and fairseq-interactive from the
+       checkpoints alone.
+    """
+    work = tmp_path_factory.mktemp("core")
+    table = work / "align.table"
+    named_raw, named_marked, named_vocab, unk_markers = prepare_marked_data(work)
+    named_bin = work / "named-bin"
+    stage1 = cli_concurrently([
+        ("fairseq-wean-align-table", ["--src", raw_dir / "train.src", "--tgt", raw_dir / "train.tgt",
+                                      "--topk", 5, "--out", table]),
+        ("fairseq-train", train_args(data_bin_unjoined, work / "e1", "core_copy", *CORE_SIZES,
+                                     "--core-align-table", table, epochs=1), {"check": False}),
+        ("fairseq-train", train_args(data_bin, work / "e2", "core_copy", *CORE_SIZES,
+                                     "--core-align-table", work / "missing.table", epochs=1), {"check": False}),
+        ("fairseq-preprocess", ["--source-lang", "src", "--target-lang", "tgt", "--workers", 1,
+                                "--trainpref", named_marked / "train", "--validpref", named_marked / "valid",
+                                "--testpref", named_marked / "test", "--destdir", named_bin,
+                                "--joined-dictionary", "--srcdict", named_vocab]),
+    ])
+    save_dir, named_ck = work / "ck", work / "named-ck"
+    train, _ = cli_concurrently([
+        ("fairseq-train", train_args(data_bin, save_dir, "core_copy", *CORE_SIZES,
+                                     "--core-align-table", table, epochs=3)),
+        ("fairseq-train", train_args(named_bin, named_ck, "core_copy", *CORE_SIZES,
+                                     "--core-align-table", work / "named.table", epochs=8)),
+    ])
+    table_text = table.read_text()
+    table.unlink()
+    (work / "named.table").unlink()
+    lines = open(raw_dir / "test.src").read().splitlines()[:3]
+    gen, inter, named = cli_concurrently([
+        ("fairseq-generate", [data_bin, "--user-dir", USER_DIR, "--path", save_dir / "checkpoint_best.pt",
+                              "--gen-subset", "test", "--beam", 5, "--cpu", "--batch-size", 5,
+                              "--print-alignment"]),
+        ("fairseq-interactive", [data_bin, "--user-dir", USER_DIR, "--path", save_dir / "checkpoint_best.pt",
+                                 "--source-lang", "src", "--target-lang", "tgt", "--beam", 3, "--cpu"],
+         {"input": "\n".join(lines) + "\n"}),
+        ("fairseq-interactive", [named_bin, "--user-dir", USER_DIR, "--path", named_ck / "checkpoint_best.pt",
+                                 "--source-lang", "src", "--target-lang", "tgt", "--beam", 5, "--cpu"],
+         {"input": (work / "named-in.pg.txt").read_text()}),
+    ])
+    return {"work": work, "table_text": table_text, "train_log": train.stdout + train.stderr,
+            "unjoined": stage1[1], "missing": stage1[2], "generate": gen, "interactive": inter,
+            "named": named, "named_raw": named_raw, "unk_markers": unk_markers}
+
+
+def test_align_table_built_by_the_real_command(core_run):
+    lines = core_run["table_text"].splitlines()
+    assert lines and all(len(line.split("\t")) == 3 for line in lines)
+    # the simplification data copies w10..w39: each aligns to itself among its top entries
+    best = {}
+    for line in lines:
+        src, tgt, _ = line.split("\t")
+        best.setdefault(src, []).append(tgt)
+    copied = [w for w in best if int(w[1:]) >= 10]
+    assert copied and sum(w in best[w] for w in copied) >= 0.8 * len(copied)
+
+
+def test_training_logs_the_core_metrics_and_learns(core_run):
+    log = core_run["train_log"]
+    epochs = re.findall(r"\| train \| epoch (\d+) \| loss ([\d.]+) \| nll_loss ([\d.]+) \| mode_loss ([\d.]+)", log)
+    assert len(epochs) == 3, log[-2000:]
+    assert float(epochs[-1][1]) < float(epochs[0][1])
+    assert "gold_copy_ratio" in log and "pred_copy_ratio" in log and "ppl" in log
+    assert "nan" not in log.lower().split("| train |")[-1]
+
+
+def test_generate_and_interactive_from_the_checkpoint_alone(core_run):
+    """The table files were removed before decoding: the checkpoint carries A."""
+    gen, inter = core_run["generate"], core_run["interactive"]
+    hyps = generated_hypotheses(gen.stdout)
+    assert sorted(hyps) == list(range(13))  # 13: not a multiple of 8
+    alignments = [line for line in gen.stdout.splitlines() if line.startswith("A-")]
+    assert len(alignments) == 13 and all(re.match(r"A-\d+\t(\d+-\d+ ?)+$", a) for a in alignments)
+    assert len([line for line in inter.stdout.splitlines() if line.startswith("H-")]) == 3
+    # The model copies: most hypothesis words occur in their source.
+    sources = {int(l.split("\t")[0][2:]): l.split("\t")[1].split()
+               for l in gen.stdout.splitlines() if l.startswith("S-")}
+    words = [(w, i) for i, h in hyps.items() for w in h.split()]
+    assert words and sum(w in sources[i] for w, i in words) >= 0.5 * len(words)
+
+
+def test_unseen_words_are_copied_through_position_markers(core_run):
+    """The README recipe: every test name is unseen in training, and comes back after decode."""
+    work, raw, unk_markers = core_run["work"], core_run["named_raw"], core_run["unk_markers"]
+    hyps = [line.split("\t")[2] for line in core_run["named"].stdout.splitlines() if line.startswith("H-")]
+    assert len(hyps) == 5
+    (work / "named-hyp.pg.txt").write_text("\n".join(hyps) + "\n")
+    unk_markers.main(["decode", "--src", str(work / "named-in.txt"), "--hyp", str(work / "named-hyp.pg.txt"),
+                      "--out", str(work / "named-hyp.txt")])
+    decoded = (work / "named-hyp.txt").read_text().splitlines()
+    sources = (work / "named-in.txt").read_text().splitlines()
+    names = [next(w for w in s.split() if w.startswith("name")) for s in sources]
+    training_words = set((raw / "train.src").read_text().split())
+    assert not any(name in training_words for name in names)
+    assert sum(name in hyp.split() for name, hyp in zip(names, decoded)) >= 4, decoded
+    assert not any("<unk" in hyp for hyp in decoded)
+
+
+def test_error_paths_through_fairseq_train(core_run):
+    unjoined, missing = core_run["unjoined"], core_run["missing"]
+    assert unjoined.returncode == 1 and "fairseq-wean: error:" in unjoined.stderr
+    assert "--joined-dictionary" in unjoined.stderr and "Traceback" not in unjoined.stderr
+    assert missing.returncode == 1 and "no such file" in missing.stderr
+    assert "fairseq-wean-align-table" in missing.stderr

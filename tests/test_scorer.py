@@ -1,0 +1,364 @@
+"""fairseq-wean-score and the scoring modules: SARI against EASSE, BLEU against sacrebleu, ROUGE
+against rouge-score (also through fairseq's scorer registry), FKGL, output statistics, generate-log
+parsing, bad input, paired bootstrap.
+
+Most checks call ``fairseq_wean.cli.score.main`` in-process (one fairseq import for the whole
+module); the bad-input cases and one happy path go through the real console script.
+"""
+import json
+import os
+
+import pytest
+
+from conftest import USER_DIR, cli_concurrently, read_text_lines, shared_data_dir
+from fairseq_wean.cli import score
+from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.scoring import metrics as M
+from fairseq_wean.scoring import sari
+
+TURK = shared_data_dir("simplification", "turkcorpus")
+DRESS = shared_data_dir("simplification", "system_outputs", "Dress-Ls.tok.low")
+needs_data = pytest.mark.skipif(
+    TURK is None or DRESS is None,
+    reason="shared data not found (REPO/../shared/data or $FAIRSEQ_WEAN_DATA)",
+)
+
+# EASSE's own test suite (tests/test_sari.py), DRESS-LS on TurkCorpus test, 8 references:
+EASSE_DRESS_LS_LEGACY = 37.266058818588216  # corpus_sari(..., legacy=True) (13a on sys/refs); PROVENANCE.md
+EASSE_DRESS_LS_PLAIN = 36.73586275692667  # earlier EASSE release, tokenizer='plain' (= legacy, no tokenizer)
+
+
+@pytest.fixture(scope="module")
+def turk():
+    orig = os.path.join(TURK, "test.8turkers.tok.norm")
+    refs = [os.path.join(TURK, "test.8turkers.tok.turk.{}".format(i)) for i in range(8)]
+    return orig, refs
+
+
+def write(path, lines):
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return str(path)
+
+
+def run_json(capsys, *argv):
+    score.main([str(a) for a in argv] + ["--json"])
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+def assert_one_line_error(proc, *needles):
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("fairseq-wean-score: error: "), proc.stderr[-2000:]
+    for needle in needles:
+        assert needle in last, last
+    return last
+
+
+# --------------------------------------------------------------------------------------------- SARI
+# Hand-computed (see the comments): orig "a b c d", output "a x c", references "a x" and "a c d".
+# Per n-gram order n=1..4 (ADD binary; KEEP/DEL counts weighted by the 2 references):
+#   ADD  P/R: 1/1, 1/2 (ax right, xc wrong; refs add ax, ac), 0/0, 0/0        -> F1 1, .5, 0, 0
+#   KEEP P/R: 3/4 (a:2 c:1 of a:2 c:2), 0 (nothing kept; refs keep cd), 0, 0  -> F1 .75, 0, 0, 0
+#   DEL  P/R: 3/4 & 3/4, 5/6 & 5/5, 4/4 & 4/4, 2/2 & 2/2                      -> F1 .75, 10/11, 1, 1
+HAND = (["a b c d"], ["a x c"], [["a x"], ["a c d"]])
+HAND_DEFAULT = 100 * (3 / 8 + 3 / 16 + 161 / 176) / 3  # macro: F1 per order, averaged = 49.2424...
+HAND_PAPER = 100 * (3 / 8 + 3 / 16 + 3870 / 4224) / 3  # micro: DEL F1 of P=43/48, R=45/48 = 49.2898...
+HAND_DEL_PRECISION = 100 * (3 / 8 + 3 / 16 + 43 / 48) / 3  # DELETE precision only (sentence-level SARI)
+
+
+def test_sari_hand_computed_example():
+    assert sari.corpus_sari(*HAND) == pytest.approx(HAND_DEFAULT, abs=1e-9)
+    assert sari.corpus_sari(*HAND, mode="legacy") == pytest.approx(HAND_DEFAULT, abs=1e-9)
+    assert sari.corpus_sari(*HAND, mode="paper") == pytest.approx(HAND_PAPER, abs=1e-9)
+    assert sari.corpus_sari(*HAND, use_f1_for_deletion=False) == pytest.approx(HAND_DEL_PRECISION, abs=1e-9)
+    add, keep, dele = sari.corpus_sari_operation_scores(*HAND)
+    assert (add, keep, dele) == pytest.approx((37.5, 18.75, 100 * 161 / 176))
+
+
+def test_sari_single_reference_deletion_example():
+    # orig "a b c" -> "a b" = reference. ADD: nothing to add (F1 0); KEEP F1 1, 1, 0, 0; DEL F1 1, 1, 1, 0.
+    assert sari.corpus_sari(["a b c"], ["a b"], [["a b"]]) == pytest.approx(100 * (0 + 0.5 + 0.75) / 3)
+
+
+def test_sari_modes_normalise_like_easse():
+    orig, out, refs = HAND
+    upper = ["A X C"]
+    # default lowercases everything
+    assert sari.corpus_sari(orig, upper, refs) == pytest.approx(HAND_DEFAULT)
+    # legacy does not lowercase: "A", "X", "C" match nothing
+    assert sari.corpus_sari(orig, upper, refs, mode="legacy") < HAND_DEFAULT - 10
+    # default 13a-tokenizes the original too; legacy leaves it as is ("d." stays one token)
+    assert sari.corpus_sari(["a b c d."], ["a x c"], [["a x ."], ["a c d ."]]) != pytest.approx(
+        sari.corpus_sari(["a b c d."], ["a x c"], [["a x ."], ["a c d ."]], mode="legacy"))
+    with pytest.raises(ValueError):
+        sari.corpus_sari(*HAND, mode="nope")
+
+
+@needs_data
+def test_sari_matches_easse_on_turkcorpus_dress_ls(turk, capsys):
+    orig, refs = turk
+    orig_l, sys_l, refs_l = read_text_lines(orig), read_text_lines(DRESS), [read_text_lines(r) for r in refs]
+    assert len(sys_l) == 359
+    assert sari.corpus_sari(orig_l, sys_l, refs_l, mode="legacy") == pytest.approx(EASSE_DRESS_LS_LEGACY, abs=0.01)
+    assert sari.corpus_sari(orig_l, sys_l, refs_l, mode="legacy", tokenizer="none") == pytest.approx(
+        EASSE_DRESS_LS_PLAIN, abs=0.01)
+    # the same number through the command
+    out = run_json(capsys, "--sys", DRESS, "--orig", orig, "--refs", *refs, "--metrics", "sari", "--sari-mode", "legacy")
+    assert out["sari"] == pytest.approx(EASSE_DRESS_LS_LEGACY, abs=0.01)
+
+
+@needs_data
+def test_copying_the_source_on_turkcorpus(turk, capsys):
+    """Issue 7: copying the source scores multi-reference BLEU 99.4 but SARI 27.9 (legacy mode)."""
+    orig, refs = turk
+    out = run_json(capsys, "--sys", orig, "--orig", orig, "--refs", *refs, "--metrics", "bleu,sari,stats",
+                   "--sari-mode", "legacy")
+    assert out["bleu"] == pytest.approx(99.4, abs=0.05)
+    assert out["sari"] == pytest.approx(27.9, abs=0.05)
+    assert out["stats"]["exact_copy_pct"] == 100.0 and out["stats"]["copy_pct"] == 100.0
+    # EASSE's default normalisation (lowercase + 13a on the original as well) gives 26.34
+    out = run_json(capsys, "--sys", orig, "--orig", orig, "--refs", *refs, "--metrics", "sari")
+    assert out["sari"] == pytest.approx(26.34, abs=0.01)
+
+
+# --------------------------------------------------------------------------------------------- BLEU
+def test_bleu_equals_sacrebleu_multi_reference(tmp_path, capsys):
+    import sacrebleu
+
+    hyps = ["the cat sat on the mat .", "a dog barked loudly", "", "it rained all day in the city ."]
+    ref0 = ["the cat sat on a mat .", "the dog barked", "nothing here", "it rained all day ."]
+    ref1 = ["a cat is on the mat .", "a dog barked loudly at night", "empty", "all day it rained in the city ."]
+    src = ["the fat cat sat on the mat .", "a big dog barked loudly", "x", "it was raining all day in the city ."]
+    files = [write(tmp_path / n, lines) for n, lines in
+             (("hyp", hyps), ("r0", ref0), ("r1", ref1), ("src", src))]
+    out = run_json(capsys, "--sys", files[0], "--orig", files[3], "--refs", files[1], files[2], "--metrics", "bleu")
+    assert out["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyps, [ref0, ref1]).score, abs=1e-9)
+    out = run_json(capsys, "--sys", files[0], "--refs", files[1], "--metrics", "bleu")
+    assert out["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyps, [ref0]).score, abs=1e-9)
+
+
+# --------------------------------------------------------------------------------------------- ROUGE
+def test_rouge_equals_rouge_score(tmp_path, capsys):
+    from rouge_score import rouge_scorer
+
+    hyps = ["police arrest man in shooting", "stocks fall sharply", ""]
+    r0 = ["police arrested a man after the shooting", "stocks fell on monday", "markets close"]
+    r1 = ["man arrested over shooting", "shares drop sharply", "closing"]
+    f = [write(tmp_path / n, lines) for n, lines in (("h", hyps), ("r0", r0), ("r1", r1))]
+    out = run_json(capsys, "--sys", f[0], "--refs", f[1], f[2], "--metrics", "rouge1,rouge2,rougeL")
+    rs = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
+    for t in ("rouge1", "rouge2", "rougeL"):
+        expected = 100 * sum(rs.score_multi([a, b], h)[t].fmeasure for h, a, b in zip(hyps, r0, r1)) / 3
+        assert out[t] == pytest.approx(expected, abs=1e-9)
+    assert out["rouge1"] > 0
+
+
+def test_rouge_characters_for_chinese(tmp_path, capsys):
+    # 7 characters each, all shared; 4 of 6 bigrams; longest common subsequence 5
+    f = [write(tmp_path / "h", ["今天我们去北京"]), write(tmp_path / "r", ["我们今天去北京"])]
+    out = run_json(capsys, "--sys", f[0], "--refs", f[1], "--metrics", "rouge1,rouge2,rougeL", "--rouge-chars")
+    assert (out["rouge1"], out["rouge2"], out["rougeL"]) == pytest.approx((100.0, 400 / 6, 100 * 5 / 7))
+    assert M.CharTokenizer().tokenize("51信用卡 App，2015年") == ["51", "信", "用", "卡", "app", "，", "2015", "年"]
+    # rouge-score's own tokenizer drops Chinese entirely
+    out = run_json(capsys, "--sys", f[0], "--refs", f[1], "--metrics", "rouge1")
+    assert out["rouge1"] == 0.0
+
+
+def test_rouge_is_a_fairseq_scorer(tmp_path):
+    """`fairseq-generate --user-dir fairseq_wean --scoring rouge [--rouge-chars]`: the arguments parse,
+    fairseq builds our scorer from them, and it reports rouge-score's numbers."""
+    from fairseq import options
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+    from fairseq.scoring import build_scorer
+    from rouge_score import rouge_scorer
+
+    from fairseq_wean.scoring.rouge import RougeScorer
+
+    def scorer_from_cli(*extra):
+        parser = options.get_generation_parser()
+        args = options.parse_args_and_arch(
+            parser, [str(tmp_path), "--user-dir", USER_DIR, "--path", "x.pt", "--scoring", "rouge", *extra])
+        return build_scorer(convert_namespace_to_omegaconf(args).scoring, None)
+
+    pairs = [("police arrested a man after the shooting", "police arrest man in shooting"),
+             ("stocks fell on monday", "stocks fall sharply on monday")]
+    scorer = scorer_from_cli()
+    assert isinstance(scorer, RougeScorer)
+    for ref, hyp in pairs:
+        scorer.add_string(ref, hyp)
+    rs = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
+    expected = {t: 100 * sum(rs.score(r, h)[t].fmeasure for r, h in pairs) / 2 for t in ("rouge1", "rouge2", "rougeL")}
+    assert scorer.scores() == pytest.approx(expected, abs=1e-9)
+    assert scorer.score() == pytest.approx(expected["rougeL"]) and scorer.score(1) == pytest.approx(expected["rouge1"])
+    assert scorer.result_string().startswith("ROUGE-1/2/L F1 = {:.2f}/{:.2f}/{:.2f} (n=2".format(
+        expected["rouge1"], expected["rouge2"], expected["rougeL"]))
+
+    chars = scorer_from_cli("--rouge-chars")
+    chars.add_string("我们今天去北京", "今天我们去北京")
+    assert chars.scores() == pytest.approx({"rouge1": 100.0, "rouge2": 400 / 6, "rougeL": 500 / 7})
+    assert "characters" in chars.result_string()
+    assert build_scorer("rouge", None).result_string().startswith("ROUGE-1/2/L F1 = 0.00/0.00/0.00 (n=0")
+
+
+# --------------------------------------------------------------------------------------------- FKGL, stats
+def test_fkgl_hand_counted(tmp_path, capsys):
+    # words 6, syllables 6, 1 sentence: 0.39 * 6 + 11.8 * 1 - 15.59
+    f = write(tmp_path / "a", ["the cat sat on the mat ."])
+    assert run_json(capsys, "--sys", f, "--metrics", "fkgl")["fkgl"] == pytest.approx(-1.45)
+    # 12 words (punctuation is not a word), 18 syllables by pyphen (extraordinarily 6, didn't 2)
+    long = "the quick brown fox jumped over the extraordinarily lazy dog , didn't it ?"
+    f = write(tmp_path / "b", [long])
+    assert run_json(capsys, "--sys", f, "--metrics", "fkgl")["fkgl"] == pytest.approx(0.39 * 12 + 11.8 * 1.5 - 15.59)
+    assert M._textstat().flesch_kincaid_grade(long) == pytest.approx(0.39 * 12 + 11.8 * 1.5 - 15.59)
+    # corpus level: counts summed over lines (18 words, 24 syllables, 2 sentences); empty lines count nothing
+    f = write(tmp_path / "c", ["the cat sat on the mat .", "", long])
+    assert run_json(capsys, "--sys", f, "--metrics", "fkgl")["fkgl"] == pytest.approx(
+        0.39 * 9 + 11.8 * 24 / 18 - 15.59)
+
+
+def test_output_stats(tmp_path, capsys):
+    f = [write(tmp_path / "h", ["a b <unk>", "x  y", "UNK q"]), write(tmp_path / "s", ["a b c", "x y", "p q"])]
+    st = run_json(capsys, "--sys", f[0], "--orig", f[1], "--metrics", "stats")["stats"]
+    # 7 tokens: 2 unknown (<unk>, UNK); a b x y q found in the source; "x  y" == "x y" after splitting
+    assert st == pytest.approx({"avg_len": 7 / 3, "unk_pct": 100 * 2 / 7, "copy_pct": 100 * 5 / 7,
+                                "exact_copy_pct": 100 / 3})
+
+
+# --------------------------------------------------------------------------------------------- generate logs
+GEN_LOG = """2026-01-01 | INFO | fairseq_cli.generate | loading model
+S-2\tthe dog runs fast
+T-2\tdog runs
+H-2\t-0.31\tdog runs
+D-2\t-0.31\tdog runs
+P-2\t-0.1 -0.2 -0.3
+S-0\tthe cat sat on the mat
+T-0\tcat sat on mat
+H-0\t-0.50\tcat sat on mat
+H-0\t-0.90\tcat sat on the mat
+S-3\ta b c
+T-3\ta b
+H-3\t-0.70
+S-1\tbirds fly south in winter
+T-1\tbirds fly south
+H-1\t-0.40\tbirds fly
+Generate test with beam=5: BLEU4 = 12.00
+"""
+GEN_ORDERED = ["cat sat on mat", "birds fly", "dog runs", ""]
+
+
+def test_generate_log_is_reordered_by_sentence_id(tmp_path, capsys):
+    log = tmp_path / "gen.out"
+    log.write_text(GEN_LOG, encoding="utf-8")
+    plain = write(tmp_path / "plain", GEN_ORDERED)
+    src = write(tmp_path / "src", ["the cat sat on the mat", "birds fly south in winter", "the dog runs fast", "a b c"])
+    ref = write(tmp_path / "ref", ["cat sat on mat", "birds fly south", "dog runs", "a b"])
+    lines, parsed = score.read_system(str(log), "--sys", 4)
+    assert lines == GEN_ORDERED and parsed is not None  # best (first) of the n-best, empty hypothesis kept
+    args = ["--orig", src, "--refs", ref, "--metrics", "bleu,sari,stats"]
+    from_log = run_json(capsys, "--sys", log, *args)
+    assert from_log == run_json(capsys, "--sys", plain, *args)
+    # without --orig/--refs the log's S- and T- lines are used
+    assert run_json(capsys, "--sys", log, "--metrics", "bleu,sari,stats") == from_log
+
+
+@pytest.fixture(scope="module")
+def command_runs(tmp_path_factory):
+    """The real console script, three runs started together (start-up dominates; it overlaps)."""
+    d = tmp_path_factory.mktemp("score-cli")
+    # 1. a fairseq-generate log without H- lines for sentences 1 and 3
+    log = d / "gen.out"
+    log.write_text("\n".join(l for l in GEN_LOG.splitlines() if not l.startswith(("H-1\t", "H-3\t"))),
+                   encoding="utf-8")
+    src4 = write(d / "src4", ["s0", "s1", "s2", "s3"])
+    # 2. a reference file one line short
+    hyp3 = write(d / "hyp3", ["a b", "c d", "e f"])
+    ref2 = write(d / "ref2", ["a b", "c d"])
+    # 3. every metric, with an empty output line
+    hyp = write(d / "hyp", ["the cat sat .", "", "dogs bark ."])
+    src = write(d / "src", ["the fat cat sat on the mat .", "a b c", "the dogs bark loudly ."])
+    r0 = write(d / "r0", ["the cat sat on the mat .", "a b", "dogs bark ."])
+    r1 = write(d / "r1", ["a cat sat .", "a c", "the dogs bark ."])
+    names = ["missing_ids", "line_counts", "all_metrics"]
+    runs = cli_concurrently([
+        ("fairseq-wean-score", ["--sys", log, "--orig", src4, "--refs", src4, "--metrics", "bleu"], {"check": False}),
+        ("fairseq-wean-score", ["--sys", hyp3, "--orig", hyp3, "--refs", ref2, "--metrics", "bleu,sari"],
+         {"check": False}),
+        ("fairseq-wean-score", ["--sys", hyp, "--orig", src, "--refs", r0, r1, "--metrics", ",".join(M.METRICS),
+                                "--json"], {"check": False}),
+    ])
+    out = dict(zip(names, runs))
+    out["log"], out["ref2"] = str(log), ref2
+    return out
+
+
+def test_missing_sentence_ids_in_a_log_is_a_one_line_error(command_runs):
+    assert_one_line_error(command_runs["missing_ids"], "sentence id(s) 1, 3", "2 of 4 missing", command_runs["log"])
+
+
+def test_different_line_counts_is_a_one_line_error(command_runs):
+    assert_one_line_error(command_runs["line_counts"], "different numbers of lines", "has 3",
+                          "{} has 2".format(command_runs["ref2"]))
+
+
+def test_other_bad_input_raises_fairseq_wean_error(tmp_path):
+    hyp = write(tmp_path / "hyp", ["a b", "c d"])
+    with pytest.raises(FairseqWeanError, match="--orig FILE"):
+        score.main(["--sys", hyp, "--refs", hyp, "--metrics", "sari"])
+    with pytest.raises(FairseqWeanError, match="not found"):
+        score.main(["--sys", str(tmp_path / "nope"), "--refs", hyp, "--metrics", "bleu"])
+    with pytest.raises(FairseqWeanError, match="--compare-to"):
+        score.main(["--sys", hyp, "--refs", hyp, "--metrics", "bleu", "--compare-to", write(tmp_path / "o", ["a"])])
+    (tmp_path / "latin1").write_bytes(b"caf\xe9\n")
+    with pytest.raises(FairseqWeanError, match="UTF-8"):
+        score.main(["--sys", str(tmp_path / "latin1"), "--metrics", "fkgl"])
+    with pytest.raises(SystemExit):  # argparse: unknown metric
+        score.main(["--sys", hyp, "--refs", hyp, "--metrics", "bleu,meteor"])
+
+
+def test_command_json_keys_and_empty_hypothesis(command_runs):
+    """The real command: every metric, an empty output line is scored (not a crash)."""
+    proc = command_runs["all_metrics"]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert list(out) == list(M.METRICS)
+    assert all(isinstance(out[m], float) for m in M.METRICS if m != "stats")
+    assert set(out["stats"]) == set(M.STATS_KEYS)
+    assert 0 < out["sari"] < 100 and 0 < out["bleu"] < 100 and 0 < out["rougeL"] < 100
+    assert out["stats"]["avg_len"] == pytest.approx(7 / 3)
+
+
+# --------------------------------------------------------------------------------------------- bootstrap
+def test_compare_to_gives_paired_bootstrap_p_values(tmp_path, capsys):
+    hyp_a = ["the cat sat on the mat .", "dogs bark .", "it rained .", "birds fly south ."] * 5
+    hyp_b = ["a cat .", "dogs are barking loudly now .", "rain .", "birds ."] * 5
+    ref = ["the cat sat on the mat .", "dogs bark .", "it rained all day .", "birds fly south ."] * 5
+    src = ["the fat cat sat on the mat .", "the dogs bark loudly .", "it rained all day long .",
+           "the birds fly south in winter ."] * 5
+    a, b, r, s = (write(tmp_path / n, lines) for n, lines in (("a", hyp_a), ("b", hyp_b), ("r", ref), ("s", src)))
+    metrics = "bleu,sari,fkgl,rouge1,rouge2,rougeL,stats"
+    out = run_json(capsys, "--sys", a, "--orig", s, "--refs", r, "--metrics", metrics, "--compare-to", b)
+    assert set(out) == set(metrics.split(",")) | {"compare_to", "p_values"}
+    assert set(out["p_values"]) == set(metrics.split(",")) - {"stats"}  # stats are descriptive, no test
+    assert all(0.0 < p <= 1.0 for p in out["p_values"].values())
+    assert out["p_values"]["bleu"] < 0.05 and out["p_values"]["sari"] < 0.05  # A is clearly better
+    alone = run_json(capsys, "--sys", b, "--orig", s, "--refs", r, "--metrics", metrics)
+    assert {k: out["compare_to"][k] for k in alone} == alone
+    # identical systems: every bootstrap difference is 0, p = 1 exactly
+    same = run_json(capsys, "--sys", a, "--orig", s, "--refs", r, "--metrics", metrics, "--compare-to", a)
+    assert same["p_values"] == {m: 1.0 for m in out["p_values"]}
+    # fixed seed: the same p-values every run; the text report shows them too
+    assert run_json(capsys, "--sys", a, "--orig", s, "--refs", r, "--metrics", metrics, "--compare-to", b) == out
+    score.main(["--sys", a, "--orig", s, "--refs", r, "--metrics", "bleu,sari", "--compare-to", b])
+    text = capsys.readouterr().out
+    assert "paired bootstrap p = " in text and "1000 resamples" in text
+
+
+@needs_data
+def test_compare_dress_ls_with_copying_on_turkcorpus(turk, capsys):
+    orig, refs = turk
+    out = run_json(capsys, "--sys", DRESS, "--orig", orig, "--refs", *refs, "--metrics", "bleu,sari",
+                   "--sari-mode", "legacy", "--compare-to", orig)
+    assert out["sari"] == pytest.approx(EASSE_DRESS_LS_LEGACY, abs=0.01)
+    assert out["compare_to"]["sari"] == pytest.approx(27.9, abs=0.05)
+    assert out["p_values"]["sari"] < 0.01 and out["p_values"]["bleu"] < 0.01

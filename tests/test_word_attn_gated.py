@@ -1,0 +1,328 @@
+"""Word attention with contextual gates (Wu et al.): the poster's equations, checked on values."""
+import argparse
+import os
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import fairseq_wean  # noqa: F401  (registers the models)
+from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.models.word_attn_gated import (
+    WordAttnGatedModel,
+    ablation_parameter_counts,
+    additive_attention_step,
+    base_architecture,
+    word_attn_gated_iwslt,
+    word_attn_gated_wmt,
+    word_attn_rnnsearch_iwslt,
+)
+from fairseq_wean.modules.attention import SourceAttention
+from model_checks import assert_batched_beam_equals_single, assert_incremental_equals_full
+from conftest import (
+    REPO,
+    USER_DIR,
+    FakeTask,
+    cli_concurrently,
+    generated_hypotheses,
+    make_dictionary,
+    random_batch,
+    train_args,
+)
+
+ABLATIONS = ["none", "ungated", "gated"]
+SMALL = dict(encoder_embed_dim=10, encoder_hidden_size=6, decoder_embed_dim=8, decoder_hidden_size=9,
+             decoder_out_embed_dim=7, dropout=0.0)
+
+
+def build(dictionary, word_attention="gated", seed=0, **overrides):
+    args = argparse.Namespace(arch="word_attn_gated", word_attention=word_attention, **dict(SMALL, **overrides))
+    base_architecture(args)
+    torch.manual_seed(seed)
+    model = WordAttnGatedModel.build_model(args, FakeTask(dictionary))
+    return model.eval()
+
+
+def log_probs_and_extra(model, src, lengths, prev):
+    with torch.no_grad():
+        out = model(src, lengths, prev)
+        return model.get_normalized_probs(out, log_probs=True), out[1]
+
+
+@pytest.mark.parametrize("word_attention", ABLATIONS)
+def test_incremental_decoding_equals_full_forward(word_attention):
+    d = make_dictionary()
+    assert_incremental_equals_full(build(d, word_attention), random_batch(d))
+
+
+def test_incremental_equals_full_with_stacked_lstm_cells():
+    d = make_dictionary()
+    model = build(d, "gated", rnn_cell="lstm", encoder_layers=2, decoder_layers=2)
+    assert_incremental_equals_full(model, random_batch(d))
+
+
+@pytest.mark.parametrize("word_attention", ABLATIONS)
+def test_batched_beam_search_equals_single_sentence(word_attention):
+    d = make_dictionary()
+    src, lengths, _, _ = random_batch(d, bsz=4, src_len=6)
+    hyps = assert_batched_beam_equals_single(build(d, word_attention), d, src, lengths)
+    assert all(len(h) == 3 for h in hyps)
+
+
+@pytest.mark.parametrize("word_attention", ["ungated", "gated"])
+def test_word_attention_ignores_padding(word_attention):
+    """One sentence alone, left-padded in a batch, and with 3 extra pad columns: same outputs."""
+    d = make_dictionary()
+    model = build(d, word_attention)
+    src, lengths, prev, _ = random_batch(d, bsz=3, src_len=7)
+    batched, extra_b = log_probs_and_extra(model, src, lengths, prev)
+    sentence = src[2][src[2].ne(d.pad())].unsqueeze(0)
+    alone, extra_a = log_probs_and_extra(model, sentence, lengths[2:], prev[2:])
+    more_pads = torch.cat([torch.full((1, 3), d.pad()), sentence], dim=1)
+    padded, extra_p = log_probs_and_extra(model, more_pads, lengths[2:], prev[2:])
+    torch.testing.assert_close(batched[2:], alone, atol=1e-5, rtol=0)
+    torch.testing.assert_close(padded, alone, atol=1e-5, rtol=0)
+    n = sentence.size(1)
+    for key in ("word_attn",):
+        # maps come back in the caller's (left-padded) order: real tokens last, zero on padding
+        torch.testing.assert_close(extra_p[key][:, :, -n:], extra_a[key], atol=1e-6, rtol=0)
+        assert extra_p[key][:, :, :3].abs().max() == 0
+        torch.testing.assert_close(extra_b[key][2:, :, -n:], extra_a[key], atol=1e-6, rtol=0)
+    if word_attention == "gated":
+        torch.testing.assert_close(extra_b["gate"][2:], extra_a["gate"], atol=1e-6, rtol=0)
+
+
+def test_right_padded_sources_also_ignore_padding():
+    d = make_dictionary()
+    model = build(d, "gated", left_pad_source=False)
+    src, lengths, prev, _ = random_batch(d, bsz=3, src_len=7, left_pad=False)
+    batched, extra_b = log_probs_and_extra(model, src, lengths, prev)
+    sentence = src[2][src[2].ne(d.pad())].unsqueeze(0)
+    alone, extra_a = log_probs_and_extra(model, sentence, lengths[2:], prev[2:])
+    torch.testing.assert_close(batched[2:], alone, atol=1e-5, rtol=0)
+    n = sentence.size(1)
+    torch.testing.assert_close(extra_b["attn"][0][2:, :, :n], extra_a["attn"][0], atol=1e-6, rtol=0)
+
+
+def test_alignment_attention_is_in_the_callers_source_order():
+    """--print-alignment reads extra["attn"][0] against the left-padded src_tokens it passed."""
+    d = make_dictionary()
+    model = build(d, "gated")
+    src, lengths, prev, _ = random_batch(d, bsz=3, src_len=7)
+    _, extra = log_probs_and_extra(model, src, lengths, prev)
+    attn = extra["attn"][0]
+    assert attn.shape == (3, prev.size(1), src.size(1))
+    pad = src.eq(d.pad()).unsqueeze(1).expand_as(attn)
+    assert attn[pad].abs().max() == 0
+    torch.testing.assert_close(attn.sum(-1), torch.ones(3, prev.size(1)), atol=1e-5, rtol=0)
+
+
+def test_gate_values_lie_in_open_interval_with_documented_shape():
+    d = make_dictionary()
+    model = build(d, "gated")
+    src, lengths, prev, _ = random_batch(d, bsz=4)
+    _, extra = log_probs_and_extra(model, src, lengths, prev)
+    bsz, tgt_len, src_len = src.size(0), prev.size(1), src.size(1)
+    C = 2 * SMALL["encoder_hidden_size"]  # bidirectional encoder: size of c^alpha_i
+    assert extra["gate"].shape == (bsz, tgt_len, C)
+    assert (extra["gate"] > 0).all() and (extra["gate"] < 1).all()
+    assert extra["gate"].std() > 0  # a function of the step, not a constant
+    assert extra["word_attn"].shape == (bsz, tgt_len, src_len)
+    assert extra["attn"][0].shape == (bsz, tgt_len, src_len)
+    _, baseline_extra = log_probs_and_extra(build(d, "none"), src, lengths, prev)
+    assert baseline_extra["gate"] is None and baseline_extra["word_attn"] is None
+
+
+def test_first_step_matches_the_equations_by_hand():
+    """Step 1 recomputed from the poster: beta (section 3), c^beta, o_1 (section 4)."""
+    d = make_dictionary()
+    model = build(d, "gated", left_pad_source=False)  # source positions as the encoder sees them
+    src, lengths, prev, _ = random_batch(d, bsz=2, left_pad=False)
+    dec = model.decoder
+    with torch.no_grad():
+        enc = model.encoder(src, src_lengths=lengths)
+        _, extra = dec(prev, enc)
+        s0 = torch.tanh(dec.init_state_proj(enc["final_state"]))  # top layer's s_0
+        x, h, pad = enc["src_embeddings"], enc["encoder_states"], enc["encoder_padding_mask"]
+        y0 = dec.embed_tokens(prev[:, 0])
+
+        def attend(score, keys):
+            hidden = torch.tanh(score.query_proj(s0)[:, None] + score.key_proj(keys))  # B x S x A
+            e = torch.einsum("bsa,a->bs", hidden, score.v)
+            return F.softmax(e.masked_fill(pad, float("-inf")), dim=-1)
+
+        alpha, beta = attend(dec.attention.score, h), attend(dec.word_attention.score, x)
+        c_alpha, c_beta = torch.einsum("bs,bsc->bc", alpha, h), torch.einsum("bs,bse->be", beta, x)
+        g = dec.gate
+        o = torch.sigmoid(g.w_o(y0) + g.u_o(s0) + g.c_alpha_o(c_alpha) + g.c_beta_o(c_beta))
+    torch.testing.assert_close(extra["attn"][0][:, 0], alpha, atol=1e-6, rtol=0)
+    torch.testing.assert_close(extra["word_attn"][:, 0], beta, atol=1e-6, rtol=0)
+    torch.testing.assert_close(extra["gate"][:, 0], o, atol=1e-6, rtol=0)
+
+
+def test_stepwise_attention_equals_source_attention():
+    torch.manual_seed(0)
+    attention = SourceAttention(5, 7, kind="concat")
+    query, keys = torch.randn(3, 5), torch.randn(3, 4, 7)
+    mask = torch.tensor([[False] * 4, [False, False, True, True], [False, False, False, True]])
+    expected_ctx, expected_w = attention(query.unsqueeze(1), keys, keys, mask)
+    ctx, w = additive_attention_step(attention, query, attention.score.key_proj(keys), keys, mask)
+    torch.testing.assert_close(ctx, expected_ctx.squeeze(1))
+    torch.testing.assert_close(w, expected_w.squeeze(1))
+
+
+def baseline_sharing_weights(gated, dictionary):
+    """The RNNsearch ablation with the gated model's weights (leading columns where it is narrower)."""
+    baseline = build(dictionary, "none")
+    shared = {}
+    for name, param in baseline.state_dict().items():
+        source = gated.state_dict()[name]
+        if source.shape != param.shape:  # f's and g's input weights: [y; c^alpha] vs [y; c^alpha; c^beta]
+            assert source.shape[0] == param.shape[0]
+            source = source[:, : param.shape[1]]
+        shared[name] = source
+    baseline.load_state_dict(shared)
+    return baseline
+
+
+def test_gate_forced_to_one_reduces_to_rnnsearch():
+    d = make_dictionary()
+    gated = build(d, "gated")
+    baseline = baseline_sharing_weights(gated, d)
+    src, lengths, prev, _ = random_batch(d)
+    expected, expected_extra = log_probs_and_extra(baseline, src, lengths, prev)
+    free, _ = log_probs_and_extra(gated, src, lengths, prev)
+    gated.decoder.forced_gate = 1.0
+    forced, extra = log_probs_and_extra(gated, src, lengths, prev)
+    torch.testing.assert_close(forced, expected, atol=1e-6, rtol=0)
+    torch.testing.assert_close(extra["attn"][0], expected_extra["attn"][0], atol=1e-6, rtol=0)
+    assert (extra["gate"] == 1).all()
+    assert (free - expected).abs().max() > 1e-4  # 100x the tolerance: unforced, word context gets in
+    # the forced gate holds on the incremental path too
+    assert_incremental_equals_full(gated, (src, lengths, prev, None))
+
+
+def test_ablation_parameter_counts_follow_table3_pattern():
+    """Differences at the IWSLT preset (they do not depend on the vocabularies)."""
+    counts = ablation_parameter_counts("word_attn_gated_iwslt", src_vocab=50, tgt_vocab=40)
+    E, H, C = 256, 256, 512
+    word_attention = 2 * H * E + E  # W_b, U_b, v_b
+    widen_f_and_g = 3 * H * E + E * E  # GRU input and g's input grow by c^beta (E)
+    assert counts["ungated"] - counts["none"] == word_attention + widen_f_and_g == 393472
+    gate = C * (E + H + C + E) + C  # W_o (+bias), U_o, C^alpha_o, C^beta_o: Table 3's "+0.7M"
+    v_b = E * C
+    widen_to_c = 3 * H * (C - E) + E * (C - E)
+    assert gate == 655872
+    assert counts["gated"] - counts["ungated"] == gate + v_b + widen_to_c == 1049088
+    assert counts["none"] < counts["ungated"] < counts["gated"]
+
+
+def test_presets():
+    iwslt = argparse.Namespace()
+    word_attn_rnnsearch_iwslt(iwslt)
+    assert (iwslt.encoder_layers, iwslt.decoder_layers) == (2, 2)
+    assert (iwslt.word_attention, iwslt.rnn_cell) == ("none", "gru")
+    iwslt = argparse.Namespace(word_attention="ungated")  # the command line wins over the preset
+    word_attn_gated_iwslt(iwslt)
+    assert iwslt.word_attention == "ungated"
+    wmt = argparse.Namespace()
+    word_attn_gated_wmt(wmt)
+    assert (wmt.encoder_layers, wmt.decoder_layers) == (4, 4)
+    assert (wmt.encoder_embed_dim, wmt.decoder_hidden_size) == (620, 1000)
+    assert wmt.word_attention == "gated"
+
+
+def test_tied_output_embedding_and_refusals():
+    d = make_dictionary()
+    model = build(d, "gated", decoder_out_embed_dim=8, share_decoder_input_output_embed=True)
+    assert model.decoder.fc_out is None
+    src, lengths, prev, _ = random_batch(d)
+    logits, _ = model(src, lengths, prev)
+    assert logits.shape == (src.size(0), prev.size(1), len(d))
+    with pytest.raises(FairseqWeanError, match="decoder-out-embed-dim"):
+        build(d, "gated", share_decoder_input_output_embed=True)
+    with pytest.raises(FairseqWeanError, match="word-attention"):
+        build(d, "both")
+
+
+# --- end to end through fairseq's command-line tools ------------------------------------
+
+CLI_SIZES = ["--encoder-embed-dim", 16, "--encoder-hidden-size", 16, "--decoder-embed-dim", 16,
+             "--decoder-hidden-size", 16, "--dropout", 0.0]
+FIGURE3 = os.path.join(REPO, "examples", "word_attention_figure3.py")
+ARCHS = {"none": "word_attn_rnnsearch", "ungated": "word_attn_ungated", "gated": "word_attn_gated"}
+
+
+@pytest.fixture(scope="module")
+def trained(data_bin, tmp_path_factory):
+    """The three ablations, trained for 2 epochs at once (each its own fairseq-train)."""
+    dirs = {mode: tmp_path_factory.mktemp("ck-" + arch) for mode, arch in ARCHS.items()}
+    procs = cli_concurrently([
+        ("fairseq-train", train_args(data_bin, dirs[mode], arch, *CLI_SIZES, epochs=2))
+        for mode, arch in ARCHS.items()
+    ])
+    logs = {mode: proc.stdout + proc.stderr for mode, proc in zip(ARCHS, procs)}
+    return dirs, logs
+
+
+def test_three_ablations_train_generate_and_align(trained, data_bin, raw_dir):
+    dirs, logs = trained
+    for mode in ARCHS:
+        losses = [float(m) for m in re.findall(r"\| train \| epoch \d+ \| loss ([\d.]+)", logs[mode])]
+        assert len(losses) == 2 and losses[1] < losses[0], logs[mode][-2000:]
+    src_lines = open(raw_dir / "test.src").read().splitlines()[:2]
+    commands = [
+        ("fairseq-generate", [data_bin, "--user-dir", USER_DIR, "--path", dirs[mode] / "checkpoint_best.pt",
+                              "--gen-subset", "test", "--beam", 3, "--cpu", "--batch-size", 5,
+                              "--print-alignment"])
+        for mode in ARCHS
+    ] + [
+        ("fairseq-interactive", [data_bin, "--user-dir", USER_DIR, "--path", dirs["gated"] / "checkpoint_best.pt",
+                                 "--source-lang", "src", "--target-lang", "tgt", "--beam", 3, "--cpu",
+                                 "--print-alignment"], {"input": "\n".join(src_lines) + "\n"}),
+    ]
+    procs = cli_concurrently(commands)
+    test_src = open(raw_dir / "test.src").read().splitlines()
+    for proc in procs[:3]:
+        hyps = generated_hypotheses(proc.stdout)
+        assert sorted(hyps) == list(range(len(test_src)))
+        alignments = dict(line.split("\t", 1) for line in proc.stdout.splitlines() if line.startswith("A-"))
+        assert len(alignments) == len(test_src)
+        for key, alignment in alignments.items():
+            sid = int(key[2:])
+            pairs = [tuple(map(int, p.split("-"))) for p in alignment.split()]
+            assert pairs and all(s < len(test_src[sid].split()) for s, _ in pairs)  # real source words only
+            assert all(t < len(hyps[sid].split()) for _, t in pairs)
+    interactive = procs[3].stdout.splitlines()
+    assert len([line for line in interactive if line.startswith("H-")]) == 2
+    assert len([line for line in interactive if line.startswith("A-")]) == 2
+
+
+def load_figure3_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("word_attention_figure3", FIGURE3)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_figure3_script_draws_a_png_from_the_trained_checkpoint(trained, raw_dir, tmp_path, capsys):
+    """Run in this process (its import of torch and fairseq is already paid for)."""
+    dirs, _ = trained
+    figure3 = load_figure3_script()
+    source = open(raw_dir / "test.src").readline().strip()
+    figure = tmp_path / "figure3.png"
+    checkpoint = str(dirs["gated"] / "checkpoint_best.pt")
+    figure3.main(["--path", checkpoint, "--source", source, "--output", str(figure)])
+    values = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert values and values[-1][0] == "</s>" and all(0 < float(v) < 1 for _, v in values)
+    with open(figure, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert os.path.getsize(figure) > 1000
+    # Figure 3 needs gates: the RNNsearch checkpoint is refused
+    with pytest.raises(FairseqWeanError, match="gated"):
+        figure3.main(["--path", str(dirs["none"] / "checkpoint_best.pt"), "--source", source,
+                      "--output", str(tmp_path / "none.png")])
+    assert not os.path.exists(tmp_path / "none.png")

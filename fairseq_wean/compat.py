@@ -14,11 +14,14 @@ fairseq-interactive); neither touches a device.
 
 2. Checkpoints load under ``torch.load(weights_only=True)`` (torch >= 2.6). See
    :mod:`fairseq_wean.checkpoint_safety`.
+
+3. Distributed training runs on CPU (gloo) with fairseq's default ``--ddp-backend
+   pytorch_ddp`` and under torchrun. See :mod:`fairseq_wean.distributed`.
 """
 import numpy as np
 from fairseq.data import data_utils
 
-from fairseq_wean import checkpoint_safety
+from fairseq_wean import checkpoint_safety, distributed, errors
 
 _original_batch_by_size = data_utils.batch_by_size
 
@@ -42,3 +45,5 @@ def apply():
     if data_utils.batch_by_size is not batch_by_size_keeping_last:
         data_utils.batch_by_size = batch_by_size_keeping_last
     checkpoint_safety.install()
+    errors.install_size_filter_message()  # over-long sentences: one line, see errors.py
+    distributed.install()

@@ -1,0 +1,413 @@
+"""Benchmark: fairseq ``lstm`` (the anchor), ``wean_lstm``, ``core_copy``, ``word_attn_gated``
+and fairseq ``transformer``, at equal sizes (2 encoder + 2 decoder layers, 256 units), on
+synthetic Zipf data with two vocabularies (8k and 50k words by default).
+
+    python -m bench.run                 # the full run (about 15 minutes on 2 CPU cores)
+    python -m bench.run --quick         # a smoke run (2-3 minutes: few updates, 8k only)
+    bench/run.sh [options]              # the same, from anywhere
+
+For every model and vocabulary, each measured by the real command lines:
+
+- training throughput: target tokens/s of ``fairseq-train`` (its ``wps``, which counts target
+  tokens), per log interval; the median over the intervals after ``--warmup`` intervals;
+- generation throughput: ``fairseq-generate --beam 5 --batch-size 64`` sentences/s, and
+  per-token latency at ``--batch-size 1`` (beam 5), both from fairseq's own generation timer.
+  Every hypothesis is exactly ``--gen-len`` tokens (``--min-len = --max-len-b``): the models are
+  barely trained, and a fixed length makes the figure the cost of a decoding step, not of how
+  long a model's (random) outputs happen to be;
+- peak resident memory (``ru_maxrss`` of the process, so including Python, torch and fairseq)
+  of the training and of the batch-64 generation.
+
+Every figure is also given as a ratio to fairseq ``lstm`` measured in the same run. The table
+goes to stdout and, between markers, into ``--out`` (default docs/RESULTS_bench.md; text
+outside the markers is kept), with the date, the machine and the command line.
+
+``--convergence ARCH=TRAIN_LOG`` (repeatable) adds the epochs and wall time each model took to
+reach its best validation loss, read from fairseq-train logs of the comparison runs on real
+data; without it that table says that no logs were given.
+
+Clock and threads: by default (``--clock cpu``) fairseq's meters in the measured processes
+(``time.perf_counter``, behind train_inner's ``wps`` and fairseq-generate's timer) read the
+process's CPU time instead of the wall clock, and ``--threads`` (default 1) sets
+OMP_NUM_THREADS/MKL_NUM_THREADS. With one thread, CPU time is what the wall clock would show on
+an idle machine, and it is not inflated when other users' processes take turns on the same
+cores (a shared 2-core machine ran the same lstm generation at 49 and at 25 sentences/s by
+the wall clock, minutes apart). ``--clock wall`` measures wall time, for a dedicated machine or
+several threads. The load average is recorded with every measurement.
+"""
+import argparse
+import datetime
+import os
+import platform
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+from bench import synthetic
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.dirname(sys.executable)
+USER_DIR = os.path.join(REPO, "fairseq_wean")
+ANCHOR = "lstm"
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+# Equal sizes: 2 encoder and 2 decoder layers, 256-dimensional embeddings and states.
+MODELS = {
+    "lstm": ["--arch", "lstm", "--encoder-embed-dim", 256, "--encoder-hidden-size", 256,
+             "--encoder-layers", 2, "--decoder-embed-dim", 256, "--decoder-hidden-size", 256,
+             "--decoder-layers", 2, "--decoder-out-embed-dim", 256],
+    "wean_lstm": ["--arch", "wean_lstm", "--embed-dim", 256, "--encoder-hidden-size", 256,
+                  "--encoder-layers", 2, "--decoder-hidden-size", 256, "--decoder-layers", 2],
+    "core_copy": ["--arch", "core_copy", "--embed-dim", 256, "--encoder-hidden-size", 256,
+                  "--encoder-layers", 2, "--decoder-hidden-size", 256, "--decoder-layers", 2,
+                  "--decoder-out-embed-dim", 256, "--core-topk", 10, "--criterion", "core_mode_loss",
+                  "--core-align-table", "{table}"],
+    "word_attn_gated": ["--arch", "word_attn_gated", "--encoder-embed-dim", 256, "--encoder-hidden-size", 256,
+                        "--encoder-layers", 2, "--decoder-embed-dim", 256, "--decoder-hidden-size", 256,
+                        "--decoder-layers", 2, "--decoder-out-embed-dim", 256],
+    "transformer": ["--arch", "transformer", "--encoder-embed-dim", 256, "--encoder-ffn-embed-dim", 1024,
+                    "--encoder-layers", 2, "--encoder-attention-heads", 4, "--decoder-embed-dim", 256,
+                    "--decoder-ffn-embed-dim", 1024, "--decoder-layers", 2, "--decoder-attention-heads", 4],
+}
+
+# name: (issue's goal text, [(model, vocab or None, metric, minimum ratio)])
+GOALS = [
+    ("wean_lstm: training and generation >= 1.0x",
+     [("wean_lstm", None, "train_tok_s", 1.0), ("wean_lstm", None, "gen_sent_s", 1.0)]),
+    ("core_copy at ~50k: generation >= 1.5x, training >= 1.3x",
+     [("core_copy", "max", "gen_sent_s", 1.5), ("core_copy", "max", "train_tok_s", 1.3)]),
+    ("word_attn_gated: >= 0.85x",
+     [("word_attn_gated", None, "train_tok_s", 0.85), ("word_attn_gated", None, "gen_sent_s", 0.85)]),
+]
+MEMORY_GOAL = 1.2
+
+PROFILES = {
+    # updates, log interval, warm-up intervals, train sentences, test sentences, latency sentences
+    "full": dict(updates=30, interval=3, warmup=2, n_train=6000, n_test=128, n_latency=8, vocabs="8000,50000"),
+    "quick": dict(updates=8, interval=2, warmup=1, n_train=2000, n_test=64, n_latency=4, vocabs="8000"),
+}
+
+
+# The measured commands run as fairseq's own entry points, in a process whose clock for fairseq's
+# meters (``time.perf_counter``: train_inner's wps, fairseq-generate's timer) may be swapped for
+# the process's CPU time (--clock cpu).
+_ENTRY = ("import sys, time\n"
+          "if {cpu}: time.perf_counter = time.process_time\n"
+          "from fairseq_cli.{module} import cli_main\n"
+          "sys.argv[0] = 'fairseq-{module}'\n"
+          "cli_main()\n")
+
+
+def fairseq_command(module, cfg):
+    return [sys.executable, "-c", _ENTRY.format(cpu=cfg.clock == "cpu", module=module)]
+
+
+def run_process(cmd, log_path, env):
+    """Run cmd, output to log_path; return (exit status, output, peak RSS in MiB, wall seconds)."""
+    start = time.monotonic()
+    with open(log_path, "w") as log:
+        log.write("$ " + " ".join(shlex.quote(str(c)) for c in cmd) + "\n")
+        log.flush()
+        proc = subprocess.Popen([str(c) for c in cmd], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    with open(log_path) as log:
+        out = log.read()
+    return proc.returncode, out, usage.ru_maxrss / 1024.0, time.monotonic() - start
+
+
+def model_args(name, table):
+    return [str(a).format(table=table) for a in MODELS[name]]
+
+
+def measure_train(name, data_bin, table, work, cfg, env):
+    save_dir = os.path.join(work, "ck-" + name)
+    shutil.rmtree(save_dir, ignore_errors=True)  # fairseq would resume from an earlier run's checkpoint
+    cmd = [*fairseq_command("train", cfg), data_bin, "--user-dir", USER_DIR, *model_args(name, table),
+           "--dropout", 0.1, "--optimizer", "adam", "--lr", 0.0005, "--max-tokens", cfg.max_tokens,
+           "--max-update", cfg.updates, "--log-interval", cfg.interval, "--log-format", "simple",
+           "--disable-validation", "--no-epoch-checkpoints", "--save-dir", save_dir,
+           "--num-workers", 0, "--seed", 1, "--cpu"]
+    load = os.getloadavg()[0]
+    rc, out, rss, wall = run_process(cmd, os.path.join(work, "train-%s.log" % name), env)
+    if rc != 0:
+        raise RuntimeError("training {} failed ({}):\n{}".format(name, rc, out[-3000:]))
+    wps = [float(x) for x in re.findall(r"\| train_inner \| .*?wps=([\d.]+)", out)]
+    measured = wps[cfg.warmup:]
+    if not measured:
+        raise RuntimeError("no train_inner lines after warm-up for {}:\n{}".format(name, out[-2000:]))
+    return {"train_tok_s": statistics.median(measured), "train_tok_s_all": measured,
+            "train_rss_mb": rss, "train_wall_s": wall, "train_load": load,
+            "checkpoint": os.path.join(save_dir, "checkpoint_last.pt")}
+
+
+def measure_generate(name, data_bin, checkpoint, work, cfg, env, subset, batch_size, tag):
+    cmd = [*fairseq_command("generate", cfg), data_bin, "--user-dir", USER_DIR, "--path", checkpoint,
+           "--gen-subset", subset, "--beam", 5, "--batch-size", batch_size, "--max-len-a", 0,
+           "--max-len-b", cfg.gen_len, "--min-len", cfg.gen_len, "--required-batch-size-multiple", 1,
+           "--num-workers", 0, "--cpu", "--quiet"]
+    load = os.getloadavg()[0]
+    rc, out, rss, wall = run_process(cmd, os.path.join(work, "%s-%s.log" % (tag, name)), env)
+    if rc != 0:
+        raise RuntimeError("generating with {} failed ({}):\n{}".format(name, rc, out[-3000:]))
+    m = re.search(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s \(([\d.]+) sentences/s, "
+                  r"([\d.]+) tokens/s\)", out)
+    if not m:
+        raise RuntimeError("no 'Translated' line from fairseq-generate for {}:\n{}".format(name, out[-2000:]))
+    sentences, tokens = int(m.group(1).replace(",", "")), int(m.group(2).replace(",", ""))
+    return {"sentences": sentences, "tokens": tokens, "sent_s": float(m.group(4)),
+            "tok_s": float(m.group(5)), "rss_mb": rss, "wall_s": wall, "load": load}
+
+
+def bench_vocab(vocab, models, cfg, env, log):
+    work = os.path.join(cfg.workdir, "v%d" % vocab)
+    os.makedirs(work, exist_ok=True)
+    with open(os.path.join(work, "data.log"), "a") as data_log:
+        data_bin = synthetic.make(work, vocab, cfg.n_train, cfg.n_test, cfg.n_latency, BIN, log=data_log)
+        table = synthetic.align_table(work, BIN, log=data_log) if "core_copy" in models else None
+    results = {}
+    for name in models:
+        log("[v{}] {}: training".format(vocab, name))
+        r = measure_train(name, data_bin, table, work, cfg, env)
+        log("[v{}] {}: generation (beam 5, batch 64)".format(vocab, name))
+        g = measure_generate(name, data_bin, r["checkpoint"], work, cfg, env, "test", 64, "gen")
+        log("[v{}] {}: latency (beam 5, batch 1)".format(vocab, name))
+        lat = measure_generate(name, data_bin, r["checkpoint"], work, cfg, env, "test1", 1, "latency")
+        r.update(gen_sent_s=g["sent_s"], gen_tok_s=g["tok_s"], gen_rss_mb=g["rss_mb"], gen_load=g["load"],
+                 latency_ms=1000.0 / lat["tok_s"], latency_load=lat["load"])
+        results[name] = r
+        log("[v{}] {}: {:.0f} tok/s train, {:.2f} sent/s generate, {:.1f} ms/token, RSS {:.0f}/{:.0f} MiB".format(
+            vocab, name, r["train_tok_s"], r["gen_sent_s"], r["latency_ms"], r["train_rss_mb"], r["gen_rss_mb"]))
+    return results
+
+
+# ------------------------------------------------------------------------------ reporting
+COLUMNS = [  # key, header, format, higher is better
+    ("train_tok_s", "train tok/s", "{:.0f}", True),
+    ("gen_sent_s", "generate sent/s (beam 5, batch 64)", "{:.2f}", True),
+    ("latency_ms", "latency ms/token (beam 5, batch 1)", "{:.1f}", False),
+    ("train_rss_mb", "train peak RSS MiB", "{:.0f}", False),
+    ("gen_rss_mb", "generate peak RSS MiB", "{:.0f}", False),
+]
+
+
+def ratio(results, name, key):
+    anchor = results.get(ANCHOR)
+    if not anchor or not anchor.get(key):
+        return None
+    return results[name][key] / anchor[key]
+
+
+def table_markdown(vocab, results):
+    head = "| model | " + " | ".join("{} (x lstm, {})".format(h, "higher is better" if up else "lower is better")
+                                     for _, h, _, up in COLUMNS) + " |"
+    lines = ["**Vocabulary {:,} words**".format(vocab), "", head, "|" + "---|" * (len(COLUMNS) + 1)]
+    for name, r in results.items():
+        cells = []
+        for key, _, fmt, _ in COLUMNS:
+            q = ratio(results, name, key)
+            cells.append(fmt.format(r[key]) + (" ({:.2f}x)".format(q) if q is not None else ""))
+        lines.append("| {} | {} |".format(name, " | ".join(cells)))
+    return "\n".join(lines)
+
+
+def goals_markdown(all_results):
+    lines = ["| goal | measured | met |", "|---|---|---|"]
+    vocabs = sorted(all_results)
+    for text, checks in GOALS:
+        parts, met = [], True
+        for name, which, key, minimum in checks:
+            for vocab in ([max(vocabs)] if which == "max" else vocabs):
+                results = all_results[vocab]
+                if name not in results or ANCHOR not in results:
+                    continue
+                q = ratio(results, name, key)
+                ok = q >= minimum
+                met &= ok
+                parts.append("{} {} @{}k: {:.2f}x{}".format(
+                    name, "train" if key == "train_tok_s" else "generate", vocab // 1000, q,
+                    "" if ok else " (short by {:.1%})".format(1 - q / minimum)))
+        if parts:
+            lines.append("| {} | {} | {} |".format(text, "; ".join(parts), "yes" if met else "**no**"))
+    parts, met = [], True
+    for vocab in vocabs:
+        results = all_results[vocab]
+        for name in results:
+            for key in ("train_rss_mb", "gen_rss_mb"):
+                q = ratio(results, name, key)
+                if q is not None and name != ANCHOR:
+                    met &= q <= MEMORY_GOAL
+                    if q > MEMORY_GOAL:
+                        parts.append("{} {} @{}k: {:.2f}x".format(name, key.split("_")[0], vocab // 1000, q))
+    lines.append("| no architecture above {}x the lstm's peak memory | {} | {} |".format(
+        MEMORY_GOAL, "; ".join(parts) or "all within", "yes" if met else "**no**"))
+    return "\n".join(lines)
+
+
+def parse_convergence(path, metric="loss", maximize=False):
+    """(best epoch, best value, wall seconds at that epoch, epochs run) from a fairseq-train log."""
+    with open(path, errors="replace") as f:
+        text = f.read()
+    valid = {int(e): float(v) for e, v in re.findall(
+        r"\| valid \| epoch (\d+) \|.*?\| {} ([\d.]+)".format(re.escape(metric)), text)}
+    walls = {int(e): float(w) for e, w in re.findall(r"\| train \| epoch (\d+) \|.*?\| wall ([\d.]+)", text)}
+    if not valid:
+        return None
+    best = (max if maximize else min)(valid, key=lambda e: (valid[e], -e) if maximize else (valid[e], e))
+    return best, valid[best], walls.get(best), max(valid)
+
+
+def convergence_markdown(specs, metric, maximize):
+    if not specs:
+        return ("No fairseq-train logs of the comparison runs were given (``--convergence ARCH=LOG``), "
+                "so time to the best validation score is not measured in this run.")
+    rows = {}
+    for spec in specs:
+        name, path = spec.split("=", 1)
+        rows[name] = parse_convergence(path, metric, maximize) + (path,)
+    lines = ["| model | best valid {} | at epoch (x lstm) | wall s at that epoch (x lstm) | epochs run | log |".format(
+        metric), "|---|---|---|---|---|---|"]
+    anchor = rows.get(ANCHOR)
+    for name, (epoch, value, wall, epochs, path) in rows.items():
+        re_ = " ({:.2f}x)".format(epoch / anchor[0]) if anchor else ""
+        rw = " ({:.2f}x)".format(wall / anchor[2]) if anchor and wall and anchor[2] else ""
+        lines.append("| {} | {:.3f} | {}{} | {}{} | {} | `{}` |".format(
+            name, value, epoch, re_, "{:.0f}".format(wall) if wall else "n/a", rw, epochs, path))
+    return "\n".join(lines)
+
+
+def machine_description(threads):
+    import torch
+
+    cpu = platform.processor() or "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = re.search(r"model name\s*:\s*(.*)", f.read()).group(1)
+    except (OSError, AttributeError):
+        pass
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            mem = "{:.0f} GiB RAM".format(int(re.search(r"MemTotal:\s+(\d+)", f.read()).group(1)) / 2 ** 20)
+    except (OSError, AttributeError):
+        pass
+    try:
+        from importlib.metadata import version
+
+        fairseq_version = version("fairseq-fixed")
+    except Exception:  # noqa: BLE001
+        import fairseq
+
+        fairseq_version = fairseq.__version__
+    return "{}, {} CPU cores, {}; Python {}, torch {}, fairseq {}; {} thread(s) per process; no GPU used".format(
+        cpu, os.cpu_count(), mem, platform.python_version(), torch.__version__, fairseq_version, threads)
+
+
+def report(all_results, cfg, argv, started, finished, loads):
+    out = [BEGIN, "## Performance benchmark (issue 5)", "",
+           "- date: {} (run took {:.0f} min)".format(started.strftime("%Y-%m-%d %H:%M"),
+                                                    (finished - started).total_seconds() / 60),
+           "- machine: " + machine_description(cfg.threads),
+           "- clock: " + ("process CPU time (`--clock cpu`: one thread per process, so this is the wall time "
+                          "of an idle machine; not inflated by other users of this shared machine)"
+                          if cfg.clock == "cpu" else "wall clock (`--clock wall`)"),
+           "- load average (1 min) at start / end: {:.1f} / {:.1f} (the machine was shared; "
+           "each measurement's own load is in the JSON)".format(*loads),
+           "- command: `{}`".format(" ".join(shlex.quote(a) for a in ["python", "-m", "bench.run"] + argv)),
+           "- setting: synthetic Zipf data (s=1), {} training pairs, sources 8-32 words; "
+           "2+2 layers, 256 units, dropout 0.1, Adam, --max-tokens {}; training: median of {} "
+           "log intervals of {} updates after {} warm-up interval(s); generation: {} test sentences, "
+           "every hypothesis {} tokens; latency: {} sentences one at a time".format(
+               cfg.n_train, cfg.max_tokens, cfg.updates // cfg.interval - cfg.warmup, cfg.interval,
+               cfg.warmup, cfg.n_test, cfg.gen_len, cfg.n_latency),
+           ""]
+    for vocab in sorted(all_results):
+        out += [table_markdown(vocab, all_results[vocab]), ""]
+    out += ["**Goals** (ratios to fairseq lstm, same run)", "", goals_markdown(all_results), "",
+            "**Time to the best validation score** (comparison runs on real data)", "",
+            convergence_markdown(cfg.convergence, cfg.convergence_metric, cfg.maximize), "", END]
+    return "\n".join(out)
+
+
+def write_section(path, section):
+    old = ""
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+    if BEGIN in old and END in old:
+        new = old[: old.index(BEGIN)] + section + old[old.index(END) + len(END):]
+    else:
+        new = (old.rstrip() + "\n\n" if old.strip() else "") + section + "\n"
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(new)
+
+
+def get_parser():
+    p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="a smoke run: few updates, small data, 8k only")
+    p.add_argument("--models", default=",".join(MODELS), help="comma-separated, from: " + ", ".join(MODELS))
+    p.add_argument("--vocabs", default=None, help="comma-separated vocabulary sizes (default 8000,50000)")
+    p.add_argument("--updates", type=int, help="training updates per model")
+    p.add_argument("--interval", type=int, help="updates per measured log interval")
+    p.add_argument("--warmup", type=int, help="log intervals dropped before the median")
+    p.add_argument("--max-tokens", type=int, default=2048, help="tokens per training batch (default 2048)")
+    p.add_argument("--gen-len", type=int, default=16, help="length of every generated hypothesis (default 16)")
+    p.add_argument("--threads", type=int, default=1, help="OMP/MKL threads per process (default 1)")
+    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                   help="clock of fairseq's meters in the measured processes: cpu (process CPU time, "
+                        "default: not inflated by other processes on a shared machine) or wall")
+    p.add_argument("--workdir", default=None, help="data, checkpoints, logs (default: work_dirs/bench[-quick], git-ignored)")
+    p.add_argument("--out", default=os.path.join(REPO, "docs", "RESULTS_bench.md"),
+                   help="markdown file whose benchmark section is (re)written")
+    p.add_argument("--convergence", action="append", default=[], metavar="ARCH=LOG",
+                   help="fairseq-train log of a comparison run on real data (repeatable)")
+    p.add_argument("--convergence-metric", default="loss", help="validation metric in those logs (default loss)")
+    p.add_argument("--maximize", action="store_true", help="higher --convergence-metric is better")
+    return p
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cfg = get_parser().parse_args(argv)
+    profile = PROFILES["quick" if cfg.quick else "full"]
+    for key, value in profile.items():
+        if getattr(cfg, key, None) is None:
+            setattr(cfg, key, value)
+    cfg.workdir = cfg.workdir or os.path.join(REPO, "work_dirs", "bench-quick" if cfg.quick else "bench")
+    models = [m for m in cfg.models.split(",") if m]
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        get_parser().error("unknown model(s): " + ", ".join(unknown))
+    if ANCHOR not in models:
+        get_parser().error("the anchor model {} must be measured in the same run".format(ANCHOR))
+    models = [ANCHOR] + [m for m in models if m != ANCHOR]
+    env = dict(os.environ, OMP_NUM_THREADS=str(cfg.threads), MKL_NUM_THREADS=str(cfg.threads),
+               PYTHONUNBUFFERED="1")
+    started = datetime.datetime.now()
+    loads = [os.getloadavg()[0]]
+
+    def log(msg):
+        print("{} {}".format(datetime.datetime.now().strftime("%H:%M:%S"), msg), flush=True)
+
+    all_results = {}
+    for vocab in [int(v) for v in str(cfg.vocabs).split(",")]:
+        all_results[vocab] = bench_vocab(vocab, models, cfg, env, log)
+    loads.append(os.getloadavg()[0])
+    section = report(all_results, cfg, argv, started, datetime.datetime.now(), loads)
+    print(section)
+    write_section(cfg.out, section)
+    import json
+
+    with open(os.path.join(cfg.workdir, "results.json"), "w") as f:
+        json.dump({str(v): r for v, r in all_results.items()}, f, indent=1)
+    log("wrote {} and {}".format(cfg.out, os.path.join(cfg.workdir, "results.json")))
+
+
+if __name__ == "__main__":
+    main()

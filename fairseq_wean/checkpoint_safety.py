@@ -9,7 +9,16 @@ them until those exact classes are allowed. We add them to torch's allow-list
 (``torch.serialization.add_safe_globals``) instead of switching weights-only loading off,
 and turn torch's refusal into a one-line error that names the refused global.
 
-``SAFE_GLOBALS`` below is the whole allow-list; README.md ("Errors and recovery") lists it.
+``safe_globals()`` below is the whole allow-list; README.md ("Errors and recovery") lists it.
+
+Also here, because they are about checkpoint files:
+
+* a truncated or corrupted checkpoint gives a one-line error naming the file (``checkpoint_error``);
+* fairseq's copies of a new checkpoint to ``checkpoint_best.pt`` / ``checkpoint_last.pt`` are
+  made atomic, so a job killed while saving never leaves a truncated checkpoint behind
+  (``_atomic_checkpoint_copies``; the first file was already written atomically);
+* ``fairseq-train --restore-file PATH`` with a missing PATH is an error instead of a silent
+  start from scratch (``_wrap_restore_file_check``).
 """
 import argparse
 import collections
@@ -57,14 +66,15 @@ def safe_globals():
 
 def install():
     """Allow-list fairseq's checkpoint classes and make refusals readable."""
-    if not hasattr(torch.serialization, "add_safe_globals"):
-        return  # torch < 2.4: no weights-only default to satisfy
-    torch.serialization.add_safe_globals(safe_globals())
+    if hasattr(torch.serialization, "add_safe_globals"):  # torch < 2.4: no weights-only default
+        torch.serialization.add_safe_globals(safe_globals())
     _wrap_fairseq_loader()
+    _atomic_checkpoint_copies()
+    _wrap_restore_file_check()
 
 
 def _wrap_fairseq_loader():
-    """Name the refused global in one line instead of torch's multi-paragraph advice."""
+    """One line for a refused global (instead of torch's multi-paragraph advice) or a damaged file."""
     from fairseq import checkpoint_utils
 
     original = checkpoint_utils.load_checkpoint_to_cpu
@@ -73,9 +83,18 @@ def _wrap_fairseq_loader():
 
     def load_checkpoint_to_cpu(path, *args, **kwargs):
         try:
-            return original(path, *args, **kwargs)
+            state = original(path, *args, **kwargs)
         except Exception as exc:  # torch raises pickle.UnpicklingError; fairseq may wrap it
-            raise checkpoint_error(path, exc) from exc
+            error = checkpoint_error(path, exc)
+            if error is exc:
+                raise  # not ours to explain (``raise exc from exc`` would make a cycle)
+            raise error from exc
+        # torch reads the zip archive without checking its CRCs: damaged tensor data would
+        # load as wrong weights. One pass over the file (about 1 s per GB) catches it.
+        problem = archive_problem(path, require_zip=False)  # legacy (non-zip) checkpoints: no CRCs
+        if problem is not None:
+            raise damaged_error(path, problem)
+        return state
 
     load_checkpoint_to_cpu._fairseq_wean_wrapped = True
     checkpoint_utils.load_checkpoint_to_cpu = load_checkpoint_to_cpu
@@ -83,21 +102,123 @@ def _wrap_fairseq_loader():
 
 def checkpoint_error(path, exc):
     """Turn a failure to read a checkpoint into a FairseqWeanError, or return exc unchanged."""
+    import errno
+
     message = str(exc)
     refused = re.search(r"(?:Unsupported global: GLOBAL|unsupported GLOBAL) ([\w.]+)", message)
-    if refused or "Weights only load failed" in message:
-        what = refused.group(1) if refused else "a non-allow-listed object"
-        return FairseqWeanError(
-            "refusing to load checkpoint {}: its pickle calls {}, which is not on fairseq-wean's "
-            "allow-list of checkpoint classes (see README, 'Errors and recovery'); only load it "
-            "with weights_only=False if you trust its source".format(path, what)
-        )
-    if isinstance(exc, (EOFError, RuntimeError)) and (
-        "PytorchStreamReader" in message or "Ran out of input" in message or "zip archive" in message
-        or "unexpected EOF" in message or "invalid load key" in message
-    ):
-        return FairseqWeanError(
-            "checkpoint {} is truncated or corrupted ({}); use an earlier checkpoint, e.g. "
-            "checkpoint_best.pt or an epoch checkpoint".format(path, message.splitlines()[0][:200])
-        )
+    if refused:
+        return refused_error(path, refused.group(1))
+    if isinstance(exc, FairseqWeanError):
+        return exc
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOENT, errno.EACCES, errno.EPERM, errno.EISDIR):
+        return exc  # the path, not the file's contents: the message says so already
+    problem = archive_problem(path)
+    if problem is not None or any(text in message for text in DAMAGED_MESSAGES):
+        first = (message.splitlines() or [""])[0][:200]
+        return damaged_error(path, problem or "{}: {}".format(type(exc).__name__, first))
+    if "Weights only load failed" in message:
+        return refused_error(path, "a non-allow-listed object")
     return exc
+
+
+def refused_error(path, what):
+    return FairseqWeanError(
+        "refusing to load checkpoint {}: its pickle calls {}, which is not on fairseq-wean's "
+        "allow-list of checkpoint classes (see README, 'Errors and recovery'); only load it "
+        "with weights_only=False if you trust its source".format(path, what)
+    )
+
+
+def damaged_error(path, problem):
+    return FairseqWeanError(
+        "checkpoint {} is truncated or corrupted ({}); use an earlier checkpoint, e.g. "
+        "checkpoint_best.pt or checkpoint_EPOCH_UPDATES.pt in the same folder".format(path, problem)
+    )
+
+
+DAMAGED_MESSAGES = ("PytorchStreamReader", "Ran out of input", "zip archive", "unexpected EOF",
+                    "invalid load key", "central directory")
+
+
+def archive_problem(path, require_zip=True):
+    """None if PATH is a zip archive (torch's format since 1.6) whose members pass their CRC checks."""
+    import zipfile
+
+    if not require_zip and not zipfile.is_zipfile(path):
+        return None
+    try:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+    except FileNotFoundError:
+        return None
+    except zipfile.BadZipFile as exc:
+        return "not a complete zip archive: {}".format(exc)
+    except (OSError, EOFError, ValueError, RuntimeError) as exc:
+        return "unreadable zip archive: {}: {}".format(type(exc).__name__, exc)
+    return None if bad is None else "CRC check failed for {}".format(bad)
+
+
+def _atomic_checkpoint_copies():
+    """Make fairseq's checkpoint copies atomic, as its checkpoint writes already are.
+
+    ``checkpoint_utils.save_checkpoint`` writes the first checkpoint file of an update
+    atomically (``torch_persistent_save``: ``NAME.tmp``, then a rename) but then *copies* it to
+    the others (``checkpoint_best.pt``, ``checkpoint_last.pt``) with ``shutil.copyfile``, which
+    writes the destination in place: a job killed during that copy left a truncated
+    ``checkpoint_last.pt`` and no way to resume. Here the copy goes to ``DEST.tmp`` and is
+    renamed over ``DEST``, so every checkpoint file is either the old one or the new one.
+    Only ``checkpoint_utils`` sees this class; other users of fairseq's PathManager do not.
+    """
+    import os
+
+    from fairseq import checkpoint_utils
+    from fairseq.file_io import PathManager
+
+    if getattr(checkpoint_utils.PathManager, "_fairseq_wean_atomic", False):
+        return
+
+    class AtomicCopyPathManager(PathManager):
+        _fairseq_wean_atomic = True
+
+        @staticmethod
+        def copy(src_path, dst_path, overwrite=False):
+            if not PathManager.supports_rename(dst_path):
+                return PathManager.copy(src_path, dst_path, overwrite=overwrite)
+            tmp = dst_path + ".tmp"
+            PathManager.copy(src_path, tmp, overwrite=True)
+            os.replace(tmp, dst_path)
+            return True
+
+    checkpoint_utils.PathManager = AtomicCopyPathManager
+
+
+def _wrap_restore_file_check():
+    """``--restore-file PATH`` that does not exist is an error, not a silent fresh start.
+
+    fairseq-train logs "No existing checkpoint found" and trains from scratch when the file
+    named by --restore-file is missing (a typo). The default, ``checkpoint_last.pt`` in
+    --save-dir, may be missing: that is how a first run starts.
+    """
+    import os
+
+    from fairseq import checkpoint_utils
+
+    original = checkpoint_utils.load_checkpoint
+    if getattr(original, "_fairseq_wean_wrapped", False):
+        return
+
+    def load_checkpoint(cfg, trainer, **passthrough_args):
+        restore = getattr(cfg, "restore_file", "checkpoint_last.pt")
+        if restore and restore != "checkpoint_last.pt" and not getattr(cfg, "continue_once", None):
+            suffix = getattr(trainer, "checkpoint_suffix", "") or ""
+            path = restore.replace(".pt", suffix + ".pt")
+            if "://" not in path and not os.path.exists(path):
+                raise FairseqWeanError(
+                    "--restore-file {}: no such file (fairseq would silently train from scratch); "
+                    "fix the path, or leave --restore-file out to resume from --save-dir's "
+                    "checkpoint_last.pt".format(path)
+                )
+        return original(cfg, trainer, **passthrough_args)
+
+    load_checkpoint._fairseq_wean_wrapped = True
+    checkpoint_utils.load_checkpoint = load_checkpoint

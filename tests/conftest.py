@@ -5,6 +5,11 @@ import subprocess
 import sys
 
 import pytest
+import torch
+
+# One torch thread in the test process: on 2 cores shared with the CLI subprocesses, torch's
+# default thread pool spins waiting for its own threads and model-level tests run far slower.
+torch.set_num_threads(1)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)

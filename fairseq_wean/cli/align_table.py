@@ -125,8 +125,15 @@ def cli_main(argv=None):
             sys.exit("fairseq-wean-align-table: error: {}: no such file".format(path))
     if args.topk < 1:
         sys.exit("fairseq-wean-align-table: error: --topk must be >= 1")
+    sentences = []
+    for path in (args.src, args.tgt):
+        try:
+            sentences.append(read_lines(path))
+        except UnicodeDecodeError:
+            sys.exit("fairseq-wean-align-table: error: {}: not UTF-8 text; find and fix the line with "
+                     "python -m preprocess.check_parallel".format(path))
     try:
-        table = build_table(read_lines(args.src), read_lines(args.tgt), args.topk, args.model)
+        table = build_table(sentences[0], sentences[1], args.topk, args.model)
     except ValueError as exc:
         sys.exit("fairseq-wean-align-table: error: {}".format(exc))
     write_table(table, args.out)

@@ -105,9 +105,15 @@ def read_align_table(path, dictionary, topk):
     filled = torch.zeros(len(dictionary), dtype=torch.long)
     unknown = []
     n_pairs = 0
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.rstrip("\n")
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError:
+                raise FairseqWeanError(
+                    "--core-align-table {} line {} is not UTF-8 text: rebuild the table with "
+                    "fairseq-wean-align-table from the UTF-8 files given to fairseq-preprocess".format(path, lineno)
+                ) from None
             if not line:
                 continue
             fields = line.split("\t")
@@ -264,6 +270,16 @@ class CoreCopyModel(FairseqEncoderDecoderModel):
             # Built to load a checkpoint (generate, interactive): the table comes from its state.
             table = torch.full((len(dictionary), args.core_topk), dictionary.pad(), dtype=torch.long)
         else:
+            # Built for training. fairseq's cross_entropy and label_smoothed_cross_entropy score
+            # a target word the model cannot produce (in neither the source nor V_G) as log 0:
+            # an infinite loss. core_mode_loss scores it as <unk>, which is always in U.
+            criterion = getattr(args, "criterion", None)
+            if isinstance(criterion, str) and criterion != "core_mode_loss":
+                raise FairseqWeanError(
+                    "--arch core_copy needs --criterion core_mode_loss (got --criterion {}: words in "
+                    "neither the source nor the restricted vocabulary have probability 0 there, so the "
+                    "loss would be infinite)".format(criterion)
+                )
             table = read_align_table(args.core_align_table, dictionary, args.core_topk)
             # Saved with the model's arguments: later builds take A from the checkpoint.
             with open_dict(args) if OmegaConf.is_config(args) else contextlib.nullcontext():

@@ -12,7 +12,7 @@ from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.models.word_attn_gated import (
     WordAttnGatedModel,
     ablation_parameter_counts,
-    additive_attention_step,
+    attention_step,
     base_architecture,
     word_attn_gated_iwslt,
     word_attn_gated_wmt,
@@ -167,7 +167,7 @@ def test_stepwise_attention_equals_source_attention():
     query, keys = torch.randn(3, 5), torch.randn(3, 4, 7)
     mask = torch.tensor([[False] * 4, [False, False, True, True], [False, False, False, True]])
     expected_ctx, expected_w = attention(query.unsqueeze(1), keys, keys, mask)
-    ctx, w = additive_attention_step(attention, query, attention.score.key_proj(keys), keys, mask)
+    ctx, w = attention_step(attention, query, attention.project_keys(keys), keys, mask)
     torch.testing.assert_close(ctx, expected_ctx.squeeze(1))
     torch.testing.assert_close(w, expected_w.squeeze(1))
 

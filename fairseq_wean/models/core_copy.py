@@ -342,7 +342,8 @@ class CoreDecoder(FairseqIncrementalDecoder):
 
     Incremental state: ``"cached_state"``: s_t-1, L x B x H (batch on dim 1);
     ``"vocab_rows"``: (E, W[E], b[E]), no batch dimension; ``"vocab_masks"``:
-    (generative mask B x N, copy index B x S), batch on dim 0.
+    (generative mask B x N, copy index B x S), batch on dim 0; ``"attention_keys"``: W_k h_j,
+    B x S x A, batch on dim 0.
     """
 
     def __init__(
@@ -444,15 +445,21 @@ class CoreDecoder(FairseqIncrementalDecoder):
             prev_output_tokens = prev_output_tokens[:, -1:]
         x = self.dropout(self.embed_tokens(prev_output_tokens))  # B x T x E
 
+        enc = encoder_out["encoder_states"]
         hidden = self.get_incremental_state(incremental_state, "cached_state")
         if hidden is None:
             hidden = initial_decoder_state(self.init_state_proj, encoder_out["final_state"], self.num_layers)
         states, hidden = self.rnn(x, hidden)  # s_t: B x T x H
+        # The key side of the additive score, W_k h_j, is the same at every step: computed once.
+        keys = self.get_incremental_state(incremental_state, "attention_keys")
+        if keys is None:
+            keys = self.attention.project_keys(enc)
         if incremental_state is not None:
             self.set_incremental_state(incremental_state, "cached_state", hidden)
+            self.set_incremental_state(incremental_state, "attention_keys", keys)
 
-        enc = encoder_out["encoder_states"]
-        context, attn = self.attention(states, enc, enc, encoder_out["encoder_padding_mask"])  # eq. 5-6
+        context, attn = self.attention(  # eq. 5-6
+            states, enc, enc, encoder_out["encoder_padding_mask"], projected_keys=keys)
         features = torch.tanh(self.readout(torch.cat([x, states, context], dim=-1)))  # psi of eq. 9
         gate_logit = self.copy_gate(states).squeeze(-1)  # eq. 10, before the sigmoid
         return self.dropout(features), gate_logit, attn.float()
@@ -499,6 +506,9 @@ class CoreDecoder(FairseqIncrementalDecoder):
         hidden = self.get_incremental_state(incremental_state, "cached_state")
         if hidden is not None:
             self.set_incremental_state(incremental_state, "cached_state", hidden.index_select(1, new_order))
+        keys = self.get_incremental_state(incremental_state, "attention_keys")
+        if keys is not None:  # B x S x A
+            self.set_incremental_state(incremental_state, "attention_keys", keys.index_select(0, new_order))
         masks = self.get_incremental_state(incremental_state, "vocab_masks")
         if masks is not None:
             self.set_incremental_state(

@@ -153,19 +153,14 @@ class WordAttnGatedModel(FairseqEncoderDecoderModel):
         return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
 
 
-def additive_attention_step(attention, query, projected_keys, values, padding_mask):
-    """One decoder step of ``SourceAttention(kind="concat")`` with U k computed beforehand.
+def attention_step(attention, query, projected_keys, values, padding_mask):
+    """One decoder step of a ``SourceAttention`` whose keys were projected beforehand.
 
-    ``attention.score`` holds W (``query_proj``), U (``key_proj``) and v; ``projected_keys`` is
-    ``attention.score.key_proj(keys)``: B x S x A. query: B x Dq, values: B x S x Dv,
-    padding_mask: B x S (True = pad). Returns the context B x Dv and the weights B x S,
-    with SourceAttention's numerics (masked, float32 softmax).
+    query: B x Dq, projected_keys: ``attention.project_keys(keys)``, values: B x S x Dv,
+    padding_mask: B x S. Returns the context B x Dv and the weights B x S.
     """
-    score = attention.score
-    scores = torch.tanh(score.query_proj(query).unsqueeze(1) + projected_keys).matmul(score.v).float()
-    scores = scores.masked_fill(padding_mask, float("-inf"))
-    weights = F.softmax(scores, dim=-1).type_as(values)
-    return torch.bmm(weights.unsqueeze(1), values).squeeze(1), weights
+    context, weights = attention(query.unsqueeze(1), None, values, padding_mask, projected_keys=projected_keys)
+    return context.squeeze(1), weights.squeeze(1)
 
 
 class WordAttnGatedDecoder(FairseqIncrementalDecoder):
@@ -260,11 +255,11 @@ class WordAttnGatedDecoder(FairseqIncrementalDecoder):
         steps = {"s": [], "contexts": [], "alpha": [], "beta": [], "gate": []}
         for i in range(prev_output_tokens.size(1)):
             y_prev, s_prev = y[:, i], hidden[-1]  # B x E_tgt, B x H
-            c_alpha, alpha = additive_attention_step(
+            c_alpha, alpha = attention_step(
                 self.attention, s_prev, cache["attention_keys"], annotations, padding_mask)
             contexts = [c_alpha]
             if self.word_attention is not None:
-                c_beta, beta = additive_attention_step(
+                c_beta, beta = attention_step(
                     self.word_attention, s_prev, cache["word_attention_keys"], words, padding_mask)
                 if self.gate is not None:  # section 4: o * c^a, (1 - o) * c^b
                     gated_alpha, gated_beta, o = self.gate(y_prev, s_prev, c_alpha, c_beta, self.forced_gate)
@@ -310,12 +305,12 @@ class WordAttnGatedDecoder(FairseqIncrementalDecoder):
         hidden = initial_decoder_state(self.init_state_proj, encoder_out["final_state"], self.num_layers)
         cache = {
             "hidden": hidden,  # L x B x H
-            "attention_keys": self.attention.score.key_proj(encoder_out["encoder_states"]),  # B x S x C
+            "attention_keys": self.attention.project_keys(encoder_out["encoder_states"]),  # B x S x C
         }
         if self.cell_type == "lstm":
             cache["cell"] = torch.zeros_like(hidden)
         if self.word_attention is not None:
-            cache["word_attention_keys"] = self.word_attention.score.key_proj(encoder_out["src_embeddings"])
+            cache["word_attention_keys"] = self.word_attention.project_keys(encoder_out["src_embeddings"])
         return cache
 
     def output_layer(self, features, **unused):

@@ -55,8 +55,23 @@ class ScoreFunction(nn.Module):
             self.key_proj = Linear(key_dim, hidden_dim, bias=False)  # W_k
             self.v = nn.Parameter(torch.empty(hidden_dim).uniform_(-0.1, 0.1))
 
-    def forward(self, query, keys):
-        """query: B x Tq x Dq; keys: B x S x Dk or N x Dk. Returns B x Tq x S (or N)."""
+    def project_keys(self, keys):
+        """The key side of the score that does not depend on the query: W_k k for 'concat'.
+
+        A decoder computes it once per sentence and passes it to every step as
+        ``projected_keys`` (for dot / general the keys are used as they are).
+        """
+        return self.key_proj(keys) if self.kind == "concat" else keys
+
+    def forward(self, query, keys, projected_keys=None):
+        """query: B x Tq x Dq; keys: B x S x Dk or N x Dk. Returns B x Tq x S (or N).
+
+        ``projected_keys``: ``project_keys(keys)`` computed beforehand (then ``keys`` may be None).
+        """
+        if projected_keys is not None:
+            keys = projected_keys
+        elif self.kind == "concat":
+            keys = self.key_proj(keys)
         shared = keys.dim() == 2
         if self.kind in ("dot", "general"):
             q = query if self.kind == "dot" else self.query_to_key(query)
@@ -66,8 +81,7 @@ class ScoreFunction(nn.Module):
         # concat: B x Tq x 1 x H + (B x) 1 x S x H, then tanh and v. Memory is O(B*Tq*S*H);
         # with a vocabulary as keys that is the price the paper's 'concat' variant pays.
         q = self.query_proj(query).unsqueeze(2)
-        k = self.key_proj(keys)
-        k = k.unsqueeze(0).unsqueeze(0) if shared else k.unsqueeze(1)
+        k = keys.unsqueeze(0).unsqueeze(0) if shared else keys.unsqueeze(1)
         return torch.tanh(q + k).matmul(self.v)
 
 
@@ -75,6 +89,7 @@ class SourceAttention(nn.Module):
     """Attention over source positions with a padding mask (WEAN eq. 1-2).
 
     query: B x Tq x Dq, keys: B x S x Dk, values: B x S x Dv, padding_mask: B x S (True = pad).
+    ``projected_keys`` (optional): ``project_keys(keys)`` computed once per sentence.
     Returns the context ``B x Tq x Dv`` and the weights ``B x Tq x S``. The softmax runs in
     float32 whatever the input dtype. Every sentence has at least one real token (EOS), so
     no row is entirely masked.
@@ -84,8 +99,12 @@ class SourceAttention(nn.Module):
         super().__init__()
         self.score = ScoreFunction(query_dim, key_dim, kind)
 
-    def forward(self, query, keys, values, padding_mask=None):
-        scores = self.score(query, keys).float()
+    def project_keys(self, keys):
+        """See ``ScoreFunction.project_keys``: cache it per sentence for step-wise decoding."""
+        return self.score.project_keys(keys)
+
+    def forward(self, query, keys, values, padding_mask=None, projected_keys=None):
+        scores = self.score(query, keys, projected_keys).float()
         if padding_mask is not None:
             scores = scores.masked_fill(padding_mask.unsqueeze(1), float("-inf"))
         weights = F.softmax(scores, dim=-1).type_as(values)

@@ -52,7 +52,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from fairseq.models import (
-    FairseqEncoderDecoderModel,
     FairseqIncrementalDecoder,
     register_model,
     register_model_architecture,
@@ -61,10 +60,9 @@ from omegaconf import OmegaConf, open_dict
 
 from fairseq_wean.errors import (
     FairseqWeanError,
-    check_state_dict_compatible,
-    dictionary_fingerprint,
     require_joined_dictionary,
 )
+from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SCORE_CHOICES, SourceAttention
 from fairseq_wean.modules.layers import RNN, Linear
 from fairseq_wean.modules.rnn_encoder import RNNEncoder, attention_in_input_order, initial_decoder_state
@@ -221,7 +219,7 @@ class MarkerEmbedding(nn.Embedding):
 
 # --------------------------------------------------------------------------- model
 @register_model("core_copy")
-class CoreCopyModel(FairseqEncoderDecoderModel):
+class CoreCopyModel(CheckedEncoderDecoderModel):
     """Bidirectional GRU encoder, GRU decoder with a copying and a restricted generative decoder."""
 
     @staticmethod
@@ -312,16 +310,7 @@ class CoreCopyModel(FairseqEncoderDecoderModel):
             max_target_positions=args.max_target_positions,
             left_pad_source=encoder.left_pad,
         )
-        model = cls(encoder, decoder)
-        # The table and U are indexed by dictionary ids: refuse a checkpoint of another dictionary.
-        model.register_buffer("dictionary_fingerprint", dictionary_fingerprint(dictionary))
-        return model
-
-    def load_state_dict(self, state_dict, strict=True, model_cfg=None, args=None):
-        """A checkpoint of another dictionary or architecture gets a one-line error."""
-        if strict:
-            check_state_dict_compatible(self, state_dict)
-        return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
+        return cls(encoder, decoder, dictionary)
 
     def get_normalized_probs(self, net_output, log_probs, sample=None):
         return self.decoder.get_normalized_probs(net_output, log_probs, sample)

@@ -24,13 +24,13 @@ steps in one batched product; incremental decoding runs the same LSTM one step a
 import torch
 import torch.nn as nn
 from fairseq.models import (
-    FairseqEncoderDecoderModel,
     FairseqIncrementalDecoder,
     register_model,
     register_model_architecture,
 )
 
-from fairseq_wean.errors import FairseqWeanError, check_state_dict_compatible, dictionary_fingerprint, require_joined_dictionary
+from fairseq_wean.errors import FairseqWeanError, require_joined_dictionary
+from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SCORE_CHOICES, ScoreFunction, SourceAttention
 from fairseq_wean.modules.layers import RNN, Embedding, Linear
 from fairseq_wean.modules.rnn_encoder import RNNEncoder, attention_in_input_order, initial_decoder_state
@@ -39,7 +39,7 @@ DEFAULT_MAX_POSITIONS = 1024
 
 
 @register_model("wean_lstm")
-class WeanLSTMModel(FairseqEncoderDecoderModel):
+class WeanLSTMModel(CheckedEncoderDecoderModel):
     """LSTM encoder-decoder whose word generator queries the shared word embeddings."""
 
     @staticmethod
@@ -100,15 +100,7 @@ class WeanLSTMModel(FairseqEncoderDecoderModel):
             max_target_positions=args.max_target_positions,
             left_pad_source=encoder.left_pad,
         )
-        model = cls(encoder, decoder)
-        model.register_buffer("dictionary_fingerprint", dictionary_fingerprint(dictionary))
-        return model
-
-    def load_state_dict(self, state_dict, strict=True, model_cfg=None, args=None):
-        """A checkpoint of another dictionary size or architecture gets a one-line error."""
-        if strict:
-            check_state_dict_compatible(self, state_dict)
-        return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
+        return cls(encoder, decoder, dictionary)
 
 
 class WeanDecoder(FairseqIncrementalDecoder):

@@ -49,13 +49,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from fairseq.models import (
-    FairseqEncoderDecoderModel,
     FairseqIncrementalDecoder,
     register_model,
     register_model_architecture,
 )
 
-from fairseq_wean.errors import FairseqWeanError, check_state_dict_compatible, dictionary_fingerprint
+from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SourceAttention
 from fairseq_wean.modules.contextual_gate import ContextualGate
 from fairseq_wean.modules.layers import Embedding, Linear, RNNCell
@@ -67,7 +67,7 @@ RNN_CELL_CHOICES = ("gru", "lstm")
 
 
 @register_model("word_attn_gated")
-class WordAttnGatedModel(FairseqEncoderDecoderModel):
+class WordAttnGatedModel(CheckedEncoderDecoderModel):
     """RNNsearch with word attention over source embeddings and contextual gates."""
 
     @staticmethod
@@ -141,16 +141,7 @@ class WordAttnGatedModel(FairseqEncoderDecoderModel):
             left_pad_source=encoder.left_pad,
             max_target_positions=args.max_target_positions,
         )
-        model = cls(encoder, decoder)
-        # Refuse a checkpoint of other dictionaries (same sizes, other symbols or order).
-        model.register_buffer("dictionary_fingerprint", dictionary_fingerprint(src_dict, tgt_dict))
-        return model
-
-    def load_state_dict(self, state_dict, strict=True, model_cfg=None, args=None):
-        """A checkpoint of other dictionaries or another architecture gets a one-line error."""
-        if strict:
-            check_state_dict_compatible(self, state_dict)
-        return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
+        return cls(encoder, decoder, src_dict, tgt_dict)
 
 
 def attention_step(attention, query, projected_keys, values, padding_mask):

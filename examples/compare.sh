@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Side-by-side comparison of fairseq's baselines and this plugin's models on one task:
+#
+#   bash examples/compare.sh {simplification,summarization,translation} [DATA_DIR] [--tiny] [options]
+#
+# A thin wrapper of examples/compare.py (see `python examples/compare.py --help`); it uses the
+# Python in $PYTHON, else the first python3 on PATH.
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The environment scripts/setup_env.sh made, if present; else the python3 on PATH.
+PY="${PYTHON:-$( [ -x "$REPO/.venv/bin/python" ] && echo "$REPO/.venv/bin/python" || command -v python3)}"
+exec "$PY" "$REPO/examples/compare.py" "$@"

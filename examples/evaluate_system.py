@@ -1,0 +1,217 @@
+"""Decode and select one trained system, in one process (used by ``examples/compare.py``).
+
+    python examples/evaluate_system.py PLAN.json
+
+PLAN (JSON) names the binarized data, the epoch checkpoints, the validation subset and its
+references, the test subsets, and the fairseq-generate options. This script
+
+1. decodes the validation sources with every epoch checkpoint and scores them with
+   ``fairseq-wean-score`` (validation curve, WEAN's Figure 2),
+2. picks the epoch with the best validation score (ties: the earliest epoch),
+3. decodes every test subset with that checkpoint (beam search as given, e.g. ``--beam 5``),
+   writing the plain outputs and, for word-level data, the outputs after attention-based UNK
+   replacement (fairseq's ``--replace-unk`` semantics, see ``replace_unk``),
+4. counts the model's parameters and output-layer parameters,
+
+and writes everything to PLAN["out"] (JSON). fairseq-generate and fairseq-wean-score run
+in-process with their command-line arguments (``fairseq_cli.generate.main``,
+``fairseq_wean.cli.score.main``), so the ~4 s import of torch and fairseq is paid once per
+system instead of once per decode.
+"""
+import contextlib
+import io
+import json
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository: preprocess
+
+_LINE = re.compile(r"^([HA])-(\d+)\t(.*)$")
+
+
+def parse_generate_log(path):
+    """{id: hypothesis}, {id: [(src_word, tgt_word), ...]} from a fairseq-generate log (first H per id)."""
+    hyps, aligns = {}, {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            m = _LINE.match(line.rstrip("\n"))
+            if not m:
+                continue
+            kind, sid, rest = m.group(1), int(m.group(2)), m.group(3)
+            if kind == "H" and sid not in hyps:
+                hyps[sid] = rest.split("\t", 1)[1] if "\t" in rest else ""
+            elif kind == "A" and sid not in aligns:
+                aligns[sid] = [tuple(int(x) for x in pair.split("-")) for pair in rest.split()]
+    return hyps, aligns
+
+
+def ordered(table, n, path):
+    missing = [i for i in range(n) if i not in table]
+    if missing or len(table) != n:
+        raise RuntimeError("{}: {} of {} sentences missing (e.g. id {}): fairseq-generate must decode every "
+                           "sentence".format(path, len(missing), n, missing[:1]))
+    return [table[i] for i in range(n)]
+
+
+def replace_unk(hyp, src, alignment, unk="<unk>"):
+    """fairseq's --replace-unk without a dictionary: each <unk> becomes the source word it attends to most.
+
+    ``alignment``: (source word index, target word index) pairs from fairseq-generate
+    ``--print-alignment`` (the argmax of the attention, fairseq's ``extract_hard_alignment``).
+    fairseq-fixed's own ``--replace-unk`` indexes those pairs as if they were integers and fails,
+    and needs a raw-text dataset, so the recipes apply the same rule to the log afterwards.
+    """
+    words = hyp.split()
+    src_words = src.split()
+    by_target = {t: s for s, t in alignment}
+    for i, w in enumerate(words):
+        if w == unk and i in by_target and 0 <= by_target[i] < len(src_words):
+            words[i] = src_words[by_target[i]]
+    return " ".join(words)
+
+
+def write_lines(path, lines):
+    with open(path, "w", encoding="utf-8") as f:
+        for line in lines:
+            f.write(line + "\n")
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return [l.rstrip("\n") for l in f]
+
+
+def generate(plan, ckpt, subset, out_dir, align=False):
+    """fairseq-generate DATA --path CKPT --gen-subset SUBSET ... --results-path OUT_DIR."""
+    from fairseq import options
+    from fairseq_cli import generate as fairseq_generate
+
+    argv = [plan["data"], "--user-dir", plan["user_dir"], "--path", ckpt, "--gen-subset", subset,
+            "--results-path", out_dir] + plan["gen_args"]
+    if plan.get("post_process"):
+        argv += ["--post-process", plan["post_process"]]
+    if align:
+        # One sentence per batch when aligning: no padding, so the attention positions and the
+        # source positions fairseq aligns them with agree for every architecture. (fairseq's own
+        # LSTM attends in its encoder's right-padded order while extract_hard_alignment reads the
+        # left-padded src_tokens; this plugin's models map their attention back to input order.)
+        argv += ["--print-alignment", "--batch-size", "1"]
+    parser = options.get_generation_parser()
+    args = options.parse_args_and_arch(parser, input_args=argv)
+    t0 = time.time()
+    fairseq_generate.main(args)
+    return os.path.join(out_dir, "generate-{}.txt".format(subset)), time.time() - t0, argv
+
+
+def score(sys_path, spec, metrics, data_root, compare_to=None):
+    """fairseq-wean-score --sys SYS --orig ORIG --refs REFS --metrics M --json, in-process."""
+    from fairseq_wean.cli import score as scorer
+
+    argv = ["--sys", sys_path, "--orig", os.path.join(data_root, spec["orig"]),
+            "--refs"] + [os.path.join(data_root, r) for r in spec["refs"]] + ["--metrics", metrics, "--json"]
+    argv += spec.get("score_args", [])
+    if compare_to:
+        argv += ["--compare-to", compare_to]
+    with contextlib.redirect_stdout(io.StringIO()):
+        return scorer.main(argv)
+
+
+def extract_outputs(log_path, orig_path, out_prefix, with_replace_unk, markers=False):
+    """Write OUT_PREFIX.txt (and OUT_PREFIX.replace-unk.txt) in sentence order; returns the paths.
+
+    ``markers``: the data use source-position markers ``<unk-N>`` (preprocess.unk_markers),
+    mapped back to the source words here.
+    """
+    src = read_lines(orig_path)
+    hyps, aligns = parse_generate_log(log_path)
+    hyps = ordered(hyps, len(src), log_path)
+    outputs = {"plain": hyps}
+    if with_replace_unk:
+        aligns = ordered(aligns, len(src), log_path)
+        outputs["replace_unk"] = [replace_unk(h, s, a) for h, s, a in zip(hyps, src, aligns)]
+    paths = {}
+    for kind, lines in outputs.items():
+        if markers:
+            from preprocess import unk_markers
+
+            lines = [" ".join(unk_markers.decode_hypothesis(s.split(), h.split())) for s, h in zip(src, lines)]
+        paths[kind] = out_prefix + (".txt" if kind == "plain" else ".replace-unk.txt")
+        write_lines(paths[kind], lines)
+    return paths
+
+
+def count_parameters(ckpt, data):
+    """(all parameters, output-layer parameters, output layer tied to an embedding?) of a checkpoint's model.
+
+    Output layer = parameters used only to map the decoder output to vocabulary scores (WEAN's
+    Table 5 accounting): ``decoder.output_layer_num_parameters()`` where the model defines it,
+    else fairseq LSTM's ``fc_out`` (+ ``additional_fc``) or the transformer's
+    ``output_projection``; a matrix tied to an input embedding counts 0 (it is counted once, as
+    an embedding).
+    """
+    from fairseq import checkpoint_utils
+
+    models, _cfg, _task = checkpoint_utils.load_model_ensemble_and_task([ckpt], arg_overrides={"data": data})
+    model = models[0]
+    total = sum(p.numel() for p in model.parameters())
+    dec = model.decoder
+    embeddings = {id(m.weight) for m in model.modules() if m.__class__.__name__ == "Embedding"}
+    if hasattr(dec, "output_layer_num_parameters"):
+        return total, int(dec.output_layer_num_parameters()), False
+    out, tied = 0, False
+    for name in ("fc_out", "additional_fc", "output_projection"):
+        layer = getattr(dec, name, None)
+        if layer is None:
+            continue
+        for p in layer.parameters():
+            if id(p) in embeddings:
+                tied = True
+            else:
+                out += p.numel()
+    return total, out, tied
+
+
+def main(plan_path):
+    with open(plan_path, encoding="utf-8") as f:
+        plan = json.load(f)
+    root = plan["data_root"]
+    gen_dir = plan["gen_dir"]
+    os.makedirs(gen_dir, exist_ok=True)
+    valid = plan["valid"]
+    curve = []
+    for epoch, ckpt in plan["epochs"]:
+        d = os.path.join(gen_dir, "valid-epoch{:03d}".format(epoch))
+        log, secs, _ = generate(plan, ckpt, valid["subset"], d)
+        outs = extract_outputs(log, os.path.join(root, valid["orig"]), os.path.join(d, "hyp"), False,
+                               plan.get("markers"))
+        scores = score(outs["plain"], valid, valid["metrics"], root)
+        row = {"epoch": epoch, "decode_seconds": round(secs, 1)}
+        row.update({k: v for k, v in scores.items() if isinstance(v, float)})
+        curve.append(row)
+        print("EVAL epoch {} valid {}".format(epoch, " ".join("{} {:.2f}".format(k, v) for k, v in row.items()
+                                                            if k not in ("epoch", "decode_seconds"))), flush=True)
+    metric = valid["metric"]
+    best = max(curve, key=lambda r: (r[metric], -r["epoch"]))
+    best_ckpt = dict(plan["epochs"])[best["epoch"]]
+    result = {"curve": curve, "best_epoch": best["epoch"], "best_valid": best[metric], "valid_metric": metric,
+              "checkpoint": best_ckpt, "outputs": {}, "decode_seconds": {}}
+    for name, spec in plan["tests"].items():
+        d = os.path.join(gen_dir, "test-" + name)
+        log, secs, argv = generate(plan, best_ckpt, spec["subset"], d, align=plan.get("replace_unk", False))
+        result["outputs"][name] = extract_outputs(log, os.path.join(root, spec["orig"]), os.path.join(d, "hyp"),
+                                                  plan.get("replace_unk", False), plan.get("markers"))
+        result["decode_seconds"][name] = round(secs, 1)
+        result.setdefault("generate_command", "fairseq-generate " + " ".join(argv))
+        print("EVAL decoded {} ({:.0f}s)".format(name, secs), flush=True)
+    result["params"], result["output_params"], result["output_tied"] = count_parameters(best_ckpt, plan["data"])
+    with open(plan["out"], "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=2)
+    return result
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python examples/evaluate_system.py PLAN.json")
+    main(sys.argv[1])

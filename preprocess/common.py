@@ -1,0 +1,370 @@
+"""Helpers shared by the ``preprocess.prepare_*`` recipes.
+
+Every recipe reads the raw benchmark files from a data directory (default ``../shared/data``
+relative to the repository, or ``$FAIRSEQ_WEAN_DATA``), writes plain tokenized text under
+``OUT/text/`` and one fairseq-binarized directory per vocabulary variant (``OUT/word``,
+``OUT/spm``, ``OUT/char``, ``OUT/bpe``), plus ``OUT/recipe.json`` describing what each fairseq
+subset holds and where its references are. Nothing is written into the repository.
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_DATA_DIR = os.environ.get("FAIRSEQ_WEAN_DATA", os.path.join(REPO, "..", "shared", "data"))
+
+# fairseq's own marker for the word boundary of sentencepiece pieces; ``--post-process
+# sentencepiece`` turns "▁ a b ▁ c" back into "ab c", which is also how we undo characters.
+WORD_BOUNDARY = "\u2581"
+
+
+class RecipeError(Exception):
+    """Missing input data or a bad option: the message says what to do."""
+
+
+def base_parser(description, default_out):
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--data-dir", default=DEFAULT_DATA_DIR,
+                   help="raw benchmark data directory (default: ../shared/data next to the repository, "
+                        "or $FAIRSEQ_WEAN_DATA)")
+    p.add_argument("--out", default=default_out, help="output directory (created)")
+    p.add_argument("--max-sentences", type=int, default=None, metavar="N",
+                   help="subsample: at most N training pairs (a fixed random sample)")
+    p.add_argument("--max-eval", type=int, default=None, metavar="N",
+                   help="subsample: at most N sentences in every valid/test set (the first N)")
+    p.add_argument("--tiny", action="store_true",
+                   help="CI size: --max-sentences 300 --max-eval 12 unless given")
+    p.add_argument("--workers", type=int, default=1, help="fairseq-preprocess --workers")
+    p.add_argument("--seed", type=int, default=1, help="seed of every random choice")
+    p.add_argument("--force", action="store_true", help="redo even if OUT/recipe.json exists")
+    return p
+
+
+def apply_tiny(args, max_sentences=300, max_eval=12):
+    if args.tiny:
+        if args.max_sentences is None:
+            args.max_sentences = max_sentences
+        if args.max_eval is None:
+            args.max_eval = max_eval
+    return args
+
+
+def log(msg):
+    print("[{}] {}".format(time.strftime("%H:%M:%S"), msg), flush=True)
+
+
+def require(path, url_hint):
+    if not os.path.exists(path):
+        raise RecipeError("missing {}. Get it from {} (see README.md, 'Data').".format(path, url_hint))
+    return path
+
+
+def read_lines(path, strip=True):
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [l.strip() for l in lines] if strip else lines
+
+
+def write_lines(path, lines):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        for line in lines:
+            if "\n" in line:
+                raise ValueError("line with a newline inside, for {}".format(path))
+            f.write(line + "\n")
+
+
+def sample_indices(n, k, seed):
+    """A fixed random subset of range(n) of size k, in original order."""
+    if k is None or k >= n:
+        return list(range(n))
+    return sorted(random.Random(seed).sample(range(n), k))
+
+
+class MosesLowercaser:
+    """Moses tokenization (sacremoses, no XML escaping) + lowercasing + PTB bracket tokens.
+
+    TurkCorpus is PTB-tokenized and lowercased with brackets written ``-lrb-``/``-rrb-``; on
+    the 2000 ASSET sources (= TurkCorpus tune sources) this reproduces TurkCorpus's tokenization
+    exactly for 1923 sentences (the rest differ in ``u.s.``-style abbreviations and quotes).
+    """
+
+    BRACKETS = {"(": "-lrb-", ")": "-rrb-", "[": "-lsb-", "]": "-rsb-", "{": "-lcb-", "}": "-rcb-"}
+
+    def __init__(self, lang="en", ptb_brackets=True):
+        from sacremoses import MosesTokenizer
+
+        self.tok = MosesTokenizer(lang=lang)
+        self.ptb_brackets = ptb_brackets
+
+    def __call__(self, text):
+        toks = self.tok.tokenize(text.strip(), escape=False)
+        if self.ptb_brackets:
+            toks = [self.BRACKETS.get(t, t) for t in toks]
+        return " ".join(toks).lower()
+
+
+def to_chars(line):
+    """'the cat' -> 't h e ▁ c a t' (undone by fairseq's --post-process sentencepiece)."""
+    words = line.split()
+    return (" " + WORD_BOUNDARY + " ").join(" ".join(w) for w in words)
+
+
+def from_chars(line):
+    return line.replace(" ", "").replace(WORD_BOUNDARY, " ").strip()
+
+
+def bin_path(name):
+    """A console script of this Python environment (fairseq-preprocess, ...)."""
+    exe = os.path.join(os.path.dirname(sys.executable), name)
+    if os.path.exists(exe):
+        return exe
+    found = shutil.which(name)
+    if not found:
+        raise RecipeError("{} not found: install fairseq (pip install -e .)".format(name))
+    return found
+
+
+def run(cmd, log_path=None, quiet=True):
+    """Run a command; on failure show its output tail and raise."""
+    cmd = [str(c) for c in cmd]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if log_path:
+        with open(log_path, "a", encoding="utf-8") as f:
+            f.write("$ " + " ".join(cmd) + "\n" + proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        raise RecipeError("command failed ({}): {}\n{}\n{}".format(
+            proc.returncode, " ".join(cmd), proc.stdout[-2000:], proc.stderr[-4000:]))
+    if not quiet:
+        print(proc.stdout, end="")
+    return proc
+
+
+def fairseq_preprocess(text_dir, dest, src, tgt, train, valid, test, threshold=0, joined=True,
+                       workers=1, srcdict=None, extra=()):
+    """fairseq-preprocess TEXT_DIR/{train}.{src,tgt} etc. into DEST (valid/test: lists of prefixes).
+
+    Several valid/test prefixes become fairseq subsets valid, valid1, ... and test, test1, ...
+    """
+    if os.path.isdir(dest):  # fairseq-preprocess refuses to overwrite a dictionary
+        shutil.rmtree(dest)
+    os.makedirs(dest)
+    pref = lambda names: ",".join(os.path.join(text_dir, n) for n in names)  # noqa: E731
+    argv = ["--user-dir", os.path.join(REPO, "fairseq_wean"),
+            "--source-lang", src, "--target-lang", tgt,
+            "--trainpref", os.path.join(text_dir, train), "--validpref", pref(valid),
+            "--destdir", dest, "--workers", workers]
+    if test:
+        argv += ["--testpref", pref(test)]
+    if srcdict:
+        argv += ["--srcdict", srcdict]
+    if joined:
+        argv.append("--joined-dictionary")
+    if threshold:
+        argv += ["--thresholdsrc", threshold, "--thresholdtgt", threshold]
+    argv = [str(a) for a in argv + list(extra)]
+    # fairseq-preprocess, in-process: one import of fairseq for all variants of a recipe. Its log
+    # goes to DEST/preprocess.log only (as the command writes it there too).
+    from fairseq import options
+    from fairseq_cli import preprocess as fairseq_cli_preprocess
+
+    logger = fairseq_cli_preprocess.logger
+    handlers, propagate = list(logger.handlers), logger.propagate
+    logger.propagate = False
+    try:
+        fairseq_cli_preprocess.main(options.get_preprocessing_parser().parse_args(argv))
+    except (Exception, SystemExit) as e:
+        raise RecipeError("fairseq-preprocess {} failed: {!r} (log: {})".format(
+            " ".join(argv), e, os.path.join(dest, "preprocess.log")))
+    finally:
+        for h in logger.handlers[len(handlers):]:
+            logger.removeHandler(h)
+            h.close()
+        logger.propagate = propagate
+    return dest
+
+
+def subset_names(prefixes, split):
+    """fairseq's subset names for --validpref/--testpref a,b,c: valid, valid1, valid2."""
+    return {name: split + ("" if i == 0 else str(i)) for i, name in enumerate(prefixes)}
+
+
+def train_sentencepiece(inputs, model_prefix, vocab_size, model_type="unigram"):
+    import sentencepiece as spm
+
+    spm.SentencePieceTrainer.train(
+        input=",".join(inputs), model_prefix=model_prefix, vocab_size=vocab_size,
+        model_type=model_type, character_coverage=1.0, input_sentence_size=1000000,
+        shuffle_input_sentence=False, seed_sentencepiece_size=1000000,
+        hard_vocab_limit=False, minloglevel=2,
+        # fairseq adds its own <s> <pad> </s> <unk>; keep ids but they never appear in text
+        bos_id=-1, eos_id=-1, unk_id=0, pad_id=-1,
+    )
+    return model_prefix + ".model"
+
+
+def encode_sentencepiece(model, src_path, dest_path):
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=model)
+    lines = read_lines(src_path)
+    write_lines(dest_path, (" ".join(sp.encode(l, out_type=str)) for l in lines))
+
+
+VARIANTS = ("word", "word-pg", "spm", "char", "bpe")
+
+
+def _split_files(prefixes, src, tgt):
+    names = [prefixes["train"]] + list(prefixes["valid"]) + list(prefixes.get("test") or [])
+    return ["{}.{}".format(n, lang) for n in names for lang in (src, tgt)]
+
+
+def _map_files(text_dir, dest_dir, files, fn):
+    os.makedirs(dest_dir, exist_ok=True)
+    for f in files:
+        write_lines(os.path.join(dest_dir, f), (fn(l) for l in read_lines(os.path.join(text_dir, f))))
+
+
+def build_variants(out, text_dir, src, tgt, prefixes, variants, threshold=2, spm_vocab=8000, bpe_codes=None,
+                   bpe_merges=10000, workers=1, small=False):
+    """Binarize the tokenized text of TEXT_DIR in every vocabulary variant; returns recipe entries.
+
+    All variants share one joined source/target dictionary (wean_lstm, core_copy: one embedding
+    matrix) and the subsets of ``prefixes`` (fairseq: train, valid, valid1, ..., test, test1, ...).
+
+    * ``word``: words; fairseq-preprocess --thresholdsrc/--thresholdtgt THRESHOLD: rarer words are
+      ``<unk>``. Outputs are scored as they are, and after attention-based UNK replacement.
+    * ``word-pg``: the same vocabulary, rarer words replaced by source-position markers ``<unk-N>``
+      (:mod:`preprocess.unk_markers`, fairseq's pointer-generator recipe; core_copy's way of
+      copying unseen words); outputs are mapped back to words before scoring.
+    * ``spm``: a sentencepiece unigram model of SPM_VOCAB pieces trained on the training text;
+      fairseq-generate --post-process sentencepiece gives back the tokenized words.
+    * ``char``: characters with ``▁`` between words (undone by --post-process sentencepiece).
+    * ``bpe``: subword-nmt BPE: BPE_CODES if given, else BPE_MERGES joint merges learned on the
+      training text; undone by --post-process subword_nmt.
+    """
+    files = _split_files(prefixes, src, tgt)
+    entries = {}
+    for variant in variants:
+        log("binarizing the {} variant".format(variant))
+        dest = os.path.join(out, variant)
+        info = {"bin": variant, "post_process": None, "text": os.path.basename(text_dir)}
+        vtext = os.path.join(out, variant + "-text")
+        srcdict = None
+        if variant == "word":
+            vtext, thr = text_dir, threshold
+            info["unk_replaceable"] = True
+        elif variant == "word-pg":
+            from preprocess import unk_markers
+
+            train = [os.path.join(text_dir, "{}.{}".format(prefixes["train"], l)) for l in (src, tgt)]
+            longest = max(len(l.split()) for f in files if f.endswith("." + src)
+                          for l in read_lines(os.path.join(text_dir, f)))
+            n_markers = min(longest, 1000)
+            vocab = unk_markers.build_vocab(unk_markers.count_words(train), min_count=threshold, markers=n_markers)
+            os.makedirs(vtext, exist_ok=True)
+            srcdict = os.path.join(vtext, "dict.txt")
+            write_lines(srcdict, ("{} {}".format(w, c) for w, c in vocab))
+            words = {w for w, _ in vocab}
+            for name in {f.rsplit(".", 1)[0] for f in files}:
+                s_lines = read_lines(os.path.join(text_dir, "{}.{}".format(name, src)))
+                t_lines = read_lines(os.path.join(text_dir, "{}.{}".format(name, tgt)))
+                pairs = [unk_markers.encode_pair(a.split(), b.split(), words, n_markers)
+                         for a, b in zip(s_lines, t_lines)]
+                write_lines(os.path.join(vtext, "{}.{}".format(name, src)), (" ".join(a) for a, _ in pairs))
+                write_lines(os.path.join(vtext, "{}.{}".format(name, tgt)), (" ".join(b) for _, b in pairs))
+            thr = 0
+            info.update(markers=True, unk_replaceable=True)
+        elif variant == "spm":
+            model = train_sentencepiece(
+                [os.path.join(text_dir, "{}.{}".format(prefixes["train"], l)) for l in (src, tgt)],
+                os.path.join(out, "spm"), min(spm_vocab, 500) if small else spm_vocab)
+            import sentencepiece as spm
+
+            sp = spm.SentencePieceProcessor(model_file=model)
+            _map_files(text_dir, vtext, files, lambda l: " ".join(sp.encode(l, out_type=str)))
+            thr = 0
+            info.update(post_process="sentencepiece", spm_model=os.path.relpath(model, out))
+        elif variant == "char":
+            _map_files(text_dir, vtext, files, to_chars)
+            thr = 0
+            info["post_process"] = "sentencepiece"
+        elif variant == "bpe":
+            from subword_nmt.apply_bpe import BPE
+
+            codes = os.path.join(out, "bpe.codes")
+            if bpe_codes:
+                shutil.copyfile(bpe_codes, codes)
+            else:
+                learn_joint_bpe([os.path.join(text_dir, "{}.{}".format(prefixes["train"], l)) for l in (src, tgt)],
+                                codes, min(bpe_merges, 500) if small else bpe_merges)
+            with open(codes, encoding="utf-8") as f:
+                bpe = BPE(f)
+            _map_files(text_dir, vtext, files, bpe.process_line)
+            thr = 0
+            info.update(post_process="subword_nmt", bpe_codes=os.path.relpath(codes, out))
+        else:
+            raise RecipeError("unknown vocabulary variant {!r}: choose from {}".format(variant, ", ".join(VARIANTS)))
+        if vtext != text_dir:
+            info["text"] = os.path.basename(vtext)
+        fairseq_preprocess(vtext, dest, src, tgt, threshold=thr, workers=workers, srcdict=srcdict, **prefixes)
+        entries[variant] = info
+    return entries
+
+
+def learn_joint_bpe(inputs, codes_path, merges):
+    """subword-nmt learn-bpe on the concatenated inputs (joint source/target BPE, as prepare-iwslt14.sh)."""
+    from subword_nmt.learn_bpe import learn_bpe
+
+    import io
+
+    text = io.StringIO("".join(open(p, encoding="utf-8").read() for p in inputs))
+    with open(codes_path, "w", encoding="utf-8") as out:
+        learn_bpe(text, out, merges)
+    return codes_path
+
+
+def unk_rate(dict_path, text_path):
+    """Fraction of running tokens of a text file absent from a fairseq dictionary."""
+    vocab = set()
+    with open(dict_path, encoding="utf-8") as f:
+        for line in f:
+            vocab.add(line.rsplit(" ", 1)[0] if " " in line else line.strip())
+    total = unk = 0
+    for line in read_lines(text_path):
+        for w in line.split():
+            total += 1
+            unk += w not in vocab
+    return unk / max(total, 1)
+
+
+def done(out):
+    return os.path.exists(os.path.join(out, "recipe.json"))
+
+
+def write_recipe(out, recipe):
+    with open(os.path.join(out, "recipe.json"), "w", encoding="utf-8") as f:
+        json.dump(recipe, f, indent=2, sort_keys=True)
+    return recipe
+
+
+def load_recipe(out):
+    with open(os.path.join(out, "recipe.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def main_wrapper(fn):
+    """Run a recipe's main(); a RecipeError becomes one line on stderr and exit status 1."""
+    try:
+        return fn()
+    except RecipeError as e:
+        sys.stderr.write("prepare: error: {}\n".format(e))
+        sys.exit(1)

@@ -1,0 +1,193 @@
+"""IWSLT'14 German -> English, fairseq's standard split (``examples/translation/prepare-iwslt14.sh``) in Python.
+
+    # full recipe, for users with the training data (de-en.tgz unpacked: train.tags.de-en.{de,en}, *.xml)
+    python -m preprocess.prepare_iwslt14 --raw path/to/de-en --out work_dirs/iwslt14
+    # what the staged data here allow: the recipe's BPE + binarization on the tokenized valid/test files
+    python -m preprocess.prepare_iwslt14 --data-dir ../shared/data --out work_dirs/iwslt14-staged
+
+Full recipe (``--raw DIR``), step by step as prepare-iwslt14.sh:
+1. ``train.tags.de-en.{de,en}``: drop lines with ``<url>``, ``<talkid>``, ``<keywords>``; strip
+   ``<title>``/``<description>`` tags; Moses-tokenize (sacremoses, ``-l de``/``-l en``).
+2. clean-corpus-n: keep pairs of 1-175 tokens with length ratio <= 1.5; lowercase.
+3. dev/test: the ``<seg>`` lines of ``IWSLT14.TED.dev2010``, ``IWSLT14.TEDX.dev2012``,
+   ``IWSLT14.TED.tst2010/2011/2012`` (``*.de-en.{de,en}.xml``), ``’`` -> ``'``, tokenized, lowercased.
+4. valid = every 23rd training pair, train = the rest; test = the five dev/test sets concatenated.
+5. joint BPE with subword-nmt, 10,000 merges learned on train.de + train.en, applied everywhere
+   (``--bpe-codes FILE`` applies given codes instead, e.g. the staged ``bpe10k/code``).
+6. fairseq-preprocess --joined-dictionary (one dictionary: wean_lstm and core_copy share one
+   embedding matrix; fairseq's own recipe keeps two).
+
+Staged mode (no ``--raw``): ``DATA/translation/iwslt14_deen/tok/{valid,test}.{de,en}`` are the
+output of steps 1-4 (train is missing) and ``bpe10k/code`` the codes of step 5; the recipe applies
+step 5 and checks the result against the staged ``bpe10k/{valid,test}.*`` (byte-identical), then
+binarizes with the *validation* set standing in for training data, which checks the pipeline
+but is no experiment (``recipe.json``: ``"smoke_test_only": true``).
+
+Official data: https://wit3.fbk.eu/2014-01 (IWSLT 2014 TED, de-en.tgz; fairseq's mirror
+http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz).
+"""
+import os
+import re
+
+from preprocess import common
+from preprocess.common import RecipeError, log, read_lines, write_lines
+
+URL = "http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz (https://wit3.fbk.eu/2014-01)"
+SRC, TGT = "de", "en"
+TEST_SETS = ["IWSLT14.TED.dev2010", "IWSLT14.TEDX.dev2012", "IWSLT14.TED.tst2010", "IWSLT14.TED.tst2011",
+             "IWSLT14.TED.tst2012"]
+PREFIXES = dict(train="train", valid=["valid", "validdec"], test=["test"])
+SEG = re.compile(r'<seg id="[0-9]*">\s*(.*?)\s*</seg>')
+
+
+def parse_args(argv=None):
+    p = common.base_parser(__doc__.split("\n")[0], default_out=os.path.join(common.REPO, "work_dirs", "iwslt14"))
+    p.add_argument("--raw", help="unpacked de-en.tgz (train.tags.de-en.*, IWSLT14.*.xml): the full recipe")
+    p.add_argument("--bpe-codes", help="apply these subword-nmt codes instead of learning 10,000 merges")
+    p.add_argument("--bpe-merges", type=int, default=10000)
+    p.add_argument("--valid-decode", type=int, default=1000, help="validation pairs decoded after every epoch")
+    p.add_argument("--variants", default="bpe", help="vocabulary variants (default bpe)")
+    return common.apply_tiny(p.parse_args(argv), max_sentences=300, max_eval=12)
+
+
+class Tokenizer:
+    """tokenizer.perl -l LANG | lowercase.perl, via sacremoses (no XML escaping)."""
+
+    def __init__(self, lang):
+        from sacremoses import MosesTokenizer
+
+        self.tok = MosesTokenizer(lang=lang)
+
+    def __call__(self, line):
+        return self.tok.tokenize(line.strip(), escape=False, return_str=True)
+
+
+def clean_train_line(line):
+    """prepare-iwslt14.sh's filter on train.tags: None for metadata lines, else the text without tags."""
+    if any(tag in line for tag in ("<url>", "<talkid>", "<keywords>")):
+        return None
+    for tag in ("<title>", "</title>", "<description>", "</description>"):
+        line = line.replace(tag, "")
+    return line
+
+
+def clean_corpus(pairs, min_len=1, max_len=175, ratio=1.5):
+    """clean-corpus-n.perl -ratio 1.5 ... 1 175 on tokenized pairs."""
+    kept = []
+    for a, b in pairs:
+        la, lb = len(a.split()), len(b.split())
+        if min_len <= la <= max_len and min_len <= lb <= max_len and la <= ratio * lb and lb <= ratio * la:
+            kept.append((a, b))
+    return kept
+
+
+def xml_segments(path):
+    with open(path, encoding="utf-8") as f:
+        return [m.group(1).replace("\u2019", "'") for m in (SEG.search(l) for l in f) if m]
+
+
+def full_recipe(args, text_dir):
+    raw = args.raw
+    tok = {lang: Tokenizer(lang) for lang in (SRC, TGT)}
+    sides = {}
+    for lang in (SRC, TGT):
+        lines = read_lines(common.require(os.path.join(raw, "train.tags.de-en." + lang), URL), strip=False)
+        kept = [clean_train_line(l) for l in lines]
+        sides[lang] = [k for k in kept if k is not None]
+        log("tokenizing train.tags.de-en.{} ({} lines)".format(lang, len(sides[lang])))
+        sides[lang] = [tok[lang](l) for l in sides[lang]]
+    if len(sides[SRC]) != len(sides[TGT]):
+        raise RecipeError("train.tags.de-en: {} German vs {} English lines after filtering".format(
+            len(sides[SRC]), len(sides[TGT])))
+    pairs = [(a.lower(), b.lower()) for a, b in clean_corpus(list(zip(sides[SRC], sides[TGT])))]
+    valid = [p for i, p in enumerate(pairs, 1) if i % 23 == 0]
+    train = [p for i, p in enumerate(pairs, 1) if i % 23 != 0]
+    test = []
+    for name in TEST_SETS:
+        de = xml_segments(common.require(os.path.join(raw, "{}.de-en.de.xml".format(name)), URL))
+        en = xml_segments(common.require(os.path.join(raw, "{}.de-en.en.xml".format(name)), URL))
+        if len(de) != len(en):
+            raise RecipeError("{}: {} German vs {} English segments".format(name, len(de), len(en)))
+        test += [(tok[SRC](a).lower(), tok[TGT](b).lower()) for a, b in zip(de, en)]
+    return train, valid, test, False
+
+
+def staged_recipe(args):
+    d = os.path.join(args.data_dir, "translation", "iwslt14_deen")
+    split = {}
+    for name in ("valid", "test"):
+        de = read_lines(common.require(os.path.join(d, "tok", name + "." + SRC), URL))
+        en = read_lines(common.require(os.path.join(d, "tok", name + "." + TGT), URL))
+        split[name] = list(zip(de, en))
+    if not args.bpe_codes:
+        args.bpe_codes = common.require(os.path.join(d, "bpe10k", "code"), URL)
+    log("staged IWSLT'14 (no training data): the validation set stands in for training data (smoke test only)")
+    return split["valid"], split["valid"], split["test"], True
+
+
+def check_against_staged(args, out, variants):
+    """Staged mode: our BPE'd valid/test lines must equal the staged fairseq output byte for byte.
+
+    Returns {file: [identical lines, lines compared]} (with --max-eval: the first lines only).
+    """
+    d = os.path.join(args.data_dir, "translation", "iwslt14_deen", "bpe10k")
+    if "bpe" not in variants or not os.path.isdir(d):
+        return None
+    ours = os.path.join(out, variants["bpe"]["text"])
+    report = {}
+    for name in ("valid", "test"):
+        for lang in (SRC, TGT):
+            a = read_lines(os.path.join(ours, "{}.{}".format(name, lang)))
+            b = read_lines(os.path.join(d, "{}.{}".format(name, lang)))[: len(a)]
+            report["{}.{}".format(name, lang)] = [sum(x == y for x, y in zip(a, b)), len(a)]
+    for k, (same, n) in sorted(report.items()):
+        log("BPE check against the staged fairseq output {}: {} of {} lines identical".format(k, same, n))
+    return report
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    out = os.path.abspath(args.out)
+    if common.done(out) and not args.force:
+        log("IWSLT'14 data already prepared in {} (--force to redo)".format(out))
+        return common.load_recipe(out)
+    text_dir = os.path.join(out, "text")
+    if args.raw:
+        train, valid, test, smoke = full_recipe(args, text_dir)
+    else:
+        train, valid, test, smoke = staged_recipe(args)
+    train = [train[i] for i in common.sample_indices(len(train), args.max_sentences, args.seed)]
+    if args.max_eval:
+        valid, test = valid[: args.max_eval], test[: args.max_eval]
+    splits = {"train": train, "valid": valid, "validdec": valid[: args.valid_decode], "test": test}
+    for name, pairs in splits.items():
+        write_lines(os.path.join(text_dir, "{}.{}".format(name, SRC)), (a for a, _ in pairs))
+        write_lines(os.path.join(text_dir, "{}.{}".format(name, TGT)), (b for _, b in pairs))
+    stats = {k + "_pairs": len(v) for k, v in splits.items()}
+    log("train {train_pairs}, valid {valid_pairs}, test {test_pairs} pairs".format(**stats))
+    variants = common.build_variants(out, text_dir, SRC, TGT, PREFIXES, args.variants.split(","),
+                                     bpe_codes=args.bpe_codes, bpe_merges=args.bpe_merges, workers=args.workers,
+                                     small=bool(args.max_sentences))
+    recipe = {
+        "task": "translation", "dataset": "iwslt14", "src": SRC, "tgt": TGT, "smoke_test_only": smoke,
+        "data_dir": os.path.abspath(args.data_dir), "variants": variants, "stats": stats,
+        "tiny": bool(args.max_sentences or args.max_eval),
+        "valid": {"subset": "valid1", "orig": "text/validdec." + SRC, "refs": ["text/validdec." + TGT],
+                  "metric": "bleu", "metrics": "bleu"},
+        "tests": {"iwslt14": {"subset": "test", "orig": "text/test." + SRC, "refs": ["text/test." + TGT],
+                              "metrics": "bleu,stats", "table": ["bleu"]}},
+        "main_test": "iwslt14",
+    }
+    if smoke:
+        recipe["staged_bpe_check"] = check_against_staged(args, out, variants)
+    common.write_recipe(out, recipe)
+    log("done: {}".format(out))
+    return recipe
+
+
+def cli_main():
+    common.main_wrapper(main)
+
+
+if __name__ == "__main__":
+    cli_main()

@@ -1,0 +1,88 @@
+"""Multi30k task 1, German -> English, tokenized and lowercased (train 29,000 / val 1,014 / test 2016 1,000).
+
+    python -m preprocess.prepare_multi30k --data-dir ../shared/data --out work_dirs/multi30k
+
+Uses the official tokenized files ``tok/*.lc.norm.tok.{de,en}`` (lowercased, punctuation-normalized,
+Moses-tokenized by the dataset's ``scripts/task1-tokenize.sh``). fairseq subsets: ``valid`` (all
+1,014 val pairs: validation loss), ``valid1`` (the first ``--valid-decode`` = 500 val pairs,
+decoded after every epoch and scored with BLEU for checkpoint selection), ``test``
+(test_2016_flickr). Score: tokenized, lowercased BLEU (sacrebleu with ``--tokenize none``-style
+input, as fairseq-wean-score computes it on these files).
+
+Vocabulary variants as for the other tasks (``word``: joined German+English dictionary of words
+seen at least twice, needed by wean_lstm and core_copy which share one embedding matrix;
+``bpe``: joint subword-nmt BPE, ``--bpe-merges`` 10,000).
+
+Official source: https://github.com/multi30k/dataset (``data/task1/tok/``).
+"""
+import os
+
+from preprocess import common
+from preprocess.common import log, read_lines, write_lines
+
+URL = "https://github.com/multi30k/dataset/tree/master/data/task1/tok"
+SRC, TGT = "de", "en"
+PREFIXES = dict(train="train", valid=["valid", "validdec"], test=["test"])
+FILES = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
+
+
+def parse_args(argv=None):
+    p = common.base_parser(__doc__.split("\n")[0], default_out=os.path.join(common.REPO, "work_dirs", "multi30k"))
+    p.add_argument("--valid-decode", type=int, default=500, help="validation pairs decoded after every epoch")
+    p.add_argument("--variants", default="word,word-pg", help="comma list of " + ",".join(common.VARIANTS))
+    p.add_argument("--threshold", type=int, default=2)
+    p.add_argument("--bpe-merges", type=int, default=10000)
+    p.add_argument("--spm-vocab", type=int, default=8000)
+    return common.apply_tiny(p.parse_args(argv), max_sentences=300, max_eval=12)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    out = os.path.abspath(args.out)
+    if common.done(out) and not args.force:
+        log("Multi30k data already prepared in {} (--force to redo)".format(out))
+        return common.load_recipe(out)
+    tok = os.path.join(args.data_dir, "translation", "multi30k_deen", "tok")
+    splits = {}
+    for split, stem in FILES.items():
+        de = read_lines(common.require(os.path.join(tok, "{}.lc.norm.tok.{}".format(stem, SRC)), URL))
+        en = read_lines(common.require(os.path.join(tok, "{}.lc.norm.tok.{}".format(stem, TGT)), URL))
+        if len(de) != len(en):
+            raise common.RecipeError("Multi30k {}: {} German vs {} English lines".format(stem, len(de), len(en)))
+        splits[split] = list(zip(de, en))
+    splits["train"] = [splits["train"][i] for i in common.sample_indices(len(splits["train"]), args.max_sentences,
+                                                                         args.seed)]
+    if args.max_eval:
+        splits["valid"], splits["test"] = splits["valid"][: args.max_eval], splits["test"][: args.max_eval]
+    splits["validdec"] = splits["valid"][: args.valid_decode]
+    text_dir = os.path.join(out, "text")
+    for name, pairs in splits.items():
+        write_lines(os.path.join(text_dir, "{}.{}".format(name, SRC)), (a for a, _ in pairs))
+        write_lines(os.path.join(text_dir, "{}.{}".format(name, TGT)), (b for _, b in pairs))
+    stats = {k + "_pairs": len(v) for k, v in splits.items()}
+    log("train {train_pairs}, valid {valid_pairs} ({validdec_pairs} decoded per epoch), test {test_pairs} pairs"
+        .format(**stats))
+    variants = common.build_variants(out, text_dir, SRC, TGT, PREFIXES, args.variants.split(","),
+                                     threshold=args.threshold, spm_vocab=args.spm_vocab, bpe_merges=args.bpe_merges,
+                                     workers=args.workers, small=bool(args.max_sentences))
+    recipe = {
+        "task": "translation", "dataset": "multi30k", "src": SRC, "tgt": TGT,
+        "data_dir": os.path.abspath(args.data_dir), "variants": variants, "stats": stats,
+        "tiny": bool(args.max_sentences or args.max_eval),
+        "valid": {"subset": "valid1", "orig": "text/validdec." + SRC, "refs": ["text/validdec." + TGT],
+                  "metric": "bleu", "metrics": "bleu"},
+        "tests": {"test2016": {"subset": "test", "orig": "text/test." + SRC, "refs": ["text/test." + TGT],
+                               "metrics": "bleu,stats", "table": ["bleu"]}},
+        "main_test": "test2016",
+    }
+    common.write_recipe(out, recipe)
+    log("done: {}".format(out))
+    return recipe
+
+
+def cli_main():
+    common.main_wrapper(main)
+
+
+if __name__ == "__main__":
+    cli_main()

@@ -1,0 +1,281 @@
+"""Every recipe, tiny: few sentences, one epoch, real data. A broken recipe turns CI red.
+
+Skipped (cleanly) only where the shared raw data directory is absent (../shared/data next to the
+repository, or $FAIRSEQ_WEAN_DATA).
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, read_text_lines, shared_data_dir
+
+DATA = shared_data_dir()
+needs_data = pytest.mark.skipif(DATA is None, reason="shared raw data directory (../shared/data) not found")
+
+
+def run_module(module, *args, timeout=600):
+    """python -m MODULE ARGS in the repository; fails the test with the output tail."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-m", module] + [str(a) for a in args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, "{} failed ({}):\n{}\n{}".format(module, proc.returncode, proc.stdout[-3000:],
+                                                                 proc.stderr[-5000:])
+    return proc
+
+
+def run_script(path, *args, timeout=600, env=None):
+    full_env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", PYTHON=sys.executable)
+    full_env.update(env or {})
+    cmd = (["bash"] if path.endswith(".sh") else [sys.executable]) + [os.path.join(REPO, path)] + [str(a) for a in args]
+    proc = subprocess.run(cmd, cwd=REPO, env=full_env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, "{} failed ({}):\n{}\n{}".format(path, proc.returncode, proc.stdout[-4000:],
+                                                                 proc.stderr[-5000:])
+    return proc
+
+
+def recipe(out):
+    with open(os.path.join(out, "recipe.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+# ------------------------------------------------------------------------------------------------
+# Pure functions of the recipes (no data needed)
+
+def test_moses_lowercaser_matches_turkcorpus_tokenization():
+    from preprocess.common import MosesLowercaser
+
+    tok = MosesLowercaser()
+    assert tok("Adjacent counties are Marin (to the south), Mendocino.") == \
+        "adjacent counties are marin -lrb- to the south -rrb- , mendocino ."
+    assert tok('He said "no", it\'s Islam\'s.') == 'he said " no " , it \'s islam \'s .'
+
+
+def test_characters_round_trip_through_fairseq_post_process():
+    from fairseq.data import encoders  # noqa: F401  (fairseq's own post-processing)
+    from fairseq.data.data_utils import post_process
+
+    from preprocess.common import from_chars, to_chars
+
+    line = "the cat -lrb- 2 -rrb- sat ."
+    chars = to_chars(line)
+    assert chars.split()[:4] == ["t", "h", "e", "\u2581"]
+    assert from_chars(chars) == line
+    assert post_process(chars, "sentencepiece") == line
+
+
+def test_replace_unk_takes_the_most_attended_source_word():
+    sys.path.insert(0, os.path.join(REPO, "examples"))
+    from evaluate_system import parse_generate_log, replace_unk
+
+    # alignment pairs are (source word, target word), as fairseq --print-alignment prints them
+    assert replace_unk("the <unk> sat on <unk>", "a zorbly cat sat on mats", [(0, 0), (1, 1), (3, 2), (5, 4)]) == \
+        "the zorbly sat on mats"
+    assert replace_unk("<unk> x", "a b", []) == "<unk> x"  # no alignment: left alone
+
+
+def test_split_keeps_validation_and_test_sources_out_of_training():
+    from preprocess.prepare_simplification import split
+
+    refs = lambda tag: [["{} r{} {}".format(tag, k, i) for i in range(6)] for k in range(8)]  # noqa: E731
+    raw = {
+        "tune_src": ["s{}".format(i) for i in range(6)], "tune_refs": refs("t"),
+        "asset_refs": [["a{} {}".format(k, i) for i in range(6)] for k in range(10)],
+        "test_src": ["s5", "x"], "test_refs": [["tr"] * 2] * 8,
+        "onestop": [("o1", "o1s"), ("s1", "leak")], "pwkp_src": ["p"], "pwkp_ref": ["pr"], "extra": [],
+    }
+    splits, stats = split(raw, valid_size=2, seed=1)
+    held = {s for s, _ in splits["validsrc"]}
+    assert len(held) == 2 and len(splits["valid"]) == 2 * 8
+    train_src = {s for s, _ in splits["train"]}
+    assert not train_src & held
+    assert "s5" not in train_src  # a TurkCorpus test source
+    # 6 tune sources - 2 held - s5 (test) = 3 sources x 18 references, + 1 OneStopEnglish pair (+1 if s1 not held)
+    assert stats["train_pairs_turkcorpus_asset"] == 3 * 18
+    assert ("o1", "o1s") in splits["train"]
+
+
+# ------------------------------------------------------------------------------------------------
+# Data preparation recipes on the real data, subsampled
+
+@needs_data
+def test_prepare_simplification_full_split_counts(tmp_path):
+    """The fixed setting of issue 7, without binarizing: counts and disjointness on all the data."""
+    from preprocess.prepare_simplification import load, split
+
+    raw = load(DATA)
+    splits, stats = split(raw, valid_size=200, seed=1)
+    assert stats["valid_sources"] == 200 and stats["valid_pairs"] == 1600
+    assert stats["test_turkcorpus"] == 359 and stats["test_pwkp"] == 100
+    assert stats["train_pairs_onestopenglish"] == 2166 + 2154 + 1674
+    # 1800 tune sources x (8 TurkCorpus + 10 ASSET refs), minus empty refs and overlaps with test
+    assert 30000 < stats["train_pairs_turkcorpus_asset"] <= 1800 * 18
+    held = {s for s, _ in splits["validsrc"]}
+    train_src = {s for s, _ in splits["train"]}
+    assert not held & train_src
+    assert not set(raw["test_src"]) & train_src and not set(raw["pwkp_src"]) & train_src
+
+
+# ------------------------------------------------------------------------------------------------
+# The comparison runner and the main job, tiny
+
+@pytest.fixture(scope="module", autouse=True)
+def simplification_tiny_started(tmp_path_factory):
+    """The tiny simplification comparison (the longest recipe) starts when the module does and runs
+    beside the other tests, which use the second core; the tests that read it wait for it."""
+    if DATA is None:
+        yield None
+        return
+    out = tmp_path_factory.mktemp("cmp-simplification")
+    log = open(out.parent / "cmp-simplification.log", "w+", encoding="utf-8")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+    proc = subprocess.Popen([sys.executable, os.path.join(REPO, "examples", "compare.py"), "simplification", DATA,
+                             "--tiny", "--out", str(out)], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            text=True)
+    yield out, proc, log
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def simplification_tiny(simplification_tiny_started):
+    out, proc, log = simplification_tiny_started
+    proc.wait(timeout=900)
+    log.seek(0)
+    output = log.read()
+    assert proc.returncode == 0, "examples/compare.py simplification --tiny failed ({}):\n{}".format(
+        proc.returncode, output[-6000:])
+    return out, subprocess.CompletedProcess(proc.args, proc.returncode, output, "")
+
+
+def read_rows(out):
+    import csv
+
+    with open(os.path.join(out, "results.csv"), encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+@needs_data
+@pytest.mark.parametrize("task,test,metric,row", [("summarization", "gigaword", "rougeL", "LEAD-10"),
+                                                  ("translation", "test2016", "bleu", None)])
+def test_compare_other_tasks_tiny(tmp_path, task, test, metric, row):
+    out = tmp_path / task
+    run_script("examples/compare.py", task, DATA, "--tiny", "--out", out)
+    rows = read_rows(out)
+    assert rows and all(r["{}/{}".format(test, metric)] != "" for r in rows)
+    if row:
+        assert any(r["system"] == row for r in rows)
+    assert (out / "valid_curve.png").exists() and (out / "results.md").exists()
+
+
+@needs_data
+def test_prepare_lcsts_part3_and_character_rouge(tmp_path):
+    out = tmp_path / "lcsts"
+    run_module("preprocess.prepare_lcsts", "--data-dir", DATA, "--out", out)
+    src = read_text_lines(out / "text" / "test.short_text")
+    assert len(src) == 725  # PART III pairs with human score >= 3
+    # same texts as the staged derivation, one character per token
+    staged = read_text_lines(os.path.join(DATA, "summarization", "lcsts", "test.score3.src"))
+    assert [l.replace(" ", "") for l in src] == ["".join(l.split()) for l in staged]
+    assert all(len(tok) == 1 for tok in src[0].split())
+    assert "LEAD-20" in (out / "lead.md").read_text(encoding="utf-8")
+    r = recipe(out)
+    assert r["trainable"] is False and r["tests"]["lcsts"]["score_args"] == ["--rouge-chars"]
+
+
+@needs_data
+def test_prepare_iwslt14_staged_bpe_is_fairseqs(tmp_path):
+    """The recipe's BPE step reproduces fairseq's prepare-iwslt14.sh output byte for byte."""
+    from preprocess.prepare_iwslt14 import clean_corpus, clean_train_line
+
+    assert clean_train_line("<url>http://x</url>") is None
+    assert clean_train_line("<title>Hello</title>") == "Hello"
+    assert clean_corpus([("a b", "c"), ("a b c d", "e"), ("x", "y")]) == [("x", "y")]
+    out = tmp_path / "iwslt"
+    run_module("preprocess.prepare_iwslt14", "--data-dir", DATA, "--out", out, "--tiny")
+    r = recipe(out)
+    assert r["smoke_test_only"] is True
+    assert set(r["staged_bpe_check"]) == {"valid.de", "valid.en", "test.de", "test.en"}
+    for name, (same, n) in r["staged_bpe_check"].items():
+        assert same == n == 12, name
+    assert (out / "bpe" / "train.de-en.de.bin").exists() and (out / "bpe" / "test.de-en.en.bin").exists()
+
+
+@needs_data
+def test_main_job_tiny(tmp_path):
+    proc = run_script("examples/main_job.sh", DATA, "--tiny", env={"MAIN_JOB_OUT": str(tmp_path / "mj")})
+    assert "SARI" in proc.stdout and "BLEU" in proc.stdout
+    assert "SRC:" in proc.stdout and "OUT:" in proc.stdout
+    assert len(read_text_lines(tmp_path / "mj" / "test.hyp")) == 12
+
+
+@needs_data
+def test_compare_simplification_tiny(simplification_tiny):
+    out, proc = simplification_tiny
+    assert "(5/5)" in proc.stdout and "epoch 1" in proc.stdout  # progress lines
+    # the data: every vocabulary variant, subsets, lowercased TurkCorpus-style tokens
+    r = recipe(out / "data")
+    assert set(r["variants"]) == {"word", "word-pg", "spm", "char"}
+    text = out / "data" / "text"
+    assert len(read_text_lines(text / "train.complex")) == 400 == len(read_text_lines(text / "train.simple"))
+    assert len(read_text_lines(text / "validsrc.complex")) == 12
+    assert len(read_text_lines(text / "valid.complex")) == 12 * 8
+    train = read_text_lines(text / "train.complex") + read_text_lines(text / "train.simple")
+    assert all(l == l.lower() for l in train) and not any("(" in l.split() for l in train)
+    assert not set(read_text_lines(text / "validsrc.complex")) & set(read_text_lines(text / "train.complex"))
+    for v in r["variants"]:
+        for subset in ("train", "valid", "valid1", "test", "test1"):
+            assert (out / "data" / v / "{}.complex-simple.complex.bin".format(subset)).exists(), (v, subset)
+    # the table
+    rows = read_rows(out)
+    systems = {(r["system"], r["vocab"], r["decoding"]) for r in rows}
+    assert {("lstm", "word", "plain"), ("lstm", "word", "replace_unk"), ("wean_lstm", "word", "plain"),
+            ("wean_lstm", "word", "replace_unk"), ("core_copy", "word-pg", "plain"), ("wean_lstm", "spm", "plain"),
+            ("char_transformer", "char", "plain"), ("copy source", "-", "-")} <= systems
+    copy = next(r for r in rows if r["system"] == "copy source")
+    assert float(copy["turkcorpus/bleu"]) > 95 and float(copy["exact_copy_pct"]) == 100
+    wean = next(r for r in rows if r["system"] == "wean_lstm" and r["vocab"] == "word" and r["decoding"] == "plain")
+    assert wean["turkcorpus/sari/p"] != "" and wean["pwkp/bleu/p"] != ""  # p-values against fairseq lstm
+    assert int(wean["output_params"]) == 256 * 256  # WEAN's 'general' f(q, e) = q^T W_a e
+    assert int(wean["best_epoch"]) == 1 and float(wean["train_seconds"]) > 0
+    lstm = next(r for r in rows if r["system"] == "lstm" and r["decoding"] == "plain")
+    assert lstm["turkcorpus/sari/p"] == ""  # the reference itself
+    for r in rows:
+        if r["system"] != "copy source":
+            assert int(r["params"]) > 0 and 0 <= float(r["turkcorpus/sari"]) <= 100
+    assert (out / "valid_curve.png").stat().st_size > 1000
+    md = (out / "results.md").read_text(encoding="utf-8")
+    assert "| copy source |" in md and "turkcorpus SARI" in md
+    # every test sentence decoded, in order
+    ev = json.loads((out / "runs" / "wean_lstm-word" / "result.json").read_text())
+    assert len(read_text_lines(ev["outputs"]["turkcorpus"]["plain"])) == 12
+
+
+@needs_data
+@pytest.mark.parametrize("system", ["lstm", "transformer", "wean_lstm", "core_copy", "word_attn_gated",
+                                    "char_transformer"])
+def test_every_system_of_the_comparison_builds(simplification_tiny, system):
+    """The fairseq-train arguments of every compared system parse and build a model and criterion
+    (the systems CI does not train are checked here, in-process)."""
+    sys.path.insert(0, os.path.join(REPO, "examples"))
+    import compare
+    from fairseq import options, tasks, utils
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    out, _ = simplification_tiny
+    variant = {"core_copy": "word-pg", "char_transformer": "char"}.get(system, "word")
+    args = compare.parse_args(["simplification", DATA, "--tiny", "--out", str(out)])
+    cmd = compare.train_command(args, recipe(out / "data"), system, variant, str(out / "runs" / "check"))
+    parsed = options.parse_args_and_arch(options.get_training_parser(), input_args=cmd[1:])
+    cfg = convert_namespace_to_omegaconf(parsed)
+    utils.import_user_module(cfg.common)
+    task = tasks.setup_task(cfg.task)
+    model = task.build_model(cfg.model)
+    task.build_criterion(cfg.criterion)
+    assert sum(p.numel() for p in model.parameters()) > 0
+    if system != "char_transformer":  # equal sizes: 256-d embeddings, 2 layers
+        assert model.encoder.embed_tokens.embedding_dim == 256

@@ -13,7 +13,7 @@ criterion forward, backward, Adam step; batches of ``--max-tokens``) and per gen
   ``get_normalized_probs`` (the softmax over the vocabulary, or the model's own mixture);
 - the operators with the most self CPU time (torch.profiler), training and generation.
 
-It writes a markdown section between markers into ``--out`` (default docs/RESULTS_bench.md).
+It writes a markdown section between markers into ``--out`` (default docs/RESULTS.md).
 """
 import argparse
 import collections
@@ -197,7 +197,7 @@ def get_parser():
     p.add_argument("--top", type=int, default=8, help="operators listed per model and phase")
     p.add_argument("--workdir", default=os.path.join(bench_run.REPO, "work_dirs", "bench"))
     p.add_argument("--n-train", type=int, default=6000)
-    p.add_argument("--out", default=os.path.join(bench_run.REPO, "docs", "RESULTS_bench.md"))
+    p.add_argument("--out", default=os.path.join(bench_run.REPO, "docs", "RESULTS.md"))
     return p
 
 

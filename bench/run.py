@@ -19,7 +19,7 @@ For every model and vocabulary, each measured by the real command lines:
   of the training and of the batch-64 generation.
 
 Every figure is also given as a ratio to fairseq ``lstm`` measured in the same run. The table
-goes to stdout and, between markers, into ``--out`` (default docs/RESULTS_bench.md; text
+goes to stdout and, between markers, into ``--out`` (default docs/RESULTS.md; text
 outside the markers is kept), with the date, the machine and the command line.
 
 ``--convergence ARCH=TRAIN_LOG`` (repeatable) adds the epochs and wall time each model took to
@@ -363,7 +363,7 @@ def get_parser():
                    help="clock of fairseq's meters in the measured processes: cpu (process CPU time, "
                         "default: not inflated by other processes on a shared machine) or wall")
     p.add_argument("--workdir", default=None, help="data, checkpoints, logs (default: work_dirs/bench[-quick], git-ignored)")
-    p.add_argument("--out", default=os.path.join(REPO, "docs", "RESULTS_bench.md"),
+    p.add_argument("--out", default=os.path.join(REPO, "docs", "RESULTS.md"),
                    help="markdown file whose benchmark section is (re)written")
     p.add_argument("--convergence", action="append", default=[], metavar="ARCH=LOG",
                    help="fairseq-train log of a comparison run on real data (repeatable)")

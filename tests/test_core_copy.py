@@ -589,3 +589,11 @@ def test_error_paths_through_fairseq_train(core_run):
     assert "--joined-dictionary" in unjoined.stderr and "Traceback" not in unjoined.stderr
     assert missing.returncode == 1 and "no such file" in missing.stderr
     assert "fairseq-wean-align-table" in missing.stderr
+
+
+@pytest.mark.parametrize("share", [False, True])
+def test_output_layer_parameters_are_the_vocabulary_rows(dictionary, table, share):
+    model = build(dictionary, table, share_decoder_input_output_embed=share, decoder_out_embed_dim=16)
+    dec = model.decoder
+    expected = len(dictionary) * (0 if share else 16) + len(dictionary)  # weights (untied) + bias
+    assert dec.output_layer_num_parameters() == expected

@@ -481,6 +481,14 @@ class CoreDecoder(FairseqIncrementalDecoder):
             "generative_mask": [generative],
         }
 
+    def output_layer_num_parameters(self):
+        """Parameters of the generative output layer (the rows of eq. 9's softmax, gathered per batch).
+
+        With a tied output layer only the bias counts: the weights are the input embeddings.
+        """
+        weight = 0 if self.share_input_output_embed else self.output_weight.numel()
+        return weight + self.output_bias.numel()
+
     def get_normalized_probs(self, net_output, log_probs, sample=None):
         """B x T x |V| (log-)probs: the mixture re-normalised (for --temperature), -inf outside E."""
         compact, extra = net_output[0], net_output[1]

@@ -264,7 +264,8 @@ def parse_convergence(path, metric="loss", maximize=False):
 def convergence_markdown(specs, metric, maximize):
     if not specs:
         return ("No fairseq-train logs of the comparison runs were given (``--convergence ARCH=LOG``), "
-                "so time to the best validation score is not measured in this run.")
+                "so time to the best validation score is not measured in this run; "
+                "``python -m bench.convergence COMPARE_DIR`` reads it from a comparison run.")
     rows = {}
     for spec in specs:
         name, path = spec.split("=", 1)
@@ -333,13 +334,14 @@ def report(all_results, cfg, argv, started, finished, loads):
     return "\n".join(out)
 
 
-def write_section(path, section):
+def write_section(path, section, begin=BEGIN, end=END):
+    """Replace the text between ``begin`` and ``end`` in ``path`` (append if they are absent)."""
     old = ""
     if os.path.exists(path):
         with open(path) as f:
             old = f.read()
-    if BEGIN in old and END in old:
-        new = old[: old.index(BEGIN)] + section + old[old.index(END) + len(END):]
+    if begin in old and end in old:
+        new = old[: old.index(begin)] + section + old[old.index(end) + len(end):]
     else:
         new = (old.rstrip() + "\n\n" if old.strip() else "") + section + "\n"
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

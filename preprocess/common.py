@@ -350,9 +350,12 @@ def done(out):
     return os.path.exists(os.path.join(out, "recipe.json"))
 
 
-def write_recipe(out, recipe):
+def write_recipe(out, recipe, note=""):
+    """Write ``recipe.json`` (what examples/compare.py reads) last, so a folder that has one is
+    complete; log where it is and return the recipe (each prepare_* main() ends with this)."""
     with open(os.path.join(out, "recipe.json"), "w", encoding="utf-8") as f:
         json.dump(recipe, f, indent=2, sort_keys=True)
+    log("done: {}{}".format(out, " ({})".format(note) if note else ""))
     return recipe
 
 

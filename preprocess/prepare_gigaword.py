@@ -109,9 +109,7 @@ def main(argv=None):
                                "metrics": "rouge1,rouge2,rougeL,stats", "table": ["rouge1", "rouge2", "rougeL"]}},
         "main_test": "gigaword",
     }
-    common.write_recipe(out, recipe)
-    log("done: {}".format(out))
-    return recipe
+    return common.write_recipe(out, recipe)
 
 
 def cli_main():

@@ -180,9 +180,7 @@ def main(argv=None):
     }
     if smoke:
         recipe["staged_bpe_check"] = check_against_staged(args, out, variants)
-    common.write_recipe(out, recipe)
-    log("done: {}".format(out))
-    return recipe
+    return common.write_recipe(out, recipe)
 
 
 def cli_main():

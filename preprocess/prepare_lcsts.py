@@ -134,9 +134,7 @@ def main(argv=None):
                                 metrics="rouge1,rouge2,rougeL,stats", table=["rouge1", "rouge2", "rougeL"])},
         "main_test": "lcsts",
     }
-    common.write_recipe(out, recipe)
-    log("done: {} (LEAD table: {})".format(out, os.path.join(out, "lead.md")))
-    return recipe
+    return common.write_recipe(out, recipe, note="LEAD table: " + os.path.join(out, "lead.md"))
 
 
 def cli_main():

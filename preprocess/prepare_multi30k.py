@@ -75,9 +75,7 @@ def main(argv=None):
                                "metrics": "bleu,stats", "table": ["bleu"]}},
         "main_test": "test2016",
     }
-    common.write_recipe(out, recipe)
-    log("done: {}".format(out))
-    return recipe
+    return common.write_recipe(out, recipe)
 
 
 def cli_main():

@@ -244,9 +244,7 @@ def main(argv=None):
                      "metrics": "bleu,sari,stats", "table": ["bleu"]},
         },
     }
-    common.write_recipe(out, recipe)
-    log("done: {}".format(out))
-    return recipe
+    return common.write_recipe(out, recipe)
 
 
 def cli_main():

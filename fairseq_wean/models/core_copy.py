@@ -65,11 +65,16 @@ from fairseq_wean.errors import (
 from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SCORE_CHOICES, SourceAttention
 from fairseq_wean.modules.layers import RNN, Linear
-from fairseq_wean.modules.rnn_encoder import RNNEncoder, attention_in_input_order, initial_decoder_state
+from fairseq_wean.modules.rnn_encoder import (
+    DEFAULT_MAX_POSITIONS,
+    RNNEncoder,
+    add_rnn_seq2seq_args,
+    attention_in_input_order,
+    initial_decoder_state,
+)
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_POSITIONS = 1024
 POSITION_MARKER = re.compile(r"^<unk-[0-9]+>$")
 
 
@@ -224,14 +229,9 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
 
     @staticmethod
     def add_args(parser):
-        parser.add_argument("--dropout", type=float, metavar="D", help="dropout probability")
+        add_rnn_seq2seq_args(parser, "GRU (the encoder is bidirectional)")
         parser.add_argument("--embed-dim", type=int, metavar="N",
                             help="word embedding size, shared by encoder and decoder input")
-        parser.add_argument("--encoder-hidden-size", type=int, metavar="N",
-                            help="encoder GRU hidden size per direction (the encoder is bidirectional)")
-        parser.add_argument("--encoder-layers", type=int, metavar="N", help="number of encoder layers")
-        parser.add_argument("--decoder-hidden-size", type=int, metavar="N", help="decoder GRU hidden size")
-        parser.add_argument("--decoder-layers", type=int, metavar="N", help="number of decoder layers")
         parser.add_argument("--decoder-out-embed-dim", type=int, metavar="N",
                             help="size of psi(y_t-1, s_t, c_t), the input of the generative softmax (eq. 9)")
         parser.add_argument("--share-decoder-input-output-embed", action="store_true",
@@ -247,10 +247,6 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
                             help="aligned target words kept per source word in A(X) (paper: 10)")
         parser.add_argument("--core-num-frequent", type=int, metavar="N",
                             help="|U|: the N most frequent words always in V_G (paper: 2000)")
-        parser.add_argument("--max-source-positions", type=int, metavar="N",
-                            help="longest source sentence the model accepts")
-        parser.add_argument("--max-target-positions", type=int, metavar="N",
-                            help="longest target sentence the model generates")
 
     @classmethod
     def build_model(cls, args, task):
@@ -283,18 +279,8 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
             with open_dict(args) if OmegaConf.is_config(args) else contextlib.nullcontext():
                 args.core_align_table_in_checkpoint = True
         embed_tokens = MarkerEmbedding(dictionary, args.embed_dim)
-        encoder = RNNEncoder(
-            dictionary,
-            embed_tokens,
-            hidden_size=args.encoder_hidden_size,
-            num_layers=args.encoder_layers,
-            dropout_in=args.dropout,
-            dropout_out=args.dropout,
-            bidirectional=True,
-            cell_type="gru",
-            left_pad=getattr(args, "left_pad_source", True),
-            max_source_positions=args.max_source_positions,
-        )
+        # CoRe's encoder: a bidirectional GRU (eq. 1)
+        encoder = RNNEncoder.from_args(args, dictionary, embed_tokens, cell_type="gru", bidirectional=True)
         decoder = CoreDecoder(
             dictionary,
             embed_tokens,

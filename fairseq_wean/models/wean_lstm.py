@@ -33,9 +33,14 @@ from fairseq_wean.errors import FairseqWeanError, require_joined_dictionary
 from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SCORE_CHOICES, ScoreFunction, SourceAttention
 from fairseq_wean.modules.layers import RNN, Embedding, Linear
-from fairseq_wean.modules.rnn_encoder import RNNEncoder, attention_in_input_order, initial_decoder_state
+from fairseq_wean.modules.rnn_encoder import (
+    DEFAULT_MAX_POSITIONS,
+    RNNEncoder,
+    add_rnn_seq2seq_args,
+    attention_in_input_order,
+    initial_decoder_state,
+)
 
-DEFAULT_MAX_POSITIONS = 1024
 
 
 @register_model("wean_lstm")
@@ -44,27 +49,15 @@ class WeanLSTMModel(CheckedEncoderDecoderModel):
 
     @staticmethod
     def add_args(parser):
-        parser.add_argument("--dropout", type=float, metavar="D", help="dropout probability")
+        add_rnn_seq2seq_args(parser, "LSTM", bidirectional_option=True)
         parser.add_argument("--embed-dim", type=int, metavar="N",
                             help="word embedding size k, shared by encoder input, decoder input "
                                  "and the output keys e_i")
-        parser.add_argument("--encoder-hidden-size", type=int, metavar="N",
-                            help="encoder LSTM hidden size (per direction)")
-        parser.add_argument("--encoder-layers", type=int, metavar="N", help="number of encoder layers")
-        parser.add_argument("--encoder-bidirectional", action="store_true",
-                            help="make the encoder bidirectional")
-        parser.add_argument("--decoder-hidden-size", type=int, metavar="N",
-                            help="decoder LSTM hidden size")
-        parser.add_argument("--decoder-layers", type=int, metavar="N", help="number of decoder layers")
         parser.add_argument("--attention-score", choices=SCORE_CHOICES,
                             help="score g(s_t, h_i) of the source attention (eq. 2)")
         parser.add_argument("--wean-score", choices=SCORE_CHOICES,
                             help="score f(q_t, e_i) of the word generator (eq. 5); the paper "
                                  "chose 'general'")
-        parser.add_argument("--max-source-positions", type=int, metavar="N",
-                            help="longest source sentence the model accepts")
-        parser.add_argument("--max-target-positions", type=int, metavar="N",
-                            help="longest target sentence the model generates")
 
     @classmethod
     def build_model(cls, args, task):
@@ -76,17 +69,8 @@ class WeanLSTMModel(CheckedEncoderDecoderModel):
             )
         dictionary = task.source_dictionary
         embed_tokens = Embedding(len(dictionary), args.embed_dim, dictionary.pad())
-        encoder = RNNEncoder(
-            dictionary,
-            embed_tokens,
-            hidden_size=args.encoder_hidden_size,
-            num_layers=args.encoder_layers,
-            dropout_in=args.dropout,
-            dropout_out=args.dropout,
-            bidirectional=args.encoder_bidirectional,
-            cell_type="lstm",
-            left_pad=getattr(args, "left_pad_source", True),
-            max_source_positions=args.max_source_positions,
+        encoder = RNNEncoder.from_args(
+            args, dictionary, embed_tokens, cell_type="lstm", bidirectional=args.encoder_bidirectional
         )
         decoder = WeanDecoder(
             dictionary,

@@ -59,9 +59,14 @@ from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SourceAttention
 from fairseq_wean.modules.contextual_gate import ContextualGate
 from fairseq_wean.modules.layers import Embedding, Linear, RNNCell
-from fairseq_wean.modules.rnn_encoder import RNNEncoder, attention_in_input_order, initial_decoder_state
+from fairseq_wean.modules.rnn_encoder import (
+    DEFAULT_MAX_POSITIONS,
+    RNNEncoder,
+    add_rnn_seq2seq_args,
+    attention_in_input_order,
+    initial_decoder_state,
+)
 
-DEFAULT_MAX_POSITIONS = 1024
 WORD_ATTENTION_CHOICES = ("none", "ungated", "gated")
 RNN_CELL_CHOICES = ("gru", "lstm")
 
@@ -72,8 +77,7 @@ class WordAttnGatedModel(CheckedEncoderDecoderModel):
 
     @staticmethod
     def add_args(parser):
-        parser.add_argument("--dropout", type=float, metavar="D",
-                            help="dropout on embeddings, between recurrent layers and on g's output")
+        add_rnn_seq2seq_args(parser, "GRU/LSTM (--rnn-cell; the encoder is bidirectional)")
         parser.add_argument("--word-attention", choices=WORD_ATTENTION_CHOICES,
                             help="ablation: 'none' = RNNsearch, 'ungated' = + word attention, "
                                  "'gated' = + contextual gates (Tables 1 and 3)")
@@ -81,24 +85,13 @@ class WordAttnGatedModel(CheckedEncoderDecoderModel):
                             help="recurrent unit of encoder and decoder (RNNsearch: gru)")
         parser.add_argument("--encoder-embed-dim", type=int, metavar="N",
                             help="source word embedding size E (the word attention's keys and values x_j)")
-        parser.add_argument("--encoder-hidden-size", type=int, metavar="N",
-                            help="encoder hidden size per direction (the encoder is bidirectional, "
-                                 "so h_j and c^a_i have twice this size)")
-        parser.add_argument("--encoder-layers", type=int, metavar="N", help="number of encoder layers")
         parser.add_argument("--decoder-embed-dim", type=int, metavar="N",
                             help="target word embedding size (y_{i-1})")
-        parser.add_argument("--decoder-hidden-size", type=int, metavar="N",
-                            help="decoder hidden size (s_i)")
-        parser.add_argument("--decoder-layers", type=int, metavar="N", help="number of decoder layers")
         parser.add_argument("--decoder-out-embed-dim", type=int, metavar="N",
                             help="output size of g, the layer before the vocabulary projection")
         parser.add_argument("--share-decoder-input-output-embed", action="store_true",
                             help="tie the vocabulary projection to the decoder's input embeddings "
                                  "(needs --decoder-out-embed-dim == --decoder-embed-dim)")
-        parser.add_argument("--max-source-positions", type=int, metavar="N",
-                            help="longest source sentence the model accepts")
-        parser.add_argument("--max-target-positions", type=int, metavar="N",
-                            help="longest target sentence the model generates")
 
     @classmethod
     def build_model(cls, args, task):
@@ -114,17 +107,10 @@ class WordAttnGatedModel(CheckedEncoderDecoderModel):
                 "--share-decoder-input-output-embed needs --decoder-out-embed-dim ({}) equal to "
                 "--decoder-embed-dim ({})".format(args.decoder_out_embed_dim, args.decoder_embed_dim))
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
-        encoder = RNNEncoder(
-            src_dict,
-            Embedding(len(src_dict), args.encoder_embed_dim, src_dict.pad()),
-            hidden_size=args.encoder_hidden_size,
-            num_layers=args.encoder_layers,
-            dropout_in=args.dropout,
-            dropout_out=args.dropout,
-            bidirectional=True,  # RNNsearch's annotations h_j = [h->_j; h<-_j]
-            cell_type=args.rnn_cell,
-            left_pad=getattr(args, "left_pad_source", True),
-            max_source_positions=args.max_source_positions,
+        # bidirectional: RNNsearch's annotations h_j = [h->_j; h<-_j]
+        encoder = RNNEncoder.from_args(
+            args, src_dict, Embedding(len(src_dict), args.encoder_embed_dim, src_dict.pad()),
+            cell_type=args.rnn_cell, bidirectional=True,
         )
         decoder = WordAttnGatedDecoder(
             tgt_dict,

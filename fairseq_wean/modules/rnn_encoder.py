@@ -17,6 +17,34 @@ from fairseq.models import FairseqEncoder
 
 from fairseq_wean.modules.layers import RNN
 
+DEFAULT_MAX_POSITIONS = 1024
+
+
+def add_rnn_seq2seq_args(parser, cell_name, bidirectional_option=False):
+    """Declare the options the three models share (dropout, recurrent sizes and depths, length
+    limits), so that a flag means the same in every model. Each model's ``add_args`` adds its
+    own options (embedding sizes, scores, paper-specific ones) with help naming its paper's symbols.
+
+    ``cell_name`` (e.g. ``"LSTM"``) is only used in the help texts; ``bidirectional_option``
+    adds ``--encoder-bidirectional`` for models whose paper leaves the direction open.
+    """
+    parser.add_argument("--dropout", type=float, metavar="D",
+                        help="dropout probability (embeddings, between recurrent layers, outputs)")
+    parser.add_argument("--encoder-hidden-size", type=int, metavar="N",
+                        help="encoder {} hidden size per direction (a bidirectional encoder's states "
+                             "have twice this size)".format(cell_name))
+    parser.add_argument("--encoder-layers", type=int, metavar="N", help="number of encoder layers")
+    if bidirectional_option:
+        parser.add_argument("--encoder-bidirectional", action="store_true",
+                            help="make the encoder bidirectional")
+    parser.add_argument("--decoder-hidden-size", type=int, metavar="N",
+                        help="decoder {} hidden size".format(cell_name))
+    parser.add_argument("--decoder-layers", type=int, metavar="N", help="number of decoder layers")
+    parser.add_argument("--max-source-positions", type=int, metavar="N",
+                        help="longest source sentence the model accepts")
+    parser.add_argument("--max-target-positions", type=int, metavar="N",
+                        help="longest target sentence the model generates")
+
 
 class RNNEncoder(FairseqEncoder):
     """Embeds ``src_tokens`` (B x S, left- or right-padded) and runs a (bi)RNN over them.
@@ -41,7 +69,7 @@ class RNNEncoder(FairseqEncoder):
         bidirectional=False,
         cell_type="lstm",
         left_pad=True,
-        max_source_positions=1024,
+        max_source_positions=DEFAULT_MAX_POSITIONS,
     ):
         super().__init__(dictionary)
         self.embed_tokens = embed_tokens
@@ -62,6 +90,22 @@ class RNNEncoder(FairseqEncoder):
             batch_first=True,
         )
         self.output_units = hidden_size * self.num_directions
+
+    @classmethod
+    def from_args(cls, args, dictionary, embed_tokens, cell_type, bidirectional):
+        """The encoder the options of :func:`add_rnn_seq2seq_args` describe."""
+        return cls(
+            dictionary,
+            embed_tokens,
+            hidden_size=args.encoder_hidden_size,
+            num_layers=args.encoder_layers,
+            dropout_in=args.dropout,
+            dropout_out=args.dropout,
+            bidirectional=bidirectional,
+            cell_type=cell_type,
+            left_pad=getattr(args, "left_pad_source", True),
+            max_source_positions=args.max_source_positions,
+        )
 
     def forward(self, src_tokens, src_lengths=None, **unused):
         if self.left_pad:

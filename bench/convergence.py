@@ -1,0 +1,149 @@
+"""Time to the best validation score, from a finished comparison run on real data (issue 5).
+
+    python -m bench.convergence work_dirs/compare-simplification [--out docs/RESULTS.md]
+
+WEAN's claim is that it converges in a fraction of the baseline's epochs. The comparison runner
+(``examples/compare.py``) already trains every system under one epoch budget, decodes the
+validation set after every epoch and keeps the fairseq-train logs; this command reads them
+(``results.json`` and ``runs/*/train.log``) and tabulates, for every system:
+
+- the validation score per epoch (the task's selection metric: SARI, ROUGE-L or BLEU, beam 5) and
+  the epoch with the best one, with fairseq's ``wall`` clock at the end of that epoch;
+- the first epoch (and wall time) at which the system's validation score reaches the best score
+  of fairseq ``lstm`` on the same vocabulary: the "fraction of the baseline's epochs";
+- the epoch of the best validation loss (fairseq's own ``best_loss``).
+
+Ratios are to fairseq ``lstm`` on the same vocabulary (``word`` for the ``word-pg`` and ``char``
+variants, which have no lstm run of their own). The table goes to stdout and, between markers,
+into ``--out`` (text outside the markers is kept).
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import sys
+
+from bench.run import REPO, parse_convergence, write_section
+
+BEGIN, END = "<!-- convergence:begin -->", "<!-- convergence:end -->"
+ANCHOR = "lstm"
+
+
+def epoch_walls(train_log):
+    """{epoch: fairseq's wall seconds at the end of that epoch} from a fairseq-train log."""
+    if not os.path.exists(train_log):
+        return {}
+    with open(train_log, errors="replace") as f:
+        text = f.read()
+    return {int(e): float(w) for e, w in re.findall(r"\| train \| epoch (\d+) \|.*?\| wall ([\d.]+)", text)}
+
+
+def anchor_key(runs, system, vocab):
+    """The fairseq lstm run a system is compared with: same vocabulary, else the word-level one."""
+    for key in ("{}:{}".format(ANCHOR, vocab), "{}:word".format(ANCHOR)):
+        if key in runs:
+            return key
+    return None
+
+
+def summarize(compare_dir):
+    """One dict per system run of the comparison in ``compare_dir``, in the runner's order."""
+    path = os.path.join(compare_dir, "results.json")
+    if not os.path.exists(path):
+        raise SystemExit("error: {} not found: run examples/compare.py first".format(path))
+    with open(path) as f:
+        results = json.load(f)
+    runs = results["runs"]
+    rows = []
+    for key, run in runs.items():
+        system, vocab = key.split(":", 1)
+        metric = run["valid_metric"]
+        scores = {int(point["epoch"]): point[metric] for point in run.get("curve", []) if metric in point}
+        if not scores:
+            continue
+        log = os.path.join(compare_dir, "runs", "{}-{}".format(system, vocab), "train.log")
+        walls = epoch_walls(log)
+        best = max(scores, key=lambda e: (scores[e], -e))
+        loss = parse_convergence(log, "loss") if os.path.exists(log) else None
+        rows.append({"key": key, "system": system, "vocab": vocab, "metric": metric, "scores": scores,
+                     "best_epoch": best, "best": scores[best], "best_wall": walls.get(best),
+                     "walls": walls, "best_loss_epoch": loss[0] if loss else None,
+                     "anchor": anchor_key(runs, system, vocab)})
+    by_key = {row["key"]: row for row in rows}
+    for row in rows:
+        anchor = by_key.get(row["anchor"])
+        row["reach_epoch"] = row["reach_wall"] = None
+        if anchor is not None:
+            # first epoch at which this system is at least as good as the baseline's best
+            reached = [e for e in sorted(row["scores"]) if row["scores"][e] >= anchor["best"]]
+            if reached:
+                row["reach_epoch"] = reached[0]
+                row["reach_wall"] = row["walls"].get(reached[0])
+    return results, rows, by_key
+
+
+def ratio(value, reference, fmt="{:.2f}x"):
+    if value is None or not reference:
+        return ""
+    return " (" + fmt.format(value / reference) + ")"
+
+
+def markdown(compare_dir, results, rows, by_key, argv):
+    meta = results.get("meta", {})
+    epochs = max((max(r["scores"]) for r in rows), default=0)
+    metric = rows[0]["metric"] if rows else "?"
+    out = [BEGIN, "## Time to the best validation score (issue 5)", "",
+           "- command: `{}`".format(" ".join(["python", "-m", "bench.convergence"] + argv)),
+           "- date: {}; read from the comparison run of {} (`{}`)".format(
+               datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), meta.get("date", "?"), meta.get("command", "?")),
+           "- validation score: {} of the validation set decoded with beam 5 after every epoch; epoch budget {}; "
+           "wall: fairseq-train's `wall` at the end of the epoch (seconds; two systems trained at a time, one "
+           "thread each)".format(metric, epochs),
+           "- 'reaches lstm's best': the first epoch at which the system's validation score is at least the best "
+           "one fairseq `lstm` reached on the same vocabulary within the budget ('-' = not within the budget)",
+           "",
+           "| system | vocab | valid {} per epoch | best epoch (x lstm) | wall s to best (x lstm) | "
+           "reaches lstm's best: epoch / wall s (x lstm's) | best valid loss at epoch |".format(metric),
+           "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        anchor = by_key.get(row["anchor"])
+        curve = " / ".join("{:.2f}".format(row["scores"][e]) for e in sorted(row["scores"]))
+        best_epoch = "{}{}".format(row["best_epoch"], ratio(row["best_epoch"], anchor and anchor["best_epoch"]))
+        best_wall = "n/a" if row["best_wall"] is None else "{:.0f}{}".format(
+            row["best_wall"], ratio(row["best_wall"], anchor and anchor["best_wall"]))
+        if row["reach_epoch"] is None:
+            reach = "-"
+        else:
+            reach = "{} / {}{}".format(row["reach_epoch"], "n/a" if row["reach_wall"] is None else
+                                       "{:.0f}".format(row["reach_wall"]),
+                                       ratio(row["reach_wall"], anchor and anchor["best_wall"]))
+        out.append("| {} | {} | {} | {} | {} | {} | {} |".format(
+            row["system"], row["vocab"], curve, best_epoch, best_wall, reach,
+            row["best_loss_epoch"] if row["best_loss_epoch"] is not None else "n/a"))
+    out += ["", END]
+    return "\n".join(out)
+
+
+def get_parser():
+    p = argparse.ArgumentParser(prog="python -m bench.convergence", description=__doc__.split("\n\n")[0])
+    p.add_argument("compare_dir", help="output folder of examples/compare.py (with results.json)")
+    p.add_argument("--out", default=os.path.join(REPO, "docs", "RESULTS.md"),
+                   help="markdown file whose convergence section is (re)written; '-' for stdout only")
+    return p
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cfg = get_parser().parse_args(argv)
+    results, rows, by_key = summarize(cfg.compare_dir)
+    if not rows:
+        raise SystemExit("error: no per-epoch validation scores in {}/results.json".format(cfg.compare_dir))
+    section = markdown(cfg.compare_dir, results, rows, by_key, argv)
+    print(section)
+    if cfg.out != "-":
+        write_section(cfg.out, section, BEGIN, END)
+
+
+if __name__ == "__main__":
+    main()

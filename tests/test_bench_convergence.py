@@ -1,0 +1,62 @@
+"""bench.convergence: time to the best validation score, read from a comparison run's files."""
+import json
+import os
+
+from bench import convergence
+
+VALID = "2026-11-22 06:36:04 | INFO | valid | epoch {:03d} | valid on 'valid' subset | loss {} | ppl 1 | num_updates {}"
+TRAIN = "2026-11-22 06:36:04 | INFO | train | epoch {:03d} | loss 9.0 | ppl 1 | num_updates {} | train_wall 1 | wall {}"
+
+
+def write_run(root, system, vocab, losses, walls):
+    folder = os.path.join(root, "runs", "{}-{}".format(system, vocab))
+    os.makedirs(folder)
+    with open(os.path.join(folder, "train.log"), "w") as f:
+        for epoch, (loss, wall) in enumerate(zip(losses, walls), 1):
+            f.write(VALID.format(epoch, loss, epoch * 10) + "\n")
+            f.write(TRAIN.format(epoch, epoch * 10, wall) + "\n")
+
+
+def curve(scores):
+    return [{"epoch": e, "sari": s, "decode_seconds": 1.0} for e, s in enumerate(scores, 1)]
+
+
+def make_comparison(root):
+    write_run(root, "lstm", "word", [5.0, 4.0, 3.5], [100, 200, 300])
+    write_run(root, "wean_lstm", "word", [4.0, 3.8, 3.9], [40, 80, 120])
+    write_run(root, "core_copy", "word-pg", [4.5, 4.4, 4.3], [60, 120, 180])
+    runs = {
+        "lstm:word": {"valid_metric": "sari", "curve": curve([30.0, 33.0, 35.0])},
+        # reaches lstm's best (35.0) at epoch 2, its own best at epoch 3
+        "wean_lstm:word": {"valid_metric": "sari", "curve": curve([31.0, 35.5, 36.0])},
+        # never reaches it; best epoch 1 (a tie is won by the earlier epoch)
+        "core_copy:word-pg": {"valid_metric": "sari", "curve": curve([34.0, 34.0, 33.0])},
+    }
+    with open(os.path.join(root, "results.json"), "w") as f:
+        json.dump({"meta": {"date": "2026-11-22", "command": "compare"}, "runs": runs}, f)
+
+
+def test_summary_values(tmp_path):
+    make_comparison(str(tmp_path))
+    _, rows, by_key = convergence.summarize(str(tmp_path))
+    assert [r["key"] for r in rows] == ["lstm:word", "wean_lstm:word", "core_copy:word-pg"]
+    lstm, wean, core = rows
+    assert (lstm["best_epoch"], lstm["best_wall"], lstm["reach_epoch"], lstm["best_loss_epoch"]) == (3, 300, 3, 3)
+    assert (wean["best_epoch"], wean["best_wall"], wean["reach_epoch"], wean["reach_wall"]) == (3, 120, 2, 80)
+    assert wean["best_loss_epoch"] == 2
+    # word-pg has no lstm run of its own: compared with the word-level lstm
+    assert core["anchor"] == "lstm:word"
+    assert (core["best_epoch"], core["reach_epoch"], core["reach_wall"]) == (1, None, None)
+
+
+def test_markdown_section_is_written_between_markers(tmp_path):
+    make_comparison(str(tmp_path))
+    out = tmp_path / "RESULTS.md"
+    out.write_text("# Results\n\nkept before\n")
+    convergence.main([str(tmp_path), "--out", str(out)])
+    convergence.main([str(tmp_path), "--out", str(out)])  # rewritten in place, not appended twice
+    text = out.read_text()
+    assert text.startswith("# Results\n\nkept before\n")
+    assert text.count(convergence.BEGIN) == 1 and text.count(convergence.END) == 1
+    assert "| wean_lstm | word | 31.00 / 35.50 / 36.00 | 3 (1.00x) | 120 (0.40x) | 2 / 80 (0.27x) | 2 |" in text
+    assert "| core_copy | word-pg | 34.00 / 34.00 / 33.00 | 1 (0.33x) | 60 (0.20x) | - | 3 |" in text

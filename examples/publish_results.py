@@ -1,0 +1,52 @@
+"""Copy a finished comparison's table and figure into docs/RESULTS.md, unchanged.
+
+    python examples/publish_results.py work_dirs/compare-simplification [--results docs/RESULTS.md]
+
+``examples/compare.py`` writes ``results.md`` and ``valid_curve.png`` into its output folder
+(git-ignored). This puts that ``results.md`` between the markers
+``<!-- compare-TASK:begin -->`` / ``<!-- compare-TASK:end -->`` of the results file (appended
+if absent; text outside the markers, such as published numbers and notes, is kept), with its
+heading one level down, and copies the figure to ``docs/figures/TASK_valid_curve.png``.
+"""
+import argparse
+import os
+import shutil
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, REPO)
+
+from bench.run import write_section  # noqa: E402
+
+
+def publish(compare_dir, results_path):
+    with open(os.path.join(compare_dir, "results.md"), encoding="utf-8") as f:
+        table = f.read().rstrip("\n")
+    name = os.path.basename(os.path.normpath(compare_dir)).replace("compare-", "", 1)
+    figure_dir = os.path.join(os.path.dirname(os.path.abspath(results_path)), "figures")
+    figure = os.path.join(compare_dir, "valid_curve.png")
+    if os.path.exists(figure):
+        os.makedirs(figure_dir, exist_ok=True)
+        shutil.copyfile(figure, os.path.join(figure_dir, "{}_valid_curve.png".format(name)))
+    table = table.replace("](valid_curve.png)", "](figures/{}_valid_curve.png)".format(name))
+    if table.startswith("# "):
+        table = "##" + table  # a subsection of the task's hand-written section
+    begin, end = "<!-- compare-{}:begin -->".format(name), "<!-- compare-{}:end -->".format(name)
+    write_section(results_path, "\n".join([begin, table, end]), begin, end)
+    return begin
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python examples/publish_results.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("compare_dir", help="output folder of examples/compare.py")
+    p.add_argument("--results", default=os.path.join(REPO, "docs", "RESULTS.md"), help="results file to update")
+    args = p.parse_args(argv)
+    if not os.path.exists(os.path.join(args.compare_dir, "results.md")):
+        raise SystemExit("error: {} has no results.md: the comparison has not finished".format(args.compare_dir))
+    marker = publish(args.compare_dir, args.results)
+    print("updated {} ({})".format(args.results, marker))
+
+
+if __name__ == "__main__":
+    main()

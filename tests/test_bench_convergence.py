@@ -60,3 +60,28 @@ def test_markdown_section_is_written_between_markers(tmp_path):
     assert text.count(convergence.BEGIN) == 1 and text.count(convergence.END) == 1
     assert "| wean_lstm | word | 31.00 / 35.50 / 36.00 | 3 (1.00x) | 120 (0.40x) | 2 / 80 (0.27x) | 2 |" in text
     assert "| core_copy | word-pg | 34.00 / 34.00 / 33.00 | 1 (0.33x) | 60 (0.20x) | - | 3 |" in text
+
+
+def test_publish_results_copies_table_and_figure(tmp_path):
+    """examples/publish_results.py: the comparison's results.md between markers, figure copied."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "publish_results", os.path.join(os.path.dirname(__file__), "..", "examples", "publish_results.py"))
+    publish_results = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(publish_results)
+    compare_dir = tmp_path / "work" / "compare-translation"
+    compare_dir.mkdir(parents=True)
+    (compare_dir / "results.md").write_text("# translation comparison\n\n| a |\n|---|\n| 1 |\n\n"
+                                            "![validation score per epoch](valid_curve.png)\n")
+    (compare_dir / "valid_curve.png").write_bytes(b"\x89PNG fake")
+    results = tmp_path / "docs" / "RESULTS.md"
+    results.parent.mkdir()
+    results.write_text("# Results\n\n## Translation\n\nnotes before\n")
+    publish_results.main([str(compare_dir), "--results", str(results)])
+    (compare_dir / "results.md").write_text("# translation comparison\n\n| a |\n|---|\n| 2 |\n")
+    publish_results.main([str(compare_dir), "--results", str(results)])  # replaced, not appended
+    text = results.read_text()
+    assert text == ("# Results\n\n## Translation\n\nnotes before\n\n<!-- compare-translation:begin -->\n"
+                    "### translation comparison\n\n| a |\n|---|\n| 2 |\n<!-- compare-translation:end -->\n")
+    assert (tmp_path / "docs" / "figures" / "translation_valid_curve.png").read_bytes() == b"\x89PNG fake"

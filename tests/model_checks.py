@@ -16,7 +16,8 @@ def incremental_log_probs(model, src_tokens, src_lengths, prev_output_tokens):
     for t in range(prev_output_tokens.size(1)):
         out = model.decoder(prev_output_tokens[:, : t + 1], encoder_out=encoder_out,
                             incremental_state=incremental_state)
-        steps.append(model.get_normalized_probs(out, log_probs=True))
+        # clone: a model may return a per-batch buffer that the next step overwrites (core_copy)
+        steps.append(model.get_normalized_probs(out, log_probs=True).clone())
     return torch.cat(steps, dim=1)
 
 

@@ -5,6 +5,7 @@ import re
 
 import pytest
 import torch
+from fairseq.sequence_generator import SequenceGenerator
 
 import fairseq_wean  # noqa: F401  (registers the models and criteria)
 from fairseq_wean.criterions.core_mode_loss import CoreModeLossCriterion, gold_copy_labels
@@ -75,6 +76,54 @@ def test_batched_beam_search_equals_single_sentence(dictionary, table):
     src, lengths, _, _ = random_batch(dictionary, bsz=4, src_len=6)
     hyps = assert_batched_beam_equals_single(model, dictionary, src, lengths, beam=3)
     assert all(len(h) == 3 for h in hyps)
+
+
+def test_reused_full_vocabulary_buffer_gives_the_same_beam_search(dictionary, table):
+    """The speed path (one cached -inf buffer per batch, E columns rewritten each step) finds the
+    same hypotheses with the same scores as a fresh full-vocabulary tensor per step, also after
+    finished sentences leave the batch (fewer rows than the buffer has)."""
+    model = build(dictionary, table)
+    model.eval()
+    src, lengths, _, _ = random_batch(dictionary, bsz=6, src_len=6, seed=3)
+    rows_seen = []
+    reorder = model.decoder.reorder_incremental_state
+
+    def recording_reorder(incremental_state, new_order):
+        rows_seen.append(new_order.numel())
+        return reorder(incremental_state, new_order)
+
+    model.decoder.reorder_incremental_state = recording_reorder
+    results = {}
+    for reuse in (True, False):
+        model.decoder.reuse_full_vocab_buffer = reuse
+        generator = SequenceGenerator([model], dictionary, beam_size=3, max_len_b=12, min_len=1)
+        with torch.no_grad():
+            results[reuse] = generator.forward({"net_input": {"src_tokens": src, "src_lengths": lengths}})
+    assert len(set(rows_seen)) > 1, "no sentence finished early: the shrinking path was not exercised"
+    for fast, slow in zip(results[True], results[False]):
+        assert [h["tokens"].tolist() for h in fast] == [h["tokens"].tolist() for h in slow]
+        torch.testing.assert_close(torch.stack([h["score"] for h in fast]),
+                                   torch.stack([h["score"] for h in slow]), atol=0, rtol=0)
+
+
+def test_incremental_step_fills_the_cached_buffer_with_minus_inf_outside_e(dictionary, table):
+    model = build(dictionary, table)
+    model.eval()
+    src, lengths, prev, _ = random_batch(dictionary)
+    state = {}
+    with torch.no_grad():
+        encoder_out = model.encoder(src, src_lengths=lengths)
+        out = model.decoder(prev[:, :1], encoder_out=encoder_out, incremental_state=state)
+        lprobs = model.get_normalized_probs(out, log_probs=True)
+        buffer = out[1]["full_vocab_buffer"][0]
+        assert lprobs.data_ptr() == buffer.data_ptr()  # written in place, no new B x |V| tensor
+        outside = torch.ones(len(dictionary), dtype=torch.bool)
+        outside[out[1]["vocab"][0]] = False
+        assert torch.isneginf(lprobs[:, 0, outside]).all()
+        torch.testing.assert_close(lprobs.exp().sum(-1), torch.ones(lprobs.shape[:2]))
+        # the next step of the same batch reuses it
+        out2 = model.decoder(prev[:, :2], encoder_out=encoder_out, incremental_state=state)
+        assert out2[1]["full_vocab_buffer"][0] is buffer
 
 
 def test_copy_distribution_sums_repeated_source_words(dictionary, table):

@@ -29,6 +29,14 @@ Design choices, and why:
   meaning) and scatters them onto the full vocabulary, -inf elsewhere. Every fairseq consumer
   (SequenceGenerator, fairseq's criteria, the scorer) goes through ``get_normalized_probs``;
   ``core_mode_loss`` reads the compact form and never builds a ``B x T x |V|`` tensor.
+* **One full-vocabulary buffer per decoded batch.** fairseq's beam search wants a ``B x |V|`` row
+  per step. A fresh -inf-filled tensor every step was 16% of core_copy's generation time at
+  |V| = 50k (64 MB per step, above glibc's mmap threshold, so every step page-faults it in anew).
+  E is fixed for a batch, so in incremental decoding the -inf buffer is made once and kept in the
+  incremental state, and each step writes only the E columns. The price: the returned tensor is
+  valid until the next decoding step (SequenceGenerator uses each step's row before the next; a
+  caller that keeps rows must clone them). SequenceGenerator writes into it only -inf (pad, NGram
+  blocking, max length) or into columns of E (unk penalty, eos), which the next step overwrites.
 * **Log space.** eq. 11 is ``logsumexp(logsigmoid(z) + log p_C, logsigmoid(-z) + log p_G)``, with
   masks instead of log(0) so that no gradient is NaN; every row keeps unk and eos (always in U), so
   no row is all -inf.
@@ -71,6 +79,7 @@ from fairseq_wean.modules.rnn_encoder import (
     add_rnn_seq2seq_args,
     attention_in_input_order,
     initial_decoder_state,
+    rows_stay_in_their_sentences,
 )
 
 logger = logging.getLogger(__name__)
@@ -318,7 +327,9 @@ class CoreDecoder(FairseqIncrementalDecoder):
     Incremental state: ``"cached_state"``: s_t-1, L x B x H (batch on dim 1);
     ``"vocab_rows"``: (E, W[E], b[E]), no batch dimension; ``"vocab_masks"``:
     (generative mask B x N, copy index B x S), batch on dim 0; ``"attention_keys"``: W_k h_j,
-    B x S x A, batch on dim 0.
+    B x S x A, batch on dim 0; ``"sentence_ids"``: B, the sentence of each row (keys and masks are
+    per sentence, so a reorder within sentences leaves them as they are); ``"full_vocab_buffer"``: rows x |V| float32, -inf outside E, not
+    reordered (its rows are interchangeable; see the module docstring).
     """
 
     def __init__(
@@ -360,6 +371,8 @@ class CoreDecoder(FairseqIncrementalDecoder):
         self.register_buffer("align_table", align_table)
         # U (eq. 8): derived from the dictionary and --core-num-frequent, so not saved.
         self.register_buffer("frequent_mask", frequent_mask, persistent=False)
+        # see "One full-vocabulary buffer per decoded batch" in the module docstring
+        self.reuse_full_vocab_buffer = True
 
     # ---------------------------------------------------------------- eq. 8
     def restricted_vocabulary(self, src_tokens):
@@ -432,6 +445,8 @@ class CoreDecoder(FairseqIncrementalDecoder):
         if incremental_state is not None:
             self.set_incremental_state(incremental_state, "cached_state", hidden)
             self.set_incremental_state(incremental_state, "attention_keys", keys)
+            if self.get_incremental_state(incremental_state, "sentence_ids") is None:
+                self.set_incremental_state(incremental_state, "sentence_ids", encoder_out.get("sentence_ids"))
 
         context, attn = self.attention(  # eq. 5-6
             states, enc, enc, encoder_out["encoder_padding_mask"], projected_keys=keys)
@@ -459,13 +474,30 @@ class CoreDecoder(FairseqIncrementalDecoder):
         log_p_gen = self.generative_log_probs(features, weight, bias, generative)
         log_p_copy = self.copy_log_probs(attn, copy_index, vocab.numel())
         lprobs = log_mixture(gate_logit.float(), log_p_copy, log_p_gen)  # eq. 11
-        return lprobs, {
+        extra = {
             "attn": [attention_in_input_order(attn, encoder_out["encoder_padding_mask"], self.left_pad_source)],
             "copy_gate": [torch.sigmoid(gate_logit)],
             "copy_gate_logit": [gate_logit],
             "vocab": [vocab],
             "generative_mask": [generative],
         }
+        if incremental_state is not None and self.reuse_full_vocab_buffer:
+            extra["full_vocab_buffer"] = [self._full_vocab_buffer(incremental_state, lprobs.size(0))]
+        return lprobs, extra
+
+    def _full_vocab_buffer(self, incremental_state, bsz):
+        """The -inf ``rows x |V|`` float32 tensor that get_normalized_probs scatters E into.
+
+        Made at the first step of a batch. Later steps may have fewer rows (finished sentences
+        leave the beam search); every row has -inf outside E and E is rewritten at every step,
+        so the first ``bsz`` rows serve.
+        """
+        buffer = self.get_incremental_state(incremental_state, "full_vocab_buffer")
+        if buffer is None or buffer.size(0) < bsz:
+            buffer = torch.full((bsz, len(self.dictionary)), float("-inf"), dtype=torch.float32,
+                                device=self.output_bias.device)
+            self.set_incremental_state(incremental_state, "full_vocab_buffer", buffer)
+        return buffer
 
     def output_layer_num_parameters(self):
         """Parameters of the generative output layer (the rows of eq. 9's softmax, gathered per batch).
@@ -476,12 +508,20 @@ class CoreDecoder(FairseqIncrementalDecoder):
         return weight + self.output_bias.numel()
 
     def get_normalized_probs(self, net_output, log_probs, sample=None):
-        """B x T x |V| (log-)probs: the mixture re-normalised (for --temperature), -inf outside E."""
+        """B x T x |V| (log-)probs: the mixture re-normalised (for --temperature), -inf outside E.
+
+        In incremental decoding (one step, ``extra["full_vocab_buffer"]`` present) the log-probs
+        are written into the batch's cached buffer: valid until the next decoding step.
+        """
         compact, extra = net_output[0], net_output[1]
         lprobs = F.log_softmax(compact.float(), dim=-1)
         vocab = extra["vocab"][0]
         bsz, tgt_len, n = lprobs.size()
-        full = lprobs.new_full((bsz, tgt_len, len(self.dictionary)), float("-inf"))
+        buffer = extra.get("full_vocab_buffer")
+        if log_probs and buffer is not None and tgt_len == 1:
+            full = buffer[0][:bsz].unsqueeze(1)  # B x 1 x |V|, -inf outside E
+        else:
+            full = lprobs.new_full((bsz, tgt_len, len(self.dictionary)), float("-inf"))
         full.scatter_(2, vocab.view(1, 1, n).expand(bsz, tgt_len, n), lprobs)
         return full if log_probs else full.exp()
 
@@ -489,6 +529,12 @@ class CoreDecoder(FairseqIncrementalDecoder):
         hidden = self.get_incremental_state(incremental_state, "cached_state")
         if hidden is not None:
             self.set_incremental_state(incremental_state, "cached_state", hidden.index_select(1, new_order))
+        # The keys and masks are per sentence: unchanged while rows stay within their sentences.
+        sentence_ids = self.get_incremental_state(incremental_state, "sentence_ids")
+        if rows_stay_in_their_sentences(sentence_ids, new_order):
+            return
+        if sentence_ids is not None:
+            self.set_incremental_state(incremental_state, "sentence_ids", sentence_ids.index_select(0, new_order))
         keys = self.get_incremental_state(incremental_state, "attention_keys")
         if keys is not None:  # B x S x A
             self.set_incremental_state(incremental_state, "attention_keys", keys.index_select(0, new_order))

@@ -65,6 +65,7 @@ from fairseq_wean.modules.rnn_encoder import (
     add_rnn_seq2seq_args,
     attention_in_input_order,
     initial_decoder_state,
+    rows_stay_in_their_sentences,
 )
 
 WORD_ATTENTION_CHOICES = ("none", "ungated", "gated")
@@ -153,8 +154,9 @@ class WordAttnGatedDecoder(FairseqIncrementalDecoder):
     Attention maps use the source order of the ``src_tokens`` given to the encoder.
 
     Incremental state key ``"cached_state"``: a dict with ``"hidden"`` (L x B x H, every
-    layer's state), ``"cell"`` (L x B x H, LSTM only), ``"attention_keys"`` (B x S x C, U_a h_j)
-    and ``"word_attention_keys"`` (B x S x E, U_b x_j; not for RNNsearch).
+    layer's state), ``"cell"`` (L x B x H, LSTM only), ``"attention_keys"`` (B x S x C, U_a h_j),
+    ``"word_attention_keys"`` (B x S x E, U_b x_j; not for RNNsearch) and ``"sentence_ids"`` (B;
+    the key projections are per sentence, so a reorder within sentences leaves them as they are).
 
     ``forced_gate`` (None or a float in [0, 1]) replaces o_i by a constant, for ablations.
     """
@@ -288,6 +290,8 @@ class WordAttnGatedDecoder(FairseqIncrementalDecoder):
             cache["cell"] = torch.zeros_like(hidden)
         if self.word_attention is not None:
             cache["word_attention_keys"] = self.word_attention.project_keys(encoder_out["src_embeddings"])
+        if encoder_out.get("sentence_ids") is not None:
+            cache["sentence_ids"] = encoder_out["sentence_ids"]  # B
         return cache
 
     def output_layer(self, features, **unused):
@@ -300,9 +304,12 @@ class WordAttnGatedDecoder(FairseqIncrementalDecoder):
         cache = self.get_incremental_state(incremental_state, "cached_state")
         if cache is None:
             return
+        # The key projections are per sentence: unchanged while rows stay within their sentences.
+        per_sentence_unchanged = rows_stay_in_their_sentences(cache.get("sentence_ids"), new_order)
         reordered = {
             # recurrent states are L x B x H (batch on dim 1); key projections B x S x D (dim 0)
             key: value.index_select(1 if key in ("hidden", "cell") else 0, new_order)
+            if key in ("hidden", "cell") or not per_sentence_unchanged else value
             for key, value in cache.items()
         }
         self.set_incremental_state(incremental_state, "cached_state", reordered)

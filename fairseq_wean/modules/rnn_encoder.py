@@ -56,6 +56,7 @@ class RNNEncoder(FairseqEncoder):
     * ``final_state``: B x C, the top layer's last state (both directions concatenated)
     * ``src_tokens``: B x S, right-padded, aligned with ``encoder_states``
     * ``src_embeddings``: B x S x E, the (dropped-out) word embeddings x_j
+    * ``sentence_ids``: B, the sentence each row belongs to (see :func:`rows_stay_in_their_sentences`)
     """
 
     def __init__(
@@ -136,14 +137,35 @@ class RNNEncoder(FairseqEncoder):
             "final_state": top,
             "src_tokens": src_tokens,
             "src_embeddings": embeddings,
+            "sentence_ids": torch.arange(bsz, device=src_tokens.device),
         }
 
     def reorder_encoder_out(self, encoder_out, new_order):
-        """Every entry is batch-first, so all reorder along dim 0."""
+        """Every entry is batch-first, so all reorder along dim 0.
+
+        Beam search reorders at every step, mostly among the hypotheses of one sentence, whose
+        encoder rows are identical: then nothing moves and the copies are skipped.
+        """
+        if rows_stay_in_their_sentences(encoder_out.get("sentence_ids"), new_order):
+            return encoder_out
         return {key: value.index_select(0, new_order) for key, value in encoder_out.items()}
 
     def max_positions(self):
         return self.max_source_positions
+
+
+def rows_stay_in_their_sentences(sentence_ids, new_order):
+    """True when ``index_select(0, new_order)`` sends every row to a row of its own sentence.
+
+    sentence_ids: B (None when unknown), new_order: B'. Rows of one sentence only ever arise as
+    copies of that sentence's row (beam expansion, reordering), so tensors that hold per-sentence
+    data (encoder states, key projections, masks over the source) are unchanged by such a
+    reorder, and need not be copied. fairseq's beam search reorders at every step, mostly within
+    each sentence's beam; the batch shrinks (a real reorder) only when sentences finish.
+    """
+    if sentence_ids is None or new_order.numel() != sentence_ids.numel():
+        return False
+    return torch.equal(sentence_ids.index_select(0, new_order), sentence_ids)
 
 
 def attention_in_input_order(weights, padding_mask, left_pad):

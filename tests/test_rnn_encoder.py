@@ -1,0 +1,56 @@
+"""The shared encoder: beam-search reordering that skips copies when rows stay in their sentences."""
+import torch
+
+from fairseq_wean.modules.rnn_encoder import RNNEncoder, rows_stay_in_their_sentences
+from conftest import make_dictionary, random_batch
+
+
+def encoder_and_output(bsz=3, beam=2):
+    dictionary = make_dictionary(20)
+    embed = torch.nn.Embedding(len(dictionary), 8, padding_idx=dictionary.pad())
+    torch.manual_seed(0)
+    encoder = RNNEncoder(dictionary, embed, hidden_size=6, num_layers=2, bidirectional=True,
+                         cell_type="gru").eval()
+    src, lengths, _, _ = random_batch(dictionary, bsz=bsz, src_len=5)
+    with torch.no_grad():
+        out = encoder(src, src_lengths=lengths)
+    # as SequenceGenerator does first: every sentence's row copied once per hypothesis
+    expand = torch.arange(bsz).repeat_interleave(beam)
+    return encoder, encoder.reorder_encoder_out(out, expand), out
+
+
+def assert_reordered(result, before, new_order):
+    assert set(result) == set(before)
+    for key in before:
+        assert torch.equal(result[key], before[key].index_select(0, new_order)), key
+
+
+def test_beam_expansion_is_a_real_reorder():
+    encoder, beams, out = encoder_and_output()
+    assert_reordered(beams, out, torch.arange(3).repeat_interleave(2))
+    assert beams["sentence_ids"].tolist() == [0, 0, 1, 1, 2, 2]
+
+
+def test_reorder_within_sentences_is_skipped_and_equals_a_full_reorder():
+    encoder, beams, _ = encoder_and_output()
+    within = torch.tensor([1, 1, 2, 3, 5, 4])  # each hypothesis continues one of its own sentence
+    result = encoder.reorder_encoder_out(beams, within)
+    assert result is beams  # nothing copied
+    assert_reordered(result, beams, within)
+
+
+def test_reorder_across_sentences_or_shrinking_copies():
+    encoder, beams, _ = encoder_and_output()
+    for new_order in (torch.tensor([2, 3, 0, 1, 4, 5]),  # rows of two sentences swapped
+                      torch.tensor([0, 1, 4, 5])):  # sentence 1 finished: the batch shrinks
+        result = encoder.reorder_encoder_out(beams, new_order)
+        assert result is not beams
+        assert_reordered(result, beams, new_order)
+
+
+def test_rows_stay_in_their_sentences_cases():
+    ids = torch.tensor([0, 0, 1, 1])
+    assert rows_stay_in_their_sentences(ids, torch.tensor([1, 0, 3, 3]))
+    assert not rows_stay_in_their_sentences(ids, torch.tensor([2, 0, 3, 3]))
+    assert not rows_stay_in_their_sentences(ids, torch.tensor([0, 1]))
+    assert not rows_stay_in_their_sentences(None, torch.tensor([0, 1, 2, 3]))

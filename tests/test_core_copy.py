@@ -197,11 +197,13 @@ def test_mixture_equals_probability_space_reference():
     p_g = p_g / p_g.sum(-1, keepdim=True)
     lam = torch.sigmoid(gate.double()).unsqueeze(-1)
     reference = torch.log(lam * p_c.double() + (1 - lam) * p_g.double())
-    got = log_mixture(gate, p_c.log(), p_g.log())
     finite = torch.isfinite(reference)
-    assert torch.equal(torch.isfinite(got), finite)
-    torch.testing.assert_close(got[finite].double(), reference[finite], atol=1e-6, rtol=1e-6)
-    assert torch.isfinite(got).any(-1).all()
+    # both paths: the gradient-safe masked form (training) and torch.logaddexp (decoding)
+    for requires_grad in (True, False):
+        got = log_mixture(gate.clone().requires_grad_(requires_grad), p_c.log(), p_g.log())
+        assert torch.equal(torch.isfinite(got), finite)
+        torch.testing.assert_close(got[finite].double(), reference[finite], atol=1e-6, rtol=1e-6)
+        assert torch.isfinite(got).any(-1).all()
 
 
 def test_mixture_gradients_are_finite_where_both_parts_are_zero():

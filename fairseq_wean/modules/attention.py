@@ -82,7 +82,8 @@ class ScoreFunction(nn.Module):
         # with a vocabulary as keys that is the price the paper's 'concat' variant pays.
         q = self.query_proj(query).unsqueeze(2)
         k = keys.unsqueeze(0).unsqueeze(0) if shared else keys.unsqueeze(1)
-        return torch.tanh(q + k).matmul(self.v)
+        # tanh in place: the sum is a temporary, and tanh's backward needs only its output
+        return (q + k).tanh_().matmul(self.v)
 
 
 class SourceAttention(nn.Module):

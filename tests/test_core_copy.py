@@ -10,7 +10,7 @@ from fairseq.sequence_generator import SequenceGenerator
 import fairseq_wean  # noqa: F401  (registers the models and criteria)
 from fairseq_wean.criterions.core_mode_loss import CoreModeLossCriterion, gold_copy_labels
 from fairseq_wean.errors import FairseqWeanError
-from fairseq_wean.models.core_copy import CoreCopyModel, base_architecture, log_mixture
+from fairseq_wean.models.core_copy import CoreCopyModel, base_architecture, log_mixture, masked_log
 from model_checks import assert_batched_beam_equals_single, assert_incremental_equals_full
 from conftest import (
     USER_DIR, FakeTask, cli, cli_concurrently, generated_hypotheses, make_dictionary, random_batch,
@@ -215,6 +215,39 @@ def test_mixture_gradients_are_finite_where_both_parts_are_zero():
     out[..., :2].sum().backward()
     for t in (gate, log_pc, log_pg):
         assert torch.isfinite(t.grad).all()
+
+
+def test_mixture_backward_equals_autograd_of_the_probability_space_formula():
+    """The hand-written backward of eq. 11 == autograd of log(lambda e^lc + (1 - lambda) e^lg) in
+    float64, with words only in the source, only in V_G, and in neither (gradient 0 there)."""
+    g = torch.Generator().manual_seed(5)
+    gate = torch.randn(2, 3, generator=g, dtype=torch.float64) * 2
+    lc = torch.log_softmax(torch.randn(2, 3, 6, generator=g, dtype=torch.float64), -1)
+    lg = torch.log_softmax(torch.randn(2, 3, 6, generator=g, dtype=torch.float64), -1)
+    lc[..., 3:] = float("-inf")  # words 3-5 not in the source
+    lg[..., :1] = float("-inf")  # word 0 outside V_G
+    lg[..., 5] = float("-inf")   # word 5 in neither part
+    upstream = torch.randn(2, 3, 6, generator=g, dtype=torch.float64)
+    ours = [t.clone().requires_grad_() for t in (gate, lc, lg)]
+    log_mixture(*ours).backward(upstream)
+    ref = [t.clone().requires_grad_() for t in (gate, lc, lg)]
+    lam = torch.sigmoid(ref[0]).unsqueeze(-1)
+    naive = torch.log(lam * ref[1][..., :5].exp() + (1 - lam) * ref[2][..., :5].exp())
+    naive.backward(upstream[..., :5])
+    torch.testing.assert_close(ours[0].grad, ref[0].grad)
+    for mine, theirs in zip(ours[1:], ref[1:]):
+        torch.testing.assert_close(mine.grad[..., :5], theirs.grad[..., :5])
+        assert torch.equal(mine.grad[..., 5], torch.zeros_like(mine.grad[..., 5]))
+    finite = [t.detach().clone().clamp_min(-30).requires_grad_() for t in (gate, lc, lg)]
+    assert torch.autograd.gradcheck(log_mixture, finite)
+
+
+def test_masked_log_gradient_is_zero_at_zero():
+    p = torch.tensor([0.0, 0.25, 1.0], dtype=torch.float64, requires_grad=True)
+    out = masked_log(p)
+    assert torch.isneginf(out[0]) and out[1].item() == math.log(0.25)
+    out[1:].sum().backward()
+    torch.testing.assert_close(p.grad, torch.tensor([0.0, 4.0, 1.0], dtype=torch.float64))
 
 
 def test_model_output_is_the_mixture_of_its_two_decoders(dictionary, table):

@@ -473,6 +473,10 @@ def cell(key, value):
     return str(value).replace("replace_unk", "replace-unk")
 
 
+def rows_systems(rows):
+    return {(r["system"], r["vocab"]) for r in rows if "train_seconds" in r}
+
+
 def write_tables(args, recipe, rows, meta):
     cols = columns(args, recipe)
     with open(os.path.join(args.out, "results.csv"), "w", newline="", encoding="utf-8") as f:
@@ -483,7 +487,10 @@ def write_tables(args, recipe, rows, meta):
     lines = ["# {} comparison{}".format(args.task, " (tiny CI run: numbers are meaningless)" if args.tiny else ""), "",
              "Command: `{}`  ".format(meta["command"]),
              "Date: {}; machine: {}; total wall time {}.".format(meta["date"], meta["machine"],
-                                                                fmt_secs(meta["wall_seconds"])), "",
+                                                                fmt_secs(meta["wall_seconds"]))
+             + (" ({} of {} systems were reused from an earlier invocation: their train and decoding times are in "
+                "results.json, the train time column has theirs)".format(meta["reused"], len(rows_systems(rows)))
+                if meta.get("reused") else ""), "",
              "| " + " | ".join(h for _, h in cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         lines.append("| " + " | ".join(cell(k, r.get(k)) for k, _ in cols) + " |")
@@ -555,6 +562,7 @@ def run_all(args, recipe):
     from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
     evals, durations = {}, []
+    args.reused = 0
     t0 = time.time()
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {pool.submit(run_one, args, recipe, i, s, v): (s, v) for i, (s, v) in enumerate(args.run_list)}
@@ -571,6 +579,8 @@ def run_all(args, recipe):
                 evals[futures[f]] = ev
                 if secs:
                     durations.append(secs)
+                else:
+                    args.reused += 1
             if pending and durations:
                 left = len(pending)
                 eta = left * sum(durations) / len(durations) / max(1, args.jobs)
@@ -609,7 +619,8 @@ def main(argv=None):
     log("scoring test outputs (p-values against fairseq {})".format(BASELINE))
     rows = build_rows(args, recipe, evals, baseline_outputs(args, recipe))
     meta = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine(),
-            "wall_seconds": time.time() - t_start, "prepare_command": " ".join(prepare_cmd), "epochs": args.epochs}
+            "wall_seconds": time.time() - t_start, "prepare_command": " ".join(prepare_cmd), "epochs": args.epochs,
+            "reused": args.reused}
     write_tables(args, recipe, rows, meta)
     curve = plot_curves(args, recipe, evals)
     with open(os.path.join(args.out, "results.json"), "w", encoding="utf-8") as f:

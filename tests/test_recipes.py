@@ -170,6 +170,11 @@ def test_compare_other_tasks_tiny(tmp_path, task, test, metric, row):
     if row:
         assert any(r["system"] == row for r in rows)
     assert (out / "valid_curve.png").exists() and (out / "results.md").exists()
+    assert "reused" not in (out / "results.md").read_text(encoding="utf-8")
+    if task == "translation":  # a second invocation reuses the finished system, and the table says so
+        run_script("examples/compare.py", task, DATA, "--tiny", "--out", out)
+        assert read_rows(out) == rows
+        assert "1 of 1 systems were reused" in (out / "results.md").read_text(encoding="utf-8")
 
 
 @needs_data

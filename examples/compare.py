@@ -16,10 +16,11 @@ simplification, ROUGE-L for summarization, BLEU for translation); the epoch with
 is the system (never the test set). Its test outputs are scored with ``fairseq-wean-score``,
 with paired-bootstrap p-values against fairseq ``lstm`` on the same vocabulary.
 
-Time on a 2-core CPU machine (two systems at a time, one thread each; estimated from the
-single-thread training speed measured here on a loaded machine): simplification ~2 h (11 systems
-x 2 epochs; ~790k target words per epoch), summarization ~50 min (5 x 10 epochs of the 10k
-Gigaword sample), translation ~1 h 30 min (5 x 6 epochs of Multi30k). ``--tiny`` (CI): 1-3 min.
+Time on a 2-core CPU machine (two systems at a time, one thread each; measured here on a shared
+machine, see docs/RESULTS.md): simplification ~3.5-4 h (11 systems x 2 epochs; the 5 word-level
+systems took 1 h 42 min, 25-36 min of training each), summarization ~2 h (5 x 10 epochs of the 10k
+Gigaword sample; 35 min for 3 epochs), translation ~2 h 30 min (5 x 6 epochs of Multi30k; 31 min
+for 1 epoch). ``--runs`` runs a part; finished systems are reused. ``--tiny`` (CI): 1-3 min.
 
 Writes to ``--out`` (default ``work_dirs/compare-TASK``): ``results.md`` and ``results.csv``
 (the table), ``valid_curve.png`` (validation score per epoch for every system, WEAN's Figure 2),

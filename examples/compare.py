@@ -474,10 +474,6 @@ def cell(key, value):
     return str(value).replace("replace_unk", "replace-unk")
 
 
-def rows_systems(rows):
-    return {(r["system"], r["vocab"]) for r in rows if "train_seconds" in r}
-
-
 def write_tables(args, recipe, rows, meta):
     cols = columns(args, recipe)
     with open(os.path.join(args.out, "results.csv"), "w", newline="", encoding="utf-8") as f:
@@ -490,7 +486,7 @@ def write_tables(args, recipe, rows, meta):
              "Date: {}; machine: {}; total wall time {}.".format(meta["date"], meta["machine"],
                                                                 fmt_secs(meta["wall_seconds"]))
              + (" ({} of {} systems were reused from an earlier invocation: their train and decoding times are in "
-                "results.json, the train time column has theirs)".format(meta["reused"], len(rows_systems(rows)))
+                "results.json, the train time column has theirs)".format(meta["reused"], meta["runs"])
                 if meta.get("reused") else ""), "",
              "| " + " | ".join(h for _, h in cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
@@ -559,11 +555,13 @@ def run_one(args, recipe, i, system, variant):
 
 
 def run_all(args, recipe):
-    """Train + evaluate every run, --jobs at a time; the first failure stops the comparison."""
+    """Train + evaluate every run, --jobs at a time; the first failure stops the comparison.
+
+    Returns ({(system, vocab): evaluation}, how many of them were reused from an earlier invocation).
+    """
     from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
-    evals, durations = {}, []
-    args.reused = 0
+    evals, durations, reused = {}, [], 0
     t0 = time.time()
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {pool.submit(run_one, args, recipe, i, s, v): (s, v) for i, (s, v) in enumerate(args.run_list)}
@@ -581,13 +579,13 @@ def run_all(args, recipe):
                 if secs:
                     durations.append(secs)
                 else:
-                    args.reused += 1
+                    reused += 1
             if pending and durations:
                 left = len(pending)
                 eta = left * sum(durations) / len(durations) / max(1, args.jobs)
                 log("{} of {} runs finished ({} elapsed); about {} left at this pace".format(
                     len(evals), len(args.run_list), fmt_secs(time.time() - t0), fmt_secs(eta)))
-    return {k: evals[k] for k in args.run_list}
+    return {k: evals[k] for k in args.run_list}, reused
 
 
 def machine():
@@ -616,12 +614,12 @@ def main(argv=None):
     for system, variant in args.run_list:  # built once, before runs share it
         if system == "core_copy":
             align_table(recipe, os.path.join(args.out, "data"), variant)
-    evals = run_all(args, recipe)
+    evals, reused = run_all(args, recipe)
     log("scoring test outputs (p-values against fairseq {})".format(BASELINE))
     rows = build_rows(args, recipe, evals, baseline_outputs(args, recipe))
     meta = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine(),
             "wall_seconds": time.time() - t_start, "prepare_command": " ".join(prepare_cmd), "epochs": args.epochs,
-            "reused": args.reused}
+            "runs": len(evals), "reused": reused}
     write_tables(args, recipe, rows, meta)
     curve = plot_curves(args, recipe, evals)
     with open(os.path.join(args.out, "results.json"), "w", encoding="utf-8") as f:

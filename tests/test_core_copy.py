@@ -198,7 +198,7 @@ def test_mixture_equals_probability_space_reference():
     lam = torch.sigmoid(gate.double()).unsqueeze(-1)
     reference = torch.log(lam * p_c.double() + (1 - lam) * p_g.double())
     finite = torch.isfinite(reference)
-    # both paths: the gradient-safe masked form (training) and torch.logaddexp (decoding)
+    # with and without autograd recording (training and decoding)
     for requires_grad in (True, False):
         got = log_mixture(gate.clone().requires_grad_(requires_grad), p_c.log(), p_g.log())
         assert torch.equal(torch.isfinite(got), finite)

@@ -30,16 +30,18 @@ Design choices, and why:
   (SequenceGenerator, fairseq's criteria, the scorer) goes through ``get_normalized_probs``;
   ``core_mode_loss`` reads the compact form and never builds a ``B x T x |V|`` tensor.
 * **One full-vocabulary buffer per decoded batch.** fairseq's beam search wants a ``B x |V|`` row
-  per step. A fresh -inf-filled tensor every step was 16% of core_copy's generation time at
-  |V| = 50k (64 MB per step, above glibc's mmap threshold, so every step page-faults it in anew).
+  per step. A fresh -inf-filled tensor every step cost 11% of core_copy's generation time at
+  |V| = 50k (``fill_`` in ``python -m bench.profile``; 64 MB per step, above glibc's mmap
+  threshold, so every step page-faults it in anew).
   E is fixed for a batch, so in incremental decoding the -inf buffer is made once and kept in the
   incremental state, and each step writes only the E columns. The price: the returned tensor is
   valid until the next decoding step (SequenceGenerator uses each step's row before the next; a
   caller that keeps rows must clone them). SequenceGenerator writes into it only -inf (pad, NGram
   blocking, max length) or into columns of E (unk penalty, eos), which the next step overwrites.
-* **Log space.** eq. 11 is ``logsumexp(logsigmoid(z) + log p_C, logsigmoid(-z) + log p_G)``, with
-  masks instead of log(0) so that no gradient is NaN; every row keeps unk and eos (always in U), so
-  no row is all -inf.
+* **Log space.** eq. 11 is ``logsumexp(logsigmoid(z) + log p_C, logsigmoid(-z) + log p_G)``; its
+  backward and that of log p_C are written by hand (``_LogMixture``, ``_MaskedLog``) so that a
+  probability of 0 gives a zero gradient, not NaN, and few B x T x N tensors are kept; every row
+  keeps unk and eos (always in U), so no row is all -inf.
 * **The alignment table A ships in the model** as a persistent buffer (``align_table``,
   ``|V| x topk`` ids, pad = no entry). It is read from ``--core-align-table`` once, when the model
   is first built for training; ``args.core_align_table_in_checkpoint`` then records that the
@@ -367,9 +369,10 @@ class CoreDecoder(FairseqIncrementalDecoder):
     Incremental state: ``"cached_state"``: s_t-1, L x B x H (batch on dim 1);
     ``"vocab_rows"``: (E, W[E], b[E]), no batch dimension; ``"vocab_masks"``:
     (generative mask B x N, copy index B x S), batch on dim 0; ``"attention_keys"``: W_k h_j,
-    B x S x A, batch on dim 0; ``"sentence_ids"``: B, the sentence of each row (keys and masks are
-    per sentence, so a reorder within sentences leaves them as they are); ``"full_vocab_buffer"``: rows x |V| float32, -inf outside E, not
-    reordered (its rows are interchangeable; see the module docstring).
+    B x S x A, batch on dim 0; ``"sentence_ids"``: B, the sentence of each row (keys and masks
+    are per sentence, so a reorder within sentences leaves them as they are);
+    ``"full_vocab_buffer"``: rows x |V| float32, -inf outside E, not reordered (its rows are
+    interchangeable; see the module docstring).
     """
 
     def __init__(

@@ -35,6 +35,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -126,8 +127,19 @@ TRAIN_INNER = re.compile(r"\| train_inner \| epoch (\d+):\s+(\d+ / \d+) loss=([0
 TRAIN_EPOCH = re.compile(r"\| train \| epoch (\d+) \|()\s*loss ([0-9.]+)")
 
 
+_OUTPUT_LOCK = threading.Lock()
+
+
+def say(line):
+    """One whole line to stdout: the --jobs runs report from threads, and print() writes the text
+    and its newline separately, so their lines interleaved."""
+    with _OUTPUT_LOCK:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
 def log(msg):
-    print("[{}] {}".format(time.strftime("%H:%M:%S"), msg), flush=True)
+    say("[{}] {}".format(time.strftime("%H:%M:%S"), msg))
 
 
 def fmt_secs(s):
@@ -286,15 +298,15 @@ def train(args, recipe, system, variant, run_dir, label):
             m = TRAIN_INNER.search(line) or TRAIN_EPOCH.search(line)
             if m:
                 what = "{} updates".format(m.group(2)) if m.re is TRAIN_INNER else "done"
-                print("    {} epoch {} {}, train loss {} ({})".format(
-                    label, int(m.group(1)), what, m.group(3), fmt_secs(time.time() - t0)), flush=True)
+                say("    {} epoch {} {}, train loss {} ({})".format(
+                    label, int(m.group(1)), what, m.group(3), fmt_secs(time.time() - t0)))
             elif "valid on 'valid' subset" in line:
                 body = line.split("|", 3)[-1]
                 try:
                     epoch = int(body.split("epoch")[1].split("|")[0].strip())
                     loss = float(body.split("| loss ")[1].split(" ")[0])
                     valid_loss[epoch] = loss
-                    print("    {} epoch {}: valid loss {:.3f}".format(label, epoch, loss), flush=True)
+                    say("    {} epoch {}: valid loss {:.3f}".format(label, epoch, loss))
                 except (IndexError, ValueError):
                     pass
         proc.wait()
@@ -334,7 +346,7 @@ def evaluate(args, recipe, system, variant, run_dir, label):
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=logf, text=True, env=job_env(args))
         for line in proc.stdout:
             if line.startswith("EVAL "):
-                print("    {} {}".format(label, line[5:].rstrip()), flush=True)
+                say("    {} {}".format(label, line[5:].rstrip()))
         proc.wait()
     if proc.returncode != 0:
         with open(os.path.join(run_dir, "eval.log"), encoding="utf-8") as f:

@@ -1,7 +1,7 @@
 """The shared encoder: beam-search reordering that skips copies when rows stay in their sentences."""
 import torch
 
-from fairseq_wean.modules.rnn_encoder import RNNEncoder, rows_stay_in_their_sentences
+from fairseq_wean.modules.rnn_encoder import RNNEncoder, reorder_per_sentence, rows_stay_in_their_sentences
 from conftest import make_dictionary, random_batch
 
 
@@ -54,3 +54,19 @@ def test_rows_stay_in_their_sentences_cases():
     assert not rows_stay_in_their_sentences(ids, torch.tensor([2, 0, 3, 3]))
     assert not rows_stay_in_their_sentences(ids, torch.tensor([0, 1]))
     assert not rows_stay_in_their_sentences(None, torch.tensor([0, 1, 2, 3]))
+
+
+def test_reorder_per_sentence_handles_tuples_and_none():
+    """The decoders' per-sentence caches hold tuples (core_copy's masks) and may hold None."""
+    cache = {"sentence_ids": torch.tensor([0, 0, 1, 1]), "keys": torch.arange(8.0).view(4, 2),
+             "masks": (torch.tensor([[True], [True], [False], [False]]), torch.tensor([[5], [5], [7], [7]])),
+             "absent": None}
+    assert reorder_per_sentence(cache, torch.tensor([1, 1, 2, 3])) is cache
+    shrunk = reorder_per_sentence(cache, torch.tensor([2, 3]))
+    assert shrunk["sentence_ids"].tolist() == [1, 1]
+    assert shrunk["keys"].tolist() == [[4.0, 5.0], [6.0, 7.0]]
+    assert shrunk["masks"][0].tolist() == [[False], [False]] and shrunk["masks"][1].tolist() == [[7], [7]]
+    assert shrunk["absent"] is None
+    # without sentence ids nothing can be skipped
+    no_ids = {"keys": cache["keys"]}
+    assert reorder_per_sentence(no_ids, torch.tensor([1, 0, 2, 3]))["keys"].tolist() == [[2.0, 3.0], [0.0, 1.0], [4.0, 5.0], [6.0, 7.0]]

@@ -81,7 +81,7 @@ from fairseq_wean.modules.rnn_encoder import (
     add_rnn_seq2seq_args,
     attention_in_input_order,
     initial_decoder_state,
-    rows_stay_in_their_sentences,
+    reorder_per_sentence,
 )
 
 logger = logging.getLogger(__name__)
@@ -367,10 +367,10 @@ class CoreDecoder(FairseqIncrementalDecoder):
     Use ``get_normalized_probs`` for ``B x T x |V|`` log-probs.
 
     Incremental state: ``"cached_state"``: s_t-1, L x B x H (batch on dim 1);
-    ``"vocab_rows"``: (E, W[E], b[E]), no batch dimension; ``"vocab_masks"``:
-    (generative mask B x N, copy index B x S), batch on dim 0; ``"attention_keys"``: W_k h_j,
-    B x S x A, batch on dim 0; ``"sentence_ids"``: B, the sentence of each row (keys and masks
-    are per sentence, so a reorder within sentences leaves them as they are);
+    ``"vocab_rows"``: (E, W[E], b[E]), no batch dimension; ``"per_sentence"``: a dict of what
+    is computed once per sentence, batch on dim 0: ``"attention_keys"`` (W_k h_j, B x S x A),
+    ``"vocab_masks"`` (generative mask B x N, copy index B x S) and ``"sentence_ids"`` (B), so
+    that a reorder within sentences leaves it as it is (``reorder_per_sentence``);
     ``"full_vocab_buffer"``: rows x |V| float32, -inf outside E, not reordered (its rows are
     interchangeable; see the module docstring).
     """
@@ -482,14 +482,14 @@ class CoreDecoder(FairseqIncrementalDecoder):
             hidden = initial_decoder_state(self.init_state_proj, encoder_out["final_state"], self.num_layers)
         states, hidden = self.rnn(x, hidden)  # s_t: B x T x H
         # The key side of the additive score, W_k h_j, is the same at every step: computed once.
-        keys = self.get_incremental_state(incremental_state, "attention_keys")
+        per_sentence = self.get_incremental_state(incremental_state, "per_sentence") or {}
+        keys = per_sentence.get("attention_keys")
         if keys is None:
             keys = self.attention.project_keys(enc)
         if incremental_state is not None:
             self.set_incremental_state(incremental_state, "cached_state", hidden)
-            self.set_incremental_state(incremental_state, "attention_keys", keys)
-            if self.get_incremental_state(incremental_state, "sentence_ids") is None:
-                self.set_incremental_state(incremental_state, "sentence_ids", encoder_out.get("sentence_ids"))
+            if "attention_keys" not in per_sentence:
+                self._cache_per_sentence(incremental_state, encoder_out, attention_keys=keys)
 
         context, attn = self.attention(  # eq. 5-6
             states, enc, enc, encoder_out["encoder_padding_mask"], projected_keys=keys)
@@ -500,7 +500,7 @@ class CoreDecoder(FairseqIncrementalDecoder):
     def _candidates(self, encoder_out, incremental_state):
         if incremental_state is not None:
             rows = self.get_incremental_state(incremental_state, "vocab_rows")
-            masks = self.get_incremental_state(incremental_state, "vocab_masks")
+            masks = (self.get_incremental_state(incremental_state, "per_sentence") or {}).get("vocab_masks")
             if rows is not None and masks is not None:
                 return rows, masks
         vocab, generative, copy_index = self.restricted_vocabulary(encoder_out["src_tokens"])
@@ -508,8 +508,14 @@ class CoreDecoder(FairseqIncrementalDecoder):
         masks = (generative, copy_index)
         if incremental_state is not None:
             self.set_incremental_state(incremental_state, "vocab_rows", rows)
-            self.set_incremental_state(incremental_state, "vocab_masks", masks)
+            self._cache_per_sentence(incremental_state, encoder_out, vocab_masks=masks)
         return rows, masks
+
+    def _cache_per_sentence(self, incremental_state, encoder_out, **entries):
+        """Add entries to the ``"per_sentence"`` cache (with the rows' sentence ids)."""
+        per_sentence = self.get_incremental_state(incremental_state, "per_sentence") or {
+            "sentence_ids": encoder_out.get("sentence_ids")}
+        self.set_incremental_state(incremental_state, "per_sentence", dict(per_sentence, **entries))
 
     def forward(self, prev_output_tokens, encoder_out, incremental_state=None, **unused):
         features, gate_logit, attn = self.extract_features(prev_output_tokens, encoder_out, incremental_state)
@@ -572,20 +578,9 @@ class CoreDecoder(FairseqIncrementalDecoder):
         hidden = self.get_incremental_state(incremental_state, "cached_state")
         if hidden is not None:
             self.set_incremental_state(incremental_state, "cached_state", hidden.index_select(1, new_order))
-        # The keys and masks are per sentence: unchanged while rows stay within their sentences.
-        sentence_ids = self.get_incremental_state(incremental_state, "sentence_ids")
-        if rows_stay_in_their_sentences(sentence_ids, new_order):
-            return
-        if sentence_ids is not None:
-            self.set_incremental_state(incremental_state, "sentence_ids", sentence_ids.index_select(0, new_order))
-        keys = self.get_incremental_state(incremental_state, "attention_keys")
-        if keys is not None:  # B x S x A
-            self.set_incremental_state(incremental_state, "attention_keys", keys.index_select(0, new_order))
-        masks = self.get_incremental_state(incremental_state, "vocab_masks")
-        if masks is not None:
-            self.set_incremental_state(
-                incremental_state, "vocab_masks", tuple(m.index_select(0, new_order) for m in masks)
-            )
+        per_sentence = self.get_incremental_state(incremental_state, "per_sentence")
+        if per_sentence is not None:
+            self.set_incremental_state(incremental_state, "per_sentence", reorder_per_sentence(per_sentence, new_order))
 
     def max_positions(self):
         return self.max_target_positions

@@ -65,7 +65,7 @@ from fairseq_wean.modules.rnn_encoder import (
     add_rnn_seq2seq_args,
     attention_in_input_order,
     initial_decoder_state,
-    rows_stay_in_their_sentences,
+    reorder_per_sentence,
 )
 
 WORD_ATTENTION_CHOICES = ("none", "ungated", "gated")
@@ -304,14 +304,11 @@ class WordAttnGatedDecoder(FairseqIncrementalDecoder):
         cache = self.get_incremental_state(incremental_state, "cached_state")
         if cache is None:
             return
-        # The key projections are per sentence: unchanged while rows stay within their sentences.
-        per_sentence_unchanged = rows_stay_in_their_sentences(cache.get("sentence_ids"), new_order)
-        reordered = {
-            # recurrent states are L x B x H (batch on dim 1); key projections B x S x D (dim 0)
-            key: value.index_select(1 if key in ("hidden", "cell") else 0, new_order)
-            if key in ("hidden", "cell") or not per_sentence_unchanged else value
-            for key, value in cache.items()
-        }
+        # Recurrent states are L x B x H (batch on dim 1); the rest (key projections B x S x D,
+        # sentence ids) is per sentence, batch on dim 0.
+        recurrent = {key: cache[key].index_select(1, new_order) for key in ("hidden", "cell") if key in cache}
+        per_sentence = {key: value for key, value in cache.items() if key not in recurrent}
+        reordered = dict(reorder_per_sentence(per_sentence, new_order), **recurrent)
         self.set_incremental_state(incremental_state, "cached_state", reordered)
 
     def max_positions(self):

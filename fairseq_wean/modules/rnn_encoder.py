@@ -56,7 +56,7 @@ class RNNEncoder(FairseqEncoder):
     * ``final_state``: B x C, the top layer's last state (both directions concatenated)
     * ``src_tokens``: B x S, right-padded, aligned with ``encoder_states``
     * ``src_embeddings``: B x S x E, the (dropped-out) word embeddings x_j
-    * ``sentence_ids``: B, the sentence each row belongs to (see :func:`rows_stay_in_their_sentences`)
+    * ``sentence_ids``: B, the sentence each row belongs to (see :func:`reorder_per_sentence`)
     """
 
     def __init__(
@@ -146,9 +146,7 @@ class RNNEncoder(FairseqEncoder):
         Beam search reorders at every step, mostly among the hypotheses of one sentence, whose
         encoder rows are identical: then nothing moves and the copies are skipped.
         """
-        if rows_stay_in_their_sentences(encoder_out.get("sentence_ids"), new_order):
-            return encoder_out
-        return {key: value.index_select(0, new_order) for key, value in encoder_out.items()}
+        return reorder_per_sentence(encoder_out, new_order)
 
     def max_positions(self):
         return self.max_source_positions
@@ -166,6 +164,27 @@ def rows_stay_in_their_sentences(sentence_ids, new_order):
     if sentence_ids is None or new_order.numel() != sentence_ids.numel():
         return False
     return torch.equal(sentence_ids.index_select(0, new_order), sentence_ids)
+
+
+def reorder_per_sentence(per_sentence, new_order):
+    """``index_select(0, new_order)`` on every entry of a dict of per-sentence data, or the dict
+    itself when every row stays within its sentence (nothing to copy).
+
+    per_sentence: {name: batch-first tensor (B x ...), a tuple of them, or None}, with
+    ``"sentence_ids"`` (B) among them; without it every reorder copies. Serves the encoder output
+    and the decoders' caches of what is computed once per sentence (key projections, masks).
+    """
+    if rows_stay_in_their_sentences(per_sentence.get("sentence_ids"), new_order):
+        return per_sentence
+    return {key: _select_rows(value, new_order) for key, value in per_sentence.items()}
+
+
+def _select_rows(value, new_order):
+    if value is None:
+        return None
+    if isinstance(value, tuple):
+        return tuple(v.index_select(0, new_order) for v in value)
+    return value.index_select(0, new_order)
 
 
 def attention_in_input_order(weights, padding_mask, left_pad):

@@ -19,7 +19,7 @@ with paired-bootstrap p-values against fairseq ``lstm`` on the same vocabulary.
 Time on a 2-core CPU machine (two systems at a time, one thread each; measured here on a shared
 machine, see docs/RESULTS.md): simplification ~3.5-4 h (11 systems x 2 epochs; training 15-49 min
 per word or sentencepiece system, about an hour for the character transformer), summarization
-~35 min (5 x 3 epochs of the 10k Gigaword sample), translation ~1 h (5 x 2 epochs of Multi30k).
+~25-35 min (5 x 3 epochs of the 10k Gigaword sample), translation ~1 h (5 x 2 epochs of Multi30k).
 ``--runs`` runs a part; finished systems are reused. ``--tiny`` (CI): 1-3 min.
 
 Writes to ``--out`` (default ``work_dirs/compare-TASK``): ``results.md`` and ``results.csv``

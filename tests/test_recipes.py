@@ -284,3 +284,18 @@ def test_every_system_of_the_comparison_builds(simplification_tiny, system):
     assert sum(p.numel() for p in model.parameters()) > 0
     if system != "char_transformer":  # equal sizes: 256-d embeddings, 2 layers
         assert model.encoder.embed_tokens.embedding_dim == 256
+
+
+def test_longest_runs_are_launched_first_and_tables_keep_the_task_order():
+    sys.path.insert(0, os.path.join(REPO, "examples"))
+    import compare
+
+    runs = compare.TASKS["simplification"]["runs"]
+    order = [runs[i] for i in compare.launch_order(runs)]
+    assert order[0] == ("char_transformer", "char")
+    assert order[1:6] == [r for r in runs if r[1] in ("word", "word-pg")]
+    assert order[6:] == [r for r in runs if r[1] == "spm"]
+    assert sorted(compare.launch_order(runs)) == list(range(len(runs)))
+    # a task with one vocabulary keeps its order
+    one = compare.TASKS["translation"]["runs"]
+    assert compare.launch_order(one) == list(range(len(one)))

@@ -577,7 +577,7 @@ def run_one(args, recipe, i, system, variant):
 
 # Launch order: the longest runs first, so that the comparison does not end with one long run on
 # one core while the other idles (on simplification the character transformer took an hour, the
-# word-level systems 25-36 min, the sentencepiece ones 15-27 min). The tables keep the task's order.
+# word-level systems 25-36 min, most sentencepiece ones 15-27 min). The tables keep the task's order.
 LAUNCH_PRIORITY = {"char": 0, "word": 1, "word-pg": 1}  # other vocabularies (spm, bpe) after these
 
 

@@ -7,8 +7,10 @@
 ``<!-- compare-TASK:begin -->`` / ``<!-- compare-TASK:end -->`` of the results file (appended
 if absent; text outside the markers, such as published numbers and notes, is kept), with its
 heading one level down, and copies the figure to ``docs/figures/TASK_valid_curve.png``.
+``--redraw`` first draws the figure anew from the run's ``results.json`` (after a change to the plot).
 """
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -18,6 +20,19 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
 from bench.run import write_section  # noqa: E402
+
+
+def redraw_figure(compare_dir):
+    """Draw ``valid_curve.png`` anew from the run's ``results.json`` with the current plot of
+    examples/compare.py (no training or decoding: the curves are in results.json)."""
+    sys.path.insert(0, HERE)
+    import compare
+
+    with open(os.path.join(compare_dir, "results.json"), encoding="utf-8") as f:
+        results = json.load(f)
+    evals = {tuple(key.split(":", 1)): ev for key, ev in results["runs"].items()}
+    recipe = results["recipe"]
+    return compare.plot_curves(argparse.Namespace(task=recipe["task"], out=compare_dir), recipe, evals)
 
 
 def publish(compare_dir, results_path):
@@ -41,9 +56,13 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python examples/publish_results.py", description=__doc__.split("\n\n")[0])
     p.add_argument("compare_dir", help="output folder of examples/compare.py")
     p.add_argument("--results", default=os.path.join(REPO, "docs", "RESULTS.md"), help="results file to update")
+    p.add_argument("--redraw", action="store_true",
+                   help="first redraw valid_curve.png from results.json with the current plot code")
     args = p.parse_args(argv)
     if not os.path.exists(os.path.join(args.compare_dir, "results.md")):
         raise SystemExit("error: {} has no results.md: the comparison has not finished".format(args.compare_dir))
+    if args.redraw:
+        print("redrew {}".format(redraw_figure(args.compare_dir)))
     marker = publish(args.compare_dir, args.results)
     print("updated {} ({})".format(args.results, marker))
 

@@ -85,3 +85,28 @@ def test_publish_results_copies_table_and_figure(tmp_path):
     assert text == ("# Results\n\n## Translation\n\nnotes before\n\n<!-- compare-translation:begin -->\n"
                     "### translation comparison\n\n| a |\n|---|\n| 2 |\n<!-- compare-translation:end -->\n")
     assert (tmp_path / "docs" / "figures" / "translation_valid_curve.png").read_bytes() == b"\x89PNG fake"
+
+
+def test_publish_results_redraws_the_figure_from_results_json(tmp_path):
+    """--redraw: valid_curve.png drawn anew from results.json (old figure replaced), then copied."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location(
+        "publish_results", os.path.join(os.path.dirname(__file__), "..", "examples", "publish_results.py"))
+    publish_results = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(publish_results)
+    compare_dir = tmp_path / "work" / "compare-translation"
+    compare_dir.mkdir(parents=True)
+    (compare_dir / "results.md").write_text("# translation comparison\n")
+    (compare_dir / "valid_curve.png").write_bytes(b"\x89PNG stale")
+    run = {"curve": [{"epoch": 1, "bleu": 10.0}, {"epoch": 2, "bleu": 20.0}], "valid_loss": {"1": 4.0, "2": 3.0}}
+    (compare_dir / "results.json").write_text(json.dumps({
+        "recipe": {"task": "translation", "valid": {"metric": "bleu"}},
+        "runs": {"lstm:word": run, "core_copy:word-pg": run}}))
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# Results\n")
+    publish_results.main([str(compare_dir), "--results", str(results), "--redraw"])
+    figure = (tmp_path / "figures" / "translation_valid_curve.png").read_bytes()
+    assert figure.startswith(b"\x89PNG\r\n") and len(figure) > 1000
+    assert figure == (compare_dir / "valid_curve.png").read_bytes()

@@ -2,6 +2,8 @@
 import json
 import os
 
+import pytest
+
 from bench import convergence
 
 VALID = "2026-11-22 06:36:04 | INFO | valid | epoch {:03d} | valid on 'valid' subset | loss {} | ppl 1 | num_updates {}"
@@ -62,14 +64,20 @@ def test_markdown_section_is_written_between_markers(tmp_path):
     assert "| core_copy | word-pg | 34.00 / 34.00 / 33.00 | 1 (0.33x) | 60 (0.20x) | - | 3 |" in text
 
 
-def test_publish_results_copies_table_and_figure(tmp_path):
-    """examples/publish_results.py: the comparison's results.md between markers, figure copied."""
+@pytest.fixture
+def publish_results():
+    """examples/publish_results.py as a module (examples/ is not a package)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
         "publish_results", os.path.join(os.path.dirname(__file__), "..", "examples", "publish_results.py"))
-    publish_results = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(publish_results)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_publish_results_copies_table_and_figure(tmp_path, publish_results):
+    """examples/publish_results.py: the comparison's results.md between markers, figure copied."""
     compare_dir = tmp_path / "work" / "compare-translation"
     compare_dir.mkdir(parents=True)
     (compare_dir / "results.md").write_text("# translation comparison\n\n| a |\n|---|\n| 1 |\n\n"
@@ -87,15 +95,8 @@ def test_publish_results_copies_table_and_figure(tmp_path):
     assert (tmp_path / "docs" / "figures" / "translation_valid_curve.png").read_bytes() == b"\x89PNG fake"
 
 
-def test_publish_results_redraws_the_figure_from_results_json(tmp_path):
+def test_publish_results_redraws_the_figure_from_results_json(tmp_path, publish_results):
     """--redraw: valid_curve.png drawn anew from results.json (old figure replaced), then copied."""
-    import importlib.util
-    import json
-
-    spec = importlib.util.spec_from_file_location(
-        "publish_results", os.path.join(os.path.dirname(__file__), "..", "examples", "publish_results.py"))
-    publish_results = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(publish_results)
     compare_dir = tmp_path / "work" / "compare-translation"
     compare_dir.mkdir(parents=True)
     (compare_dir / "results.md").write_text("# translation comparison\n")

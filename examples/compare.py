@@ -289,7 +289,8 @@ def train(args, recipe, system, variant, run_dir, label):
     log("{}: training {} epoch(s); log {}".format(label, args.epochs, log_path))
     t0 = time.time()
     valid_loss = {}
-    with open(log_path, "w", encoding="utf-8") as logf:
+    # Line-buffered, so `tail -f train.log` follows fairseq-train as it runs.
+    with open(log_path, "w", encoding="utf-8", buffering=1) as logf:
         logf.write("$ " + " ".join(cmd) + "\n")
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 env=job_env(args))
@@ -575,15 +576,25 @@ def run_one(args, recipe, i, system, variant):
     return ev, time.time() - t0
 
 
-# Launch order: the longest runs first, so that the comparison does not end with one long run on
-# one core while the other idles (on simplification the character transformer took an hour, the
-# word-level systems 25-36 min, most sentencepiece ones 15-27 min). The tables keep the task's order.
-LAUNCH_PRIORITY = {"char": 0, "word": 1, "word-pg": 1}  # other vocabularies (spm, bpe) after these
+# Launch order: the longest runs first (LPT scheduling), so that a comparison does not end with one
+# long run on one core while the other idles. Expected cost of a run, relative to fairseq `lstm` on
+# a word vocabulary: system factor x vocabulary factor, from the simplification comparison of
+# docs/RESULTS.md (idle 2-core machine, train minutes: char_transformer 38, word_attn_gated 29 on
+# words and 40 on sentencepiece, lstm 21 / 18, core_copy 19 / 23, transformer 18 / 15, wean_lstm
+# 15 / 13). Only the order matters; the tables keep the task's order.
+EXPECTED_SYSTEM_COST = {"char_transformer": 1.8, "word_attn_gated": 1.6, "lstm": 1.0, "core_copy": 0.95,
+                        "transformer": 0.85, "wean_lstm": 0.7}
+EXPECTED_VOCAB_COST = {"spm": 0.9, "bpe": 0.9}  # word, word-pg, char: 1.0
+
+
+def expected_cost(system, variant):
+    """Relative expected time of one run (see EXPECTED_SYSTEM_COST); unknown systems count as 1."""
+    return EXPECTED_SYSTEM_COST.get(system, 1.0) * EXPECTED_VOCAB_COST.get(variant, 1.0)
 
 
 def launch_order(run_list):
     """Indices of run_list, longest-expected runs first (ties keep the task's order)."""
-    return sorted(range(len(run_list)), key=lambda i: (LAUNCH_PRIORITY.get(run_list[i][1], 2), i))
+    return sorted(range(len(run_list)), key=lambda i: (-expected_cost(*run_list[i]), i))
 
 
 def run_all(args, recipe):
@@ -592,7 +603,7 @@ def run_all(args, recipe):
 
     Returns ({(system, vocab): evaluation}, how many of them were reused from an earlier invocation).
     """
-    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     evals, durations, reused = {}, [], 0
     t0 = time.time()
@@ -603,7 +614,9 @@ def run_all(args, recipe):
             futures[pool.submit(run_one, args, recipe, i, system, variant)] = (system, variant)
         pending = set(futures)
         while pending:
-            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+            # FIRST_COMPLETED, not FIRST_EXCEPTION: the latter returns only when every run has
+            # finished unless one fails, so the progress line below would never be printed.
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
             failed = [f for f in done if f.exception() is not None]
             if failed:
                 for f in pending:

@@ -292,10 +292,63 @@ def test_longest_runs_are_launched_first_and_tables_keep_the_task_order():
 
     runs = compare.TASKS["simplification"]["runs"]
     order = [runs[i] for i in compare.launch_order(runs)]
-    assert order[0] == ("char_transformer", "char")
-    assert order[1:6] == [r for r in runs if r[1] in ("word", "word-pg")]
-    assert order[6:] == [r for r in runs if r[1] == "spm"]
     assert sorted(compare.launch_order(runs)) == list(range(len(runs)))
-    # a task with one vocabulary keeps its order
-    one = compare.TASKS["translation"]["runs"]
-    assert compare.launch_order(one) == list(range(len(one)))
+    # the character transformer and both word_attn_gated runs (the three longest) go first, the
+    # wean_lstm runs (the shortest) last
+    assert order[0] == ("char_transformer", "char")
+    assert set(order[1:3]) == {("word_attn_gated", "word"), ("word_attn_gated", "spm")}
+    assert set(order[-2:]) == {("wean_lstm", "word"), ("wean_lstm", "spm")}
+    costs = [compare.expected_cost(*r) for r in order]
+    assert costs == sorted(costs, reverse=True)
+    # equal costs keep the task's order; an unknown system counts as fairseq lstm
+    assert compare.launch_order([("lstm", "word"), ("new_arch", "word")]) == [0, 1]
+    assert compare.launch_order([("wean_lstm", "word"), ("new_arch", "word")]) == [1, 0]
+    # LPT on two cores with this run's measured minutes beats the task's order
+    minutes = {("char_transformer", "char"): 43, ("word_attn_gated", "word"): 31, ("word_attn_gated", "spm"): 42,
+               ("lstm", "word"): 23, ("core_copy", "word-pg"): 20, ("lstm", "spm"): 19, ("core_copy", "spm"): 23,
+               ("transformer", "word"): 20, ("transformer", "spm"): 16, ("wean_lstm", "word"): 17,
+               ("wean_lstm", "spm"): 13}
+
+    def makespan(sequence, cores=2):
+        free = [0] * cores
+        for run in sequence:
+            free[free.index(min(free))] += minutes[run]
+        return max(free)
+
+    assert makespan(order) < makespan(runs)
+
+
+def test_run_all_reports_progress_after_each_run_and_stops_at_the_first_failure(capsys, monkeypatch):
+    import argparse
+    import threading
+    import time
+
+    sys.path.insert(0, os.path.join(REPO, "examples"))
+    import compare
+
+    started = []
+    lock = threading.Lock()
+
+    def fake_run_one(args, recipe, i, system, variant):
+        with lock:
+            started.append(system)
+        if system == "broken":
+            raise RuntimeError("broken: fairseq-train failed")
+        time.sleep(0.05 * (i + 1))
+        return {"system": system}, 10.0 * (i + 1)
+
+    monkeypatch.setattr(compare, "run_one", fake_run_one)
+    args = argparse.Namespace(run_list=[("lstm", "word"), ("transformer", "word"), ("wean_lstm", "word")], jobs=1)
+    evals, reused = compare.run_all(args, recipe={})
+    assert list(evals) == args.run_list and reused == 0
+    progress = [line for line in capsys.readouterr().out.splitlines() if "runs finished" in line]
+    # one line after each run but the last (one job: the runs end one at a time)
+    assert [line.split("] ")[1].split(" runs")[0] for line in progress] == ["1 of 3", "2 of 3"]
+
+    # a failure stops the comparison: the runs not started yet are cancelled (the one worker may
+    # already have taken the next run when the failure is seen; the third never starts)
+    started.clear()
+    args.run_list = [("broken", "word"), ("lstm", "word"), ("transformer", "word")]
+    with pytest.raises(RuntimeError, match="broken"):
+        compare.run_all(args, recipe={})
+    assert started[0] == "broken" and "transformer" not in started

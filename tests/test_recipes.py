@@ -260,14 +260,21 @@ def test_compare_simplification_tiny(simplification_tiny):
     assert len(read_text_lines(ev["outputs"]["turkcorpus"]["plain"])) == 12
 
 
+@pytest.fixture
+def compare():
+    """examples/compare.py as a module (examples/ is not a package)."""
+    sys.path.insert(0, os.path.join(REPO, "examples"))
+    import compare
+
+    return compare
+
+
 @needs_data
 @pytest.mark.parametrize("system", ["lstm", "transformer", "wean_lstm", "core_copy", "word_attn_gated",
                                     "char_transformer"])
-def test_every_system_of_the_comparison_builds(simplification_tiny, system):
+def test_every_system_of_the_comparison_builds(simplification_tiny, system, compare):
     """The fairseq-train arguments of every compared system parse and build a model and criterion
     (the systems CI does not train are checked here, in-process)."""
-    sys.path.insert(0, os.path.join(REPO, "examples"))
-    import compare
     from fairseq import options, tasks, utils
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
@@ -286,10 +293,7 @@ def test_every_system_of_the_comparison_builds(simplification_tiny, system):
         assert model.encoder.embed_tokens.embedding_dim == 256
 
 
-def test_longest_runs_are_launched_first_and_tables_keep_the_task_order():
-    sys.path.insert(0, os.path.join(REPO, "examples"))
-    import compare
-
+def test_longest_runs_are_launched_first_and_tables_keep_the_task_order(compare):
     runs = compare.TASKS["simplification"]["runs"]
     order = [runs[i] for i in compare.launch_order(runs)]
     assert sorted(compare.launch_order(runs)) == list(range(len(runs)))
@@ -319,15 +323,13 @@ def test_longest_runs_are_launched_first_and_tables_keep_the_task_order():
     assert makespan(order) < makespan(runs)
 
 
-def test_run_all_reports_progress_after_each_run_and_stops_at_the_first_failure(capsys, monkeypatch):
+def test_run_all_reports_progress_after_each_run_and_stops_at_the_first_failure(capsys, monkeypatch, compare):
     import argparse
     import threading
     import time
 
-    sys.path.insert(0, os.path.join(REPO, "examples"))
-    import compare
-
     started = []
+    pause = {"seconds": 0.05}
     lock = threading.Lock()
 
     def fake_run_one(args, recipe, i, system, variant):
@@ -335,7 +337,7 @@ def test_run_all_reports_progress_after_each_run_and_stops_at_the_first_failure(
             started.append(system)
         if system == "broken":
             raise RuntimeError("broken: fairseq-train failed")
-        time.sleep(0.05 * (i + 1))
+        time.sleep(pause["seconds"] * (i + 1))
         return {"system": system}, 10.0 * (i + 1)
 
     monkeypatch.setattr(compare, "run_one", fake_run_one)
@@ -347,8 +349,10 @@ def test_run_all_reports_progress_after_each_run_and_stops_at_the_first_failure(
     assert [line.split("] ")[1].split(" runs")[0] for line in progress] == ["1 of 3", "2 of 3"]
 
     # a failure stops the comparison: the runs not started yet are cancelled (the one worker may
-    # already have taken the next run when the failure is seen; the third never starts)
+    # already have taken the next run when the failure is seen; that run lasts 2 s, long enough for
+    # the main thread to cancel the third before the worker is free)
     started.clear()
+    pause["seconds"] = 1.0
     args.run_list = [("broken", "word"), ("lstm", "word"), ("transformer", "word")]
     with pytest.raises(RuntimeError, match="broken"):
         compare.run_all(args, recipe={})

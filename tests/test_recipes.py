@@ -293,6 +293,18 @@ def test_every_system_of_the_comparison_builds(simplification_tiny, system, comp
         assert model.encoder.embed_tokens.embedding_dim == 256
 
 
+def test_fairseq_processes_get_threads_and_malloc_settings_but_user_values_win(compare, monkeypatch):
+    args = compare.parse_args(["simplification", DATA, "--threads", "2"])
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "12345")
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    env = compare.job_env(args)
+    assert env["MALLOC_MMAP_THRESHOLD_"] == str(4 * 2 ** 30)  # freed big tensors stay in the heap
+    assert env["MALLOC_TRIM_THRESHOLD_"] == "12345"
+    assert env["OMP_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "2"  # --threads decides
+    assert env["PYTHONUNBUFFERED"] == "1" and env["PATH"] == os.environ["PATH"]
+
+
 def test_longest_runs_are_launched_first_and_tables_keep_the_task_order(compare):
     runs = compare.TASKS["simplification"]["runs"]
     order = [runs[i] for i in compare.launch_order(runs)]

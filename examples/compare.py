@@ -612,6 +612,17 @@ def launch_order(run_list):
     return sorted(range(len(run_list)), key=lambda i: (-expected_cost(*run_list[i]), i))
 
 
+def remaining_seconds(finished, pending_costs, jobs):
+    """Time left, from the pace of the finished runs: ``finished`` is [(seconds, expected cost)],
+    ``pending_costs`` the expected costs of the runs not finished (running or waiting).
+
+    Seconds per unit of expected cost, not per run: runs start longest first, so the first to
+    finish are the slowest, and a per-run average would overstate what is left.
+    """
+    seconds_per_cost = sum(secs for secs, _ in finished) / sum(cost for _, cost in finished)
+    return seconds_per_cost * sum(pending_costs) / max(1, jobs)
+
+
 def run_all(args, recipe):
     """Train + evaluate every run, --jobs at a time, in :func:`launch_order`; the first failure
     stops the comparison.
@@ -641,12 +652,11 @@ def run_all(args, recipe):
                 ev, secs = f.result()
                 evals[futures[f]] = ev
                 if secs:
-                    durations.append(secs)
+                    durations.append((secs, expected_cost(*futures[f])))
                 else:
                     reused += 1
             if pending and durations:
-                left = len(pending)
-                eta = left * sum(durations) / len(durations) / max(1, args.jobs)
+                eta = remaining_seconds(durations, [expected_cost(*futures[f]) for f in pending], args.jobs)
                 log("{} of {} runs finished ({} elapsed); about {} left at this pace".format(
                     len(evals), len(args.run_list), fmt_secs(time.time() - t0), fmt_secs(eta)))
     return {k: evals[k] for k in args.run_list}, reused

@@ -335,6 +335,12 @@ def test_longest_runs_are_launched_first_and_tables_keep_the_task_order(compare)
     assert makespan(order) < makespan(runs)
 
 
+def test_time_left_is_paced_per_unit_of_expected_cost(compare):
+    # a run of cost 1.8 took 30 min: 1000 s per unit; 1.0 + 0.5 left on two cores
+    assert compare.remaining_seconds([(1800.0, 1.8)], [1.0, 0.5], jobs=2) == pytest.approx(750.0)
+    assert compare.remaining_seconds([(1800.0, 1.8), (600.0, 0.6)], [2.4], jobs=1) == pytest.approx(2400.0)
+
+
 def test_run_all_reports_progress_after_each_run_and_stops_at_the_first_failure(capsys, monkeypatch, compare):
     import argparse
     import threading
@@ -359,6 +365,9 @@ def test_run_all_reports_progress_after_each_run_and_stops_at_the_first_failure(
     progress = [line for line in capsys.readouterr().out.splitlines() if "runs finished" in line]
     # one line after each run but the last (one job: the runs end one at a time)
     assert [line.split("] ")[1].split(" runs")[0] for line in progress] == ["1 of 3", "2 of 3"]
+    # time left is paced by expected cost: lstm (cost 1.0) took 10 s and transformer (0.85) 20 s,
+    # so wean_lstm (0.7) has 30 / 1.85 * 0.7 = 11.4 s left (a per-run average would say 15 s)
+    assert progress[1].endswith("about 0m11s left at this pace")
 
     # a failure stops the comparison: the runs not started yet are cancelled (the one worker may
     # already have taken the next run when the failure is seen; that run lasts 2 s, long enough for

@@ -17,8 +17,8 @@ is the system (never the test set). Its test outputs are scored with ``fairseq-w
 with paired-bootstrap p-values against fairseq ``lstm`` on the same vocabulary.
 
 Time on a 2-core CPU machine (two systems at a time, one thread each; see docs/RESULTS.md):
-simplification ~2.5 h (11 systems x 2 epochs; 2 h 23 min on an idle machine, training 13-36 min
-per word or sentencepiece system, 38 min for the character transformer), summarization
+simplification ~2 h (11 systems x 2 epochs; 2 h 02 min on an idle machine, training 10-32 min
+per word or sentencepiece system, 37 min for the character transformer), summarization
 ~25-35 min (5 x 3 epochs of the 10k Gigaword sample), translation ~1 h (5 x 2 epochs of Multi30k).
 ``--runs`` runs a part; finished systems are reused. ``--tiny`` (CI): 1-3 min.
 
@@ -593,8 +593,8 @@ def run_one(args, recipe, i, system, variant):
 
 # Launch order: the longest runs first (LPT scheduling), so that a comparison does not end with one
 # long run on one core while the other idles. Expected cost of a run, relative to fairseq `lstm` on
-# a word vocabulary: system factor x vocabulary factor, from the simplification comparison of
-# docs/RESULTS.md (idle 2-core machine, train minutes: char_transformer 38, word_attn_gated 30 on
+# a word vocabulary: system factor x vocabulary factor, from the simplification comparison at
+# commit 45b7574 (idle 2-core machine, train minutes: char_transformer 38, word_attn_gated 30 on
 # words and 36 on sentencepiece, lstm 21 / 18, core_copy 19 / 26, transformer 18 / 15, wean_lstm
 # 15 / 13). Only the order matters; the tables keep the task's order.
 EXPECTED_SYSTEM_COST = {"char_transformer": 1.8, "word_attn_gated": 1.6, "lstm": 1.0, "core_copy": 0.95,

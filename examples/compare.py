@@ -277,10 +277,9 @@ def train_command(args, recipe, system, variant, run_dir):
 # allocation above 32 MiB with a fresh mmap and unmaps it on free, so each training step
 # page-faults its largest tensors anew (the B*T x V logits and their gradient, a V x 256 Adam
 # temporary for every embedding and output matrix). Keeping freed memory in the heap changes no
-# number (the same operations run on the same values) and made fairseq-train faster on this
-# 2-core machine: lstm on the word data 1330 -> 1530 target tokens/s, identical losses (two runs
-# side by side, 300 updates); word_attn_gated's training step 755 -> 665 ms. Values already set
-# in the environment win.
+# number (the same operations run on the same values) and made every system's training 3-23%
+# faster in the simplification comparison (docs/RESULTS.md: fairseq lstm on words 21m23s ->
+# 18m07s, same losses and scores). Values already set in the environment win.
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(4 << 30), "MALLOC_TRIM_THRESHOLD_": str(64 << 30)}
 
 

@@ -319,8 +319,8 @@ def test_longest_runs_are_launched_first_and_tables_keep_the_task_order(compare)
     # equal costs keep the task's order; an unknown system counts as fairseq lstm
     assert compare.launch_order([("lstm", "word"), ("new_arch", "word")]) == [0, 1]
     assert compare.launch_order([("wean_lstm", "word"), ("new_arch", "word")]) == [1, 0]
-    # LPT on two cores, with the minutes (training + decoding) of the run in docs/RESULTS.md,
-    # beats the task's order
+    # LPT on two cores, with the minutes (training + decoding) of the simplification comparison at
+    # commit 45b7574, beats the task's order
     minutes = {("char_transformer", "char"): 43.0, ("word_attn_gated", "word"): 31.4,
                ("word_attn_gated", "spm"): 36.9, ("lstm", "word"): 22.6, ("core_copy", "word-pg"): 19.7,
                ("lstm", "spm"): 19.3, ("core_copy", "spm"): 26.6, ("transformer", "word"): 19.6,

@@ -1,0 +1,119 @@
+"""Reading inputs and writing outputs of the project's command-line tools, in one place.
+
+Every tool that reads a user's text file or writes a result goes through here, so that all of
+them agree on what a usable input is and none of them can lose data:
+
+* an input may be a regular file, a named pipe, ``/dev/stdin`` or ``-`` (standard input);
+  a missing path, a directory or an unreadable file is a one-line ``FairseqWeanError``;
+* text is UTF-8; a leading byte-order mark is dropped; a line that is not UTF-8 is an error
+  that names the file and the line;
+* an output is written to a temporary file beside it and renamed over the target only when
+  the whole output was written (``atomic_output``), so a failure leaves the previous file,
+  or none, never a partial one; an output path equal to one of the inputs, a directory, or a
+  path in a directory that does not exist is refused before anything is read or written.
+"""
+import contextlib
+import os
+import sys
+import tempfile
+
+from fairseq_wean.errors import FairseqWeanError
+
+STDIN_NAMES = ("-", "/dev/stdin")
+
+
+def check_input(path, what="input"):
+    """Raise ``FairseqWeanError`` unless ``path`` can be opened for reading.
+
+    Regular files, named pipes and character devices (``/dev/stdin``) are accepted; ``-``
+    means standard input.
+    """
+    if path == "-":
+        return
+    if not os.path.exists(path):
+        raise FairseqWeanError("{} {}: no such file".format(what, path))
+    if os.path.isdir(path):
+        raise FairseqWeanError("{} {} is a directory: give a text file".format(what, path))
+    if not os.access(path, os.R_OK):
+        raise FairseqWeanError("{} {}: permission denied".format(what, path))
+
+
+def _decoded_lines(binary, path, what):
+    for number, raw in enumerate(binary, start=1):
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        try:
+            yield raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as exc:
+            raise FairseqWeanError(
+                "{} {} line {} is not UTF-8 text (byte {} of the line): re-encode the file as "
+                "UTF-8".format(what, path, number, exc.start)
+            ) from None
+
+
+def iter_lines(path, what="input"):
+    """Yield the lines of a UTF-8 text file without their line ends (``\\n``, ``\\r\\n``)."""
+    check_input(path, what)
+    if path == "-":
+        yield from _decoded_lines(sys.stdin.buffer, "standard input", what)
+        return
+    with open(path, "rb") as binary:
+        yield from _decoded_lines(binary, path, what)
+
+
+def read_lines(path, what="input"):
+    """All lines of a UTF-8 text file (see ``iter_lines``), as a list."""
+    return list(iter_lines(path, what))
+
+
+def _same_file(a, b):
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_output(path, inputs=(), what="--out"):
+    """Refuse, before any work is done, an output that would destroy an input or cannot be written."""
+    for given in inputs:
+        if given is not None and given not in STDIN_NAMES and _same_file(path, given):
+            raise FairseqWeanError(
+                "{} {} is also an input ({}): writing it would destroy that input; choose another "
+                "output path".format(what, path, given)
+            )
+    if os.path.isdir(path):
+        raise FairseqWeanError("{} {} is a directory: give a file path".format(what, path))
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise FairseqWeanError(
+            "{} {}: the directory {} does not exist; create it first".format(what, path, parent)
+        )
+    if not os.access(parent, os.W_OK):
+        raise FairseqWeanError("{} {}: the directory {} is not writable".format(what, path, parent))
+
+
+@contextlib.contextmanager
+def atomic_output(path, inputs=(), what="--out", mode="w"):
+    """Open ``path`` for writing through a temporary file that replaces it only on success.
+
+    ``inputs`` are the paths the command reads: an output equal to one of them is refused.
+    On any exception inside the ``with`` block the temporary file is removed and ``path`` is
+    left as it was.
+    """
+    check_output(path, inputs, what)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
+                               dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        if "b" in mode:
+            handle = os.fdopen(fd, mode)
+        else:
+            handle = os.fdopen(fd, mode, encoding="utf-8", newline="\n")
+        with handle:
+            yield handle
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -112,6 +112,10 @@ def atomic_output(path, inputs=(), what="--out", mode="w"):
             handle = os.fdopen(fd, mode, encoding="utf-8", newline="\n")
         with handle:
             yield handle
+        # mkstemp makes the file private (0600); give it the mode a plain open() would have.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -55,6 +55,9 @@ def test_atomic_output_keeps_old_file_on_failure(tmp_path):
     with atomic_output(str(out)) as f:
         f.write("new\n")
     assert out.read_text() == "new\n"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert os.stat(str(out)).st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's private 0600
 
 
 def test_output_equal_to_an_input_is_refused(tmp_path):

@@ -6,6 +6,7 @@ and filtering from the address fragment, and hostile text runs nothing.
 The page is built in-process (``fairseq_wean.cli.report.main``); the browser tests skip only when
 ``chromium`` is not installed (``apt-get install chromium``).
 """
+import argparse
 import json
 import os
 import re
@@ -14,8 +15,10 @@ import subprocess
 from html.parser import HTMLParser
 
 import pytest
+import torch
 
-from conftest import cli
+from conftest import FakeTask, USER_DIR, cli, cli_concurrently, generated_hypotheses, make_dictionary, \
+    random_batch, train_args
 from fairseq_wean.cli import report as report_cli
 from fairseq_wean.cli import score
 from fairseq_wean.errors import FairseqWeanError
@@ -352,3 +355,100 @@ def test_browser_sorts_text_and_filters(page, files):
     assert sorted(visible) == [0, 2, 4] and sorted(hidden) == [1, 3, 5]
     assert row_ids(re.sub(r' hidden=""', "", dom)) == sorted(range(len(SOURCE)), key=lambda i: SOURCE[i])
     assert "3 of 6 shown" in dom
+
+
+# --------------------------------------------------------------------------------------------- gates
+def _core_copy_model(dictionary, tmp_path):
+    from fairseq_wean.models.core_copy import CoreCopyModel, base_architecture
+
+    words = dictionary.symbols[dictionary.nspecial:]
+    table = tmp_path / "table.txt"
+    table.write_text("".join("{}\t{}\t1\n".format(w, words[(7 * i) % len(words)]) for i, w in enumerate(words)))
+    args = argparse.Namespace(arch="core_copy", embed_dim=16, encoder_hidden_size=12, decoder_hidden_size=14,
+                              decoder_out_embed_dim=10, dropout=0.0, core_align_table=str(table), core_topk=2,
+                              core_num_frequent=3)
+    base_architecture(args)
+    torch.manual_seed(0)
+    return CoreCopyModel.build_model(args, FakeTask(dictionary)).eval()
+
+
+def _word_attn_gated_model(dictionary, tmp_path):
+    from fairseq_wean.models.word_attn_gated import WordAttnGatedModel, base_architecture
+
+    args = argparse.Namespace(arch="word_attn_gated", word_attention="gated", encoder_embed_dim=10,
+                              encoder_hidden_size=6, decoder_embed_dim=8, decoder_hidden_size=9,
+                              decoder_out_embed_dim=7, dropout=0.0)
+    base_architecture(args)
+    torch.manual_seed(0)
+    return WordAttnGatedModel.build_model(args, FakeTask(dictionary)).eval()
+
+
+def _single_sentence_gates(model, src_row, pad, tokens, eos):
+    """Reference: the gate of one sentence alone (no padding), read from the decoder's extra output."""
+    src = src_row[src_row.ne(pad)].unsqueeze(0)
+    prev = torch.cat([torch.tensor([eos]), tokens[:-1]]).unsqueeze(0)
+    with torch.no_grad():
+        extra = model(src, torch.tensor([src.size(1)]), prev)[1]
+    if "copy_gate" in extra:
+        return extra["copy_gate"][0][0]  # lambda_t, B x T
+    return extra["gate"][0].mean(dim=-1)  # o_t: B x T x C, mean over units
+
+
+@pytest.mark.parametrize("make_model", [_core_copy_model, _word_attn_gated_model])
+def test_batched_hypothesis_gates_equal_each_sentence_alone(make_model, tmp_path):
+    """Gates read for a batch of hypotheses of different lengths (left-padded sources, right-padded
+    hypotheses) equal those of each sentence decoded alone."""
+    from fairseq_wean.report import gate_lines
+
+    d = make_dictionary(20)
+    model = make_model(d, tmp_path)
+    src_tokens, src_lengths, _, _ = random_batch(d, bsz=4, src_len=7, seed=3)
+    g = torch.Generator().manual_seed(5)
+    hypos = [torch.cat([torch.randint(d.nspecial, len(d), (n,), generator=g), torch.tensor([d.eos()])])
+             for n in (5, 2, 7, 0)]
+    gates = gate_lines.hypothesis_gates(model, {"src_tokens": src_tokens, "src_lengths": src_lengths}, hypos,
+                                        d.pad(), d.eos())
+    assert [len(v) for v in gates] == [len(h) for h in hypos]
+    for i, h in enumerate(hypos):
+        expected = _single_sentence_gates(model, src_tokens[i], d.pad(), h, d.eos())
+        assert torch.allclose(gates[i], expected, atol=1e-5), (i, gates[i], expected)
+        assert bool(((gates[i] > 0) & (gates[i] < 1)).all())
+
+
+def test_generate_print_gates_writes_g_lines_the_report_shows(data_bin, tmp_path):
+    """fairseq-generate --print-gates on a trained word_attn_gated checkpoint: one G- line per sentence,
+    as long as its P- line, equal to the checkpoint's gates on that hypothesis; without the option
+    the log is unchanged. The report shows them on hover."""
+    from fairseq import checkpoint_utils
+
+    save = tmp_path / "ck"
+    cli("fairseq-train", *train_args(data_bin, save, "word_attn_gated", "--encoder-embed-dim", 16,
+                                     "--encoder-hidden-size", 16, "--decoder-embed-dim", 16,
+                                     "--decoder-hidden-size", 16, "--dropout", 0.0, epochs=1))
+    gen = [data_bin, "--user-dir", USER_DIR, "--path", save / "checkpoint_best.pt", "--gen-subset", "test",
+           "--beam", 3, "--cpu", "--batch-size", 5]
+    with_gates, without = cli_concurrently([("fairseq-generate", gen + ["--print-gates"]), ("fairseq-generate", gen)])
+    assert "G-" not in without.stdout
+    assert [line for line in with_gates.stdout.splitlines() if not line.startswith("G-")] == \
+        without.stdout.splitlines()
+    lines = with_gates.stdout.splitlines()
+    tables = build.parse_token_lines(lines)
+    hyps = generated_hypotheses(with_gates.stdout)
+    sources = dict((int(line[2:].split("\t")[0]), line.split("\t", 1)[1]) for line in lines if line.startswith("S-"))
+    assert sorted(tables["G"]) == sorted(hyps) == list(range(13))
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(save / "checkpoint_best.pt")],
+                                                                    arg_overrides={"data": str(data_bin)})
+    model, d = models[0].eval(), task.target_dictionary
+    for sid, gates in tables["G"].items():
+        assert len(gates) == len(tables["P"][sid]) == len(hyps[sid].split()) + 1
+        src = d.encode_line(sources[sid], add_if_not_exist=False).long()
+        hyp = d.encode_line(hyps[sid], add_if_not_exist=False).long()
+        expected = _single_sentence_gates(model, src, d.pad(), hyp, d.eos())
+        assert gates == pytest.approx(expected.tolist(), abs=6e-5)  # printed with 4 decimals
+    log = tmp_path / "gen.log"
+    log.write_text(with_gates.stdout)
+    page = tmp_path / "page.html"
+    report_cli.main(["--sys", str(log), "--out", str(page), "--metrics", "bleu"])
+    first = hyps[0].split()[0]
+    assert re.search(r'\| log2 p = {:.4f} \| gate = {:.4f}">{}</span>'.format(
+        tables["P"][0][0], tables["G"][0][0], re.escape(first)), page.read_text())

@@ -100,11 +100,11 @@ def _bins(values_lists, integer, max_bins=20):
 
 
 def histogram_svg(title, series, integer):
-    """Grouped-bar histogram as inline SVG. ``series``: [(name, values)], shared bins; every bar
-    has a ``<title>`` with its count."""
-    bins, label = _bins([v for _, v in series], integer)
+    """Grouped-bar histogram as inline SVG. ``series``: [(name, colour, values)], shared bins;
+    every bar has a ``<title>`` with its count."""
+    bins, label = _bins([v for _, _, v in series], integer)
     counts = []
-    for _, values in series:
+    for _, _, values in series:
         c = [0] * len(bins)
         for v in values:
             # v / width, not v // width: 0.5 // 0.1 is 4.0 in floating point
@@ -127,20 +127,19 @@ def histogram_svg(title, series, integer):
            '<text x="{}" y="{}" text-anchor="end" class="h-axis">0</text>'.format(left - 4, top + plot_h)]
     for b, (lo, hi) in enumerate(bins):
         x0 = left + 5 + b * group_w
-        for s, (name, _) in enumerate(series):
+        for s, (name, colour, _) in enumerate(series):
             count = counts[s][b]
             h = plot_h * count / peak
             out.append('<rect x="{}" y="{:.1f}" width="{}" height="{:.1f}" fill="{}"><title>{}: {} in {}'
-                       '</title></rect>'.format(x0 + s * bar_w, top + plot_h - h, bar_w - 1, h,
-                                                SERIES_COLOURS[s % len(SERIES_COLOURS)], esc(name), count,
-                                                esc(label(lo, hi))))
+                       '</title></rect>'.format(x0 + s * bar_w, top + plot_h - h, bar_w - 1, h, colour,
+                                                esc(name), count, esc(label(lo, hi))))
         if b % label_every == 0:
             out.append('<text x="{}" y="{}" class="h-axis">{}</text>'.format(
                 x0, top + plot_h + 14, esc(label(lo, hi))))
-    for s, (name, _) in enumerate(series):
+    for s, (name, colour, _) in enumerate(series):
         y = top + plot_h + 34 + 16 * s
         out.append('<rect x="{}" y="{}" width="10" height="10" fill="{}"/><text x="{}" y="{}" class="h-axis">'
-                   '{}</text>'.format(left, y - 9, SERIES_COLOURS[s % len(SERIES_COLOURS)], left + 14, y, esc(name)))
+                   '{}</text>'.format(left, y - 9, colour, left + 14, y, esc(name)))
     out.append("</svg>")
     return "".join(out)
 
@@ -197,13 +196,15 @@ def render_sentence_table(report):
 
 
 def render_histograms(report):
-    systems = report["systems"]
-    lengths = [("source", report["source_lengths"]), ("reference 1", report["ref_lengths"])]
-    ratios = [("reference 1", [r / s if s else 0.0 for r, s in zip(report["ref_lengths"], report["source_lengths"])])]
+    systems, colours = report["systems"], SERIES_COLOURS  # a series keeps its colour in both plots
+    lengths = [("source", colours[0], report["source_lengths"]), ("reference 1", colours[1], report["ref_lengths"])]
+    ratios = [("reference 1", colours[1],
+               [r / s if s else 0.0 for r, s in zip(report["ref_lengths"], report["source_lengths"])])]
     for k, s in enumerate(systems):
-        lengths.append((s["name"], [sum(1 for _, c in o["outputs"][k]["segments"] if c is not None)
-                                    for o in report["sentences"]]))
-        ratios.append((s["name"], [o["outputs"][k]["scores"]["len_ratio"] for o in report["sentences"]]))
+        colour = colours[2 + k % (len(colours) - 2)]
+        lengths.append((s["name"], colour, [sum(1 for _, c in o["outputs"][k]["segments"] if c is not None)
+                                            for o in report["sentences"]]))
+        ratios.append((s["name"], colour, [o["outputs"][k]["scores"]["len_ratio"] for o in report["sentences"]]))
     unit = "characters" if report["rouge_chars"] else "tokens"
     return (histogram_svg("length ({})".format(unit), lengths, integer=True)
             + histogram_svg("compression ratio (output {0} / source {0})".format(unit), ratios, integer=False))

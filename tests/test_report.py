@@ -452,3 +452,28 @@ def test_generate_print_gates_writes_g_lines_the_report_shows(data_bin, tmp_path
     first = hyps[0].split()[0]
     assert re.search(r'\| log2 p = {:.4f} \| gate = {:.4f}">{}</span>'.format(
         tables["P"][0][0], tables["G"][0][0], re.escape(first)), page.read_text())
+
+
+def test_histograms_count_every_sentence_in_its_bin(page):
+    report, html_text = page
+    svgs = html_text.split('<svg class="hist"')[1:]
+    assert len(svgs) == 2  # lengths, compression ratios
+
+    def bars(svg):
+        out = {}
+        for name, count, lo, hi in re.findall(r"<title>([^<]*): (\d+) in ([\d.]+)(?:-([\d.]+))?</title>", svg):
+            out.setdefault(name.split(" ")[0], []).append((int(count), float(lo), float(hi or lo)))
+        return out
+
+    lengths, ratios = bars(svgs[0]), bars(svgs[1])
+    assert sorted(lengths) == sorted(["source", "reference", "system", "B&quot;&gt;&lt;img"])
+    for name, sentences in (("source", SOURCE), ("system", SYS_A)):
+        assert sum(c for c, _, _ in lengths[name]) == len(SOURCE)
+        for n_tokens in {len(s.split()) for s in sentences}:  # integer bins: lo..hi inclusive
+            expected = sum(len(s.split()) == n_tokens for s in sentences)
+            assert [c for c, lo, hi in lengths[name] if lo <= n_tokens <= hi] == [expected]
+    ratios_b = [len(h.split()) / len(s.split()) for h, s in zip(SYS_B, SOURCE)]
+    bins_b = ratios["B&quot;&gt;&lt;img"]
+    assert sum(c for c, _, _ in bins_b) == len(SYS_B)
+    assert [c for c, _, _ in bins_b] == [sum(lo <= r + 1e-9 < hi for r in ratios_b) for _, lo, hi in bins_b]
+    assert min(ratios_b) < max(ratios_b) < bins_b[-1][2]  # several bins used, the last covers the largest

@@ -94,7 +94,7 @@ def _bins(values_lists, integer, max_bins=20):
             "{}".format(lo) if hi - lo == 1 else "{}-{}".format(lo, hi - 1))
     top = max(top, 1.0)
     width = max(0.1, math.ceil(top / max_bins * 10) / 10)
-    n = int(top // width) + 1
+    n = int(math.floor(top / width + 1e-9)) + 1  # the largest value gets a bin [lo, hi) of its own
     return [(round(i * width, 6), round((i + 1) * width, 6)) for i in range(n)], lambda lo, hi: (
         "{:.1f}-{:.1f}".format(lo, hi))
 

@@ -204,6 +204,8 @@ def test_token_classes_by_hand():
                         (" ", None), ("cat", "copied"), (" ", None), ("zorg", "invented"), (" ", None),
                         ("UNK", "unk"), (" ", None), ("dog", "generated")]
     assert deleted == ["sat", "on", "mat"]  # "the" twice in source and output: nothing deleted
+    _, deleted = build.classify_tokens("the cat", "the cat sat on the mat", [])
+    assert deleted == ["sat", "on", "the", "mat"]  # "the" twice in the source, once in the output
     # characters (--rouge-chars): ASCII runs stay whole, every other character is a unit
     segments, deleted = build.classify_tokens("我爱 NLP 猫", "我爱北京", ["我 爱 猫"], chars=True)
     assert [s for s in segments if s[1]] == [("我", "copied"), ("爱", "copied"), ("NLP", "invented"),

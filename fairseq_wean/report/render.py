@@ -2,9 +2,9 @@
 
 The page is one self-contained file: CSS, script and the histograms (SVG) are inline and it
 loads nothing. Every text that comes from the inputs (sentences, file names, system names) is
-written through :func:`esc` (element content and attribute values; the script reads data
-only from the DOM, no input text is ever put inside ``<script>``), so a sentence such as ``<script>...`` or ``"><img onerror=...>`` is
-shown as text and runs nothing.
+written through :func:`esc` (element content and attribute values), and no input text is ever
+put inside ``<script>`` (the script reads its data from the DOM), so a sentence such as
+``<script>...`` or ``"><img onerror=...>`` is shown as text and runs nothing.
 
 The sentence table is sorted by clicking a column header; ``#sort=KEY&order=desc&filter=TEXT`` in
 the page's address sorts and filters on load (column keys: ``id``, ``source``, ``refs``, then per
@@ -23,6 +23,7 @@ TOKEN_LEGEND = {
     "invented": "invented: in neither the source nor any reference",
     "deleted": "deleted: a source word missing from the output",
 }
+GATE_LABEL = "gate"  # a G- line's value: core_copy's lambda_t or word_attn_gated's mean o_t
 SERIES_COLOURS = ("#7f7f7f", "#bcbd22", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
                   "#e377c2", "#17becf")
 
@@ -178,7 +179,6 @@ def render_sentence_table(report):
         head.append('<th data-key="s{}-out" data-type="text" class="sys">{}</th>'.format(k, esc(s["name"])))
         for c in columns:
             head.append('<th data-key="s{}-{}" data-type="num" class="num">{}</th>'.format(k, c, COLUMN_NAMES[c]))
-    gate_name = "gate"
     rows = []
     for sent in report["sentences"]:
         cells = ['<td class="num" data-v="{0}">{0}</td>'.format(sent["id"]),
@@ -186,7 +186,7 @@ def render_sentence_table(report):
                  '<td class="refs" data-v="{}">{}</td>'.format(
                      esc(sent["refs"][0]), "".join('<div class="ref">{}</div>'.format(esc(r)) for r in sent["refs"]))]
         for output in sent["outputs"]:
-            cells.append(render_output_cell(output, gate_name))
+            cells.append(render_output_cell(output, GATE_LABEL))
             for c in columns:
                 value = output["scores"][c]
                 cells.append('<td class="num" data-v="{}">{:.2f}</td>'.format(_num(value), value))

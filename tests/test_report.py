@@ -340,6 +340,10 @@ def test_browser_sorts_from_the_fragment_and_runs_no_injected_code(page, files):
     expected = sorted(range(len(bleu)), key=lambda i: (-bleu[i], i))
     assert row_ids(dom) == expected
     assert re.search(r'<th data-key="s1-bleu"[^>]*aria-sort="descending"', dom)
+    # the corpus scores the browser shows: the computed values, 2 decimals
+    shown = re.findall(r'data-metric="(\w+)" data-system="(\d)" data-value="[^"]*">([\d.]+)', dom)
+    assert len(shown) == 2 * 3 and all(
+        text == "{:.2f}".format(report["corpus"][int(k)]["values"][m]) for m, k, text in shown if m != "stats")
     # numeric, not text order: len ratio 1.0 sorts after 0.75 ascending
     dom = browser_dom(path, "#sort=s0-len_ratio")
     ratios = [s["outputs"][0]["scores"]["len_ratio"] for s in report["sentences"]]

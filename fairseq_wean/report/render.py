@@ -1,0 +1,330 @@
+"""HTML of the ``fairseq-wean-report`` page, from the dict :func:`.build.build_report` returns.
+
+The page is one self-contained file: CSS, script and the histograms (SVG) are inline and it
+loads nothing. Every text that comes from the inputs (sentences, file names, system names) is
+written through :func:`esc` (element content and attribute values), and no input text is ever
+put inside ``<script>`` (the script reads its data from the DOM), so a sentence such as
+``<script>...`` or ``"><img onerror=...>`` is shown as text and runs nothing.
+
+The sentence table is sorted by clicking a column header; ``#sort=KEY&order=desc&filter=TEXT`` in
+the page's address sorts and filters on load (column keys: ``id``, ``source``, ``refs``, then per
+system k ``sK-out`` and ``sK-`` + ``sari``/``rougeL``/``bleu``/``len_ratio``).
+"""
+import html
+import math
+
+from fairseq_wean.report.build import METRIC_NAMES, STATS_NAMES, TOKEN_CLASSES
+
+COLUMN_NAMES = {"sari": "SARI", "rougeL": "ROUGE-L", "bleu": "BLEU", "len_ratio": "len ratio"}
+TOKEN_LEGEND = {
+    "copied": "copied: in the source",
+    "generated": "generated: in a reference, not in the source",
+    "unk": "unknown word <unk>",
+    "invented": "invented: in neither the source nor any reference",
+    "deleted": "deleted: a source word missing from the output",
+}
+GATE_LABEL = "gate"  # a G- line's value: core_copy's lambda_t or word_attn_gated's mean o_t
+SERIES_COLOURS = ("#7f7f7f", "#bcbd22", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                  "#e377c2", "#17becf")
+
+
+def esc(text):
+    """``text`` safe in HTML element content and in a double- or single-quoted attribute."""
+    return html.escape(str(text), quote=True)
+
+
+def _num(value):
+    """A float as a data attribute: the exact value (repr), so tests compare without rounding."""
+    return repr(float(value))
+
+
+def _token_title(cls, positional, gates, index, gate_name):
+    parts = [TOKEN_LEGEND[cls]]
+    if positional is not None:
+        parts.append("log2 p = {:.4f}".format(positional[index]))
+    if gates is not None:
+        parts.append("{} = {:.4f}".format(gate_name, gates[index]))
+    return " | ".join(parts)
+
+
+def render_output_cell(output, gate_name):
+    """One system's output: coloured tokens (hover: class, P- score, gate) and its deletions."""
+    segments, positional, gates = output["segments"], output["positional"], output["gates"]
+    n_units = sum(1 for _, cls in segments if cls is not None)
+    # P-/G- lines have one value per target token and </s>; they line up with the page's units
+    # only when the hypothesis was not cut into subwords or characters differently
+    per_token_p = positional if positional is not None and len(positional) == n_units + 1 else None
+    per_token_g = gates if gates is not None and len(gates) == n_units + 1 else None
+    parts, index = [], 0
+    for text, cls in segments:
+        if cls is None:
+            parts.append(esc(text))
+            continue
+        title = _token_title(cls, per_token_p, per_token_g, index, gate_name)
+        parts.append('<span class="tok {}" title="{}">{}</span>'.format(cls, esc(title), esc(text)))
+        index += 1
+    cell_title = []
+    if positional is not None and per_token_p is None:
+        cell_title.append("log2 p per subword: " + " ".join("{:.4f}".format(v) for v in positional))
+    if gates is not None and per_token_g is None:
+        cell_title.append(gate_name + " per subword: " + " ".join("{:.4f}".format(v) for v in gates))
+    if per_token_p is not None or per_token_g is not None:
+        end = ["</s>"]
+        if per_token_p is not None:
+            end.append("log2 p = {:.4f}".format(per_token_p[-1]))
+        if per_token_g is not None:
+            end.append("{} = {:.4f}".format(gate_name, per_token_g[-1]))
+        cell_title.append(" | ".join(end))
+    body = "".join(parts)
+    if output["deleted"]:
+        body += '<div class="deleted-list">deleted: {}</div>'.format(" ".join(
+            '<s class="tok deleted" title="{}">{}</s>'.format(esc(TOKEN_LEGEND["deleted"]), esc(w))
+            for w in output["deleted"]))
+    return '<td class="out" data-v="{}" title="{}">{}</td>'.format(
+        esc(output["text"]), esc("\n".join(cell_title)), body)
+
+
+# ---------------------------------------------------------------------------------------------
+# histograms
+def _bins(values_lists, integer, max_bins=20):
+    top = max([max(v) for v in values_lists if v] + [1])
+    if integer:
+        width = max(1, int(math.ceil((top + 1) / max_bins)))
+        n = int(top // width) + 1
+        return [(i * width, (i + 1) * width) for i in range(n)], lambda lo, hi: (
+            "{}".format(lo) if hi - lo == 1 else "{}-{}".format(lo, hi - 1))
+    top = max(top, 1.0)
+    width = max(0.1, math.ceil(top / max_bins * 10) / 10)
+    n = int(math.floor(top / width + 1e-9)) + 1  # the largest value gets a bin [lo, hi) of its own
+    return [(round(i * width, 6), round((i + 1) * width, 6)) for i in range(n)], lambda lo, hi: (
+        "{:.1f}-{:.1f}".format(lo, hi))
+
+
+def histogram_svg(title, series, integer):
+    """Grouped-bar histogram as inline SVG. ``series``: [(name, colour, values)], shared bins;
+    every bar has a ``<title>`` with its count."""
+    bins, label = _bins([v for _, _, v in series], integer)
+    counts = []
+    for _, _, values in series:
+        c = [0] * len(bins)
+        for v in values:
+            # v / width, not v // width: 0.5 // 0.1 is 4.0 in floating point
+            i = min(len(bins) - 1, int(math.floor(v / (bins[0][1] - bins[0][0]) + 1e-9)))
+            c[i] += 1
+        counts.append(c)
+    peak = max([max(c) for c in counts if c] + [1])
+    group_w, bar_w = 10 + 8 * len(series), 8
+    left, top, plot_h = 40, 24, 160
+    legend_h = 16 * len(series)
+    width = left + group_w * len(bins) + 20
+    height = top + plot_h + 40 + legend_h
+    label_every = max(1, int(math.ceil(max(len(label(lo, hi)) for lo, hi in bins) * 6.5 / group_w)))
+    out = ['<svg class="hist" width="{}" height="{}" role="img" '
+           'aria-label="{}">'.format(width, height, esc(title)),
+           '<text x="{}" y="14" class="h-title">{}</text>'.format(left, esc(title)),
+           '<line x1="{0}" y1="{1}" x2="{0}" y2="{2}" stroke="#444"/>'.format(left, top, top + plot_h),
+           '<line x1="{0}" y1="{1}" x2="{2}" y2="{1}" stroke="#444"/>'.format(left, top + plot_h, width - 10),
+           '<text x="{}" y="{}" text-anchor="end" class="h-axis">{}</text>'.format(left - 4, top + 8, peak),
+           '<text x="{}" y="{}" text-anchor="end" class="h-axis">0</text>'.format(left - 4, top + plot_h)]
+    for b, (lo, hi) in enumerate(bins):
+        x0 = left + 5 + b * group_w
+        for s, (name, colour, _) in enumerate(series):
+            count = counts[s][b]
+            h = plot_h * count / peak
+            out.append('<rect x="{}" y="{:.1f}" width="{}" height="{:.1f}" fill="{}"><title>{}: {} in {}'
+                       '</title></rect>'.format(x0 + s * bar_w, top + plot_h - h, bar_w - 1, h, colour,
+                                                esc(name), count, esc(label(lo, hi))))
+        if b % label_every == 0:
+            out.append('<text x="{}" y="{}" class="h-axis">{}</text>'.format(
+                x0, top + plot_h + 14, esc(label(lo, hi))))
+    for s, (name, colour, _) in enumerate(series):
+        y = top + plot_h + 34 + 16 * s
+        out.append('<rect x="{}" y="{}" width="10" height="10" fill="{}"/><text x="{}" y="{}" class="h-axis">'
+                   '{}</text>'.format(left, y - 9, colour, left + 14, y, esc(name)))
+    out.append("</svg>")
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+def render_corpus_table(report):
+    systems, corpus = report["systems"], report["corpus"]
+    head = "<tr><th>metric</th>{}</tr>".format("".join(
+        '<th title="{}">{}{}</th>'.format(esc(s["path"]), esc(s["name"]), " (baseline for p)" if k == 0 else "")
+        for k, s in enumerate(systems)))
+    rows = []
+    for m in report["metrics"]:
+        keys = [(m + "." + k, STATS_NAMES[k], k) for k in STATS_NAMES] if m == "stats" else [(m, METRIC_NAMES[m], None)]
+        for data_key, name, stat in keys:
+            if m == "sari":
+                name += " ({} mode)".format(report["sari_mode"])
+            cells = []
+            for k, entry in enumerate(corpus):
+                value = entry["values"][m][stat] if stat else entry["values"][m]
+                cell = '<td class="num" data-metric="{}" data-system="{}" data-value="{}">{:.2f}'.format(
+                    esc(data_key), k, _num(value), value)
+                if k > 0 and stat is None and m in entry["p_values"]:
+                    p = entry["p_values"][m]
+                    cell += ' <span class="p{}" data-p="{}">p = {:.4f}</span>'.format(
+                        " sig" if p < 0.05 else "", _num(p), p)
+                cells.append(cell + "</td>")
+            rows.append("<tr><th>{}</th>{}</tr>".format(esc(name), "".join(cells)))
+    return '<table id="corpus-table"><thead>{}</thead><tbody>{}</tbody></table>'.format(head, "".join(rows))
+
+
+def render_sentence_table(report):
+    systems, columns = report["systems"], report["columns"]
+    head = ['<th data-key="id" data-type="num">#</th>', '<th data-key="source" data-type="text">source</th>',
+            '<th data-key="refs" data-type="text">reference{}</th>'.format("s" if report["n_refs"] > 1 else "")]
+    for k, s in enumerate(systems):
+        head.append('<th data-key="s{}-out" data-type="text" class="sys">{}</th>'.format(k, esc(s["name"])))
+        for c in columns:
+            head.append('<th data-key="s{}-{}" data-type="num" class="num">{}</th>'.format(k, c, COLUMN_NAMES[c]))
+    rows = []
+    for sent in report["sentences"]:
+        cells = ['<td class="num" data-v="{0}">{0}</td>'.format(sent["id"]),
+                 '<td class="src" data-v="{0}">{0}</td>'.format(esc(sent["source"])),
+                 '<td class="refs" data-v="{}">{}</td>'.format(
+                     esc(sent["refs"][0]), "".join('<div class="ref">{}</div>'.format(esc(r)) for r in sent["refs"]))]
+        for output in sent["outputs"]:
+            cells.append(render_output_cell(output, GATE_LABEL))
+            for c in columns:
+                value = output["scores"][c]
+                cells.append('<td class="num" data-v="{}">{:.2f}</td>'.format(_num(value), value))
+        rows.append('<tr data-id="{}">{}</tr>'.format(sent["id"], "".join(cells)))
+    return ('<table id="sentence-table"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>'.format(
+        "".join(head), "\n".join(rows)))
+
+
+def render_histograms(report):
+    systems, colours = report["systems"], SERIES_COLOURS  # a series keeps its colour in both plots
+    lengths = [("source", colours[0], report["source_lengths"]), ("reference 1", colours[1], report["ref_lengths"])]
+    ratios = [("reference 1", colours[1],
+               [r / s if s else 0.0 for r, s in zip(report["ref_lengths"], report["source_lengths"])])]
+    for k, s in enumerate(systems):
+        colour = colours[2 + k % (len(colours) - 2)]
+        lengths.append((s["name"], colour, [sum(1 for _, c in o["outputs"][k]["segments"] if c is not None)
+                                            for o in report["sentences"]]))
+        ratios.append((s["name"], colour, [o["outputs"][k]["scores"]["len_ratio"] for o in report["sentences"]]))
+    unit = "characters" if report["rouge_chars"] else "tokens"
+    return (histogram_svg("length ({})".format(unit), lengths, integer=True)
+            + histogram_svg("compression ratio (output {0} / source {0})".format(unit), ratios, integer=False))
+
+
+def render_page(report):
+    n, k = len(report["sentences"]), len(report["systems"])
+    legend = "".join('<span class="tok {0}">{0}</span> {1} '.format(c, esc(TOKEN_LEGEND[c].split(": ")[-1]))
+                     for c in TOKEN_CLASSES)
+    has_log = any(s["is_log"] for s in report["systems"])
+    hover = ("Hover a token for its class, and for outputs read from a fairseq-generate log its log2 "
+             "probability (P- line) and, where the log has G- lines, its gate value.") if has_log else (
+             "Hover a token for its class.")
+    p_note = ("p: two-sided paired bootstrap against {}, {} resamples, as fairseq-wean-score --compare-to; "
+              "bold when p &lt; 0.05.").format(esc(report["systems"][0]["name"]), report["bootstrap_samples"])
+    return "".join([
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<title>fairseq-wean report: {} sentences, {} system{}</title>".format(n, k, "s" if k > 1 else ""),
+        "<style>", CSS, "</style></head><body>",
+        "<h1>fairseq-wean report</h1>",
+        '<p class="inputs">{} sentences, {} reference{} per sentence; systems: {}</p>'.format(
+            n, report["n_refs"], "s" if report["n_refs"] > 1 else "",
+            ", ".join("<b>{}</b> ({})".format(esc(s["name"]), esc(s["path"])) for s in report["systems"])),
+        "<h2>Corpus scores</h2>", render_corpus_table(report), '<p class="note">{}</p>'.format(p_note),
+        '<h2>Lengths</h2><div class="hists">', render_histograms(report), "</div>",
+        '<h2>Sentences</h2><p class="legend">{}</p><p class="note">{} Click a column header to sort.</p>'.format(
+            legend, esc(hover)),
+        '<p><input id="filter" type="search" placeholder="filter sentences (any text in the row)" size="50"> '
+        '<span id="shown">{0} of {0} shown</span></p>'.format(n),
+        render_sentence_table(report),
+        "<script>", SCRIPT, "</script></body></html>\n",
+    ])
+
+
+CSS = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1em 2em; color: #222; }
+table { border-collapse: collapse; }
+th, td { border: 1px solid #ccc; padding: 3px 6px; vertical-align: top; }
+#corpus-table td.num { text-align: right; }
+td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+.p { color: #666; font-size: 85%; } .p.sig { color: #000; font-weight: bold; }
+#sentence-table th { position: sticky; top: 0; background: #eee; cursor: pointer; }
+#sentence-table th[aria-sort=ascending]::after { content: " \\25B2"; }
+#sentence-table th[aria-sort=descending]::after { content: " \\25BC"; }
+td.src, td.refs, td.out { max-width: 28em; }
+.ref + .ref { border-top: 1px dotted #ccc; }
+.tok { border-radius: 2px; padding: 0 1px; }
+.tok.copied { background: #dbe9f6; } .tok.generated { background: #c7ecc7; }
+.tok.unk { background: #ffb347; font-weight: bold; } .tok.invented { background: #f7b6b6; }
+.tok.deleted { color: #a00; text-decoration: line-through; }
+.deleted-list { color: #777; font-size: 85%; margin-top: 2px; }
+.legend .tok { margin-left: 1em; }
+.note { color: #555; font-size: 90%; }
+.hists svg { margin-right: 2em; vertical-align: top; }
+.h-title { font-weight: bold; font-size: 13px; } .h-axis { font-size: 10px; fill: #333; }
+tr[hidden] { display: none; }
+"""
+
+SCRIPT = r"""
+(function () {
+  "use strict";
+  var table = document.getElementById("sentence-table");
+  var tbody = table.tBodies[0];
+  var headers = Array.prototype.slice.call(table.tHead.rows[0].cells);
+  var filterBox = document.getElementById("filter");
+  var shown = document.getElementById("shown");
+  var state = {key: null, desc: false, filter: ""};
+
+  function compareRows(idx, numeric, desc) {
+    return function (a, b) {
+      var x = a.cells[idx].getAttribute("data-v"), y = b.cells[idx].getAttribute("data-v");
+      var c = numeric ? parseFloat(x) - parseFloat(y) : x.localeCompare(y);
+      if (desc) { c = -c; }
+      if (c === 0) { c = parseInt(a.getAttribute("data-id"), 10) - parseInt(b.getAttribute("data-id"), 10); }
+      return c;
+    };
+  }
+
+  function sortBy(key, desc) {
+    var th = headers.filter(function (h) { return h.getAttribute("data-key") === key; })[0];
+    if (!th) { return; }
+    var rows = Array.prototype.slice.call(tbody.rows);
+    rows.sort(compareRows(th.cellIndex, th.getAttribute("data-type") === "num", desc));
+    rows.forEach(function (r) { tbody.appendChild(r); });
+    headers.forEach(function (h) { h.removeAttribute("aria-sort"); });
+    th.setAttribute("aria-sort", desc ? "descending" : "ascending");
+    state.key = key; state.desc = desc;
+  }
+
+  function applyFilter(text) {
+    var q = text.toLowerCase(), n = 0;
+    Array.prototype.forEach.call(tbody.rows, function (r) {
+      var hide = q !== "" && r.textContent.toLowerCase().indexOf(q) < 0;
+      r.hidden = hide;
+      if (!hide) { n += 1; }
+    });
+    shown.textContent = n + " of " + tbody.rows.length + " shown";
+    state.filter = text;
+  }
+
+  function saveState() {
+    var params = new URLSearchParams();
+    if (state.key) { params.set("sort", state.key); if (state.desc) { params.set("order", "desc"); } }
+    if (state.filter) { params.set("filter", state.filter); }
+    try { history.replaceState(null, "", "#" + params.toString()); } catch (e) { /* file:// in some browsers */ }
+  }
+
+  headers.forEach(function (th) {
+    th.addEventListener("click", function () {
+      var key = th.getAttribute("data-key");
+      sortBy(key, state.key === key ? !state.desc : false);
+      saveState();
+    });
+  });
+  filterBox.addEventListener("input", function () { applyFilter(filterBox.value); saveState(); });
+
+  var params = new URLSearchParams(location.hash.replace(/^#/, ""));
+  if (params.get("filter")) { filterBox.value = params.get("filter"); applyFilter(filterBox.value); }
+  if (params.get("sort")) { sortBy(params.get("sort"), params.get("order") === "desc"); }
+  document.body.setAttribute("data-ready", "1");
+})();
+"""

@@ -61,10 +61,6 @@ def main(argv=None):
     page = render.render_page(report)
     with textio.atomic_output(args.out, inputs) as f:
         f.write(page)
-    # the temporary file behind atomic_output is private (0600); a page is for sharing: umask's mode
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(args.out, 0o666 & ~umask)
     print("{}: {} sentences, {} system(s) -> {}".format(PROG, len(orig), len(systems), args.out))
     return report
 

@@ -15,7 +15,6 @@ Bad input ends with one line ``fairseq-wean-report: error: ...`` and exit status
 written to a temporary file and renamed, so an existing page is never left half-written.
 """
 import argparse
-import os
 import sys
 
 from fairseq_wean import textio

@@ -8,4 +8,4 @@ from fairseq_wean import compat, errors
 errors.install_excepthook()
 compat.apply()
 
-from fairseq_wean import criterions, models, scoring  # noqa: E402,F401  (registration)
+from fairseq_wean import criterions, models, scoring, tasks  # noqa: E402,F401  (registration)

@@ -49,7 +49,6 @@ from argparse import Namespace
 from dataclasses import dataclass, field
 from typing import Optional
 
-import numpy as np
 import torch
 from fairseq import utils
 from fairseq.data import encoders
@@ -77,6 +76,9 @@ SARI_KEYS = tuple(
 )
 ROUGE_SUM_KEYS = {t: "_{}_sum".format(t) for t in ROUGE_TYPES}
 SENTENCES_KEY = "_eval_sentences"
+BLEU_KEYS = ["_bleu_sys_len", "_bleu_ref_len"] + [
+    "_bleu_{}_{}".format(kind, i) for i in range(EVAL_BLEU_ORDER) for kind in ("counts", "totals")
+]
 # which flag logs which metric (for --best-checkpoint-metric)
 METRIC_FLAGS = dict({"bleu": "eval_bleu", "sari": "eval_sari"}, **{t: "eval_rouge" for t in ROUGE_TYPES})
 
@@ -235,7 +237,7 @@ class TranslationWithMetricsTask(TranslationTask):
                 bleu = sacrebleu.corpus_bleu(hyps, ref_streams)
             out["_bleu_sys_len"] = bleu.sys_len
             out["_bleu_ref_len"] = bleu.ref_len
-            for i in range(EVAL_BLEU_ORDER):  # fairseq's keys: TranslationTask.reduce_metrics scores them
+            for i in range(EVAL_BLEU_ORDER):  # fairseq's keys
                 out["_bleu_counts_" + str(i)] = bleu.counts[i]
                 out["_bleu_totals_" + str(i)] = bleu.totals[i]
         out[SENTENCES_KEY] = len(hyps)
@@ -249,7 +251,10 @@ class TranslationWithMetricsTask(TranslationTask):
         return out
 
     def reduce_metrics(self, logging_outputs, criterion):
-        super().reduce_metrics(logging_outputs, criterion)  # loss, and BLEU from fairseq's keys
+        # FairseqTask's, not TranslationTask's: fairseq logs BLEU's counts as numpy arrays, and a
+        # numpy array in a checkpoint's saved meters is refused by the plugin's weights-only
+        # checkpoint loader; every statistic here is one scalar meter instead.
+        FairseqTask.reduce_metrics(self, logging_outputs, criterion)
         if not any(SENTENCES_KEY in log for log in logging_outputs):
             return  # training steps, or validation without decoding
 
@@ -258,18 +263,37 @@ class TranslationWithMetricsTask(TranslationTask):
             return value.item() if torch.is_tensor(value) else value  # tensors after a distributed sum
 
         # log_scalar with the default weight 1 adds up the batches' values in meter.sum
-        metrics.log_scalar(SENTENCES_KEY, total(SENTENCES_KEY))
+        keys = [SENTENCES_KEY]
+        if self.cfg.eval_bleu:
+            keys += BLEU_KEYS
+            metrics.log_derived("bleu", _bleu_from_meters)
         if self.cfg.eval_sari:
+            keys += SARI_KEYS
             mode = self.cfg.eval_sari_mode
-            metrics.log_scalar("_sari_stats", np.array([total(k) for k in SARI_KEYS], dtype=np.float64))
             metrics.log_derived(
-                "sari", lambda meters: sari_lib.sari_from_stats(meters["_sari_stats"].sum.tolist(), mode=mode)
+                "sari", lambda meters: sari_lib.sari_from_stats([meters[k].sum for k in SARI_KEYS], mode=mode)
             )
         if self.cfg.eval_rouge:
             for t in ROUGE_TYPES:
-                metrics.log_scalar(ROUGE_SUM_KEYS[t], total(ROUGE_SUM_KEYS[t]))
+                keys.append(ROUGE_SUM_KEYS[t])
                 metrics.log_derived(t, lambda meters, t=t: _mean(meters[ROUGE_SUM_KEYS[t]].sum,
                                                                  meters[SENTENCES_KEY].sum))
+        for key in keys:
+            metrics.log_scalar(key, total(key))
+
+
+def _bleu_from_meters(meters):
+    """fairseq's --eval-bleu score (TranslationTask.reduce_metrics): sacrebleu, exp smoothing, 2 decimals."""
+    from sacrebleu.metrics import BLEU
+
+    bleu = BLEU.compute_bleu(
+        correct=[meters["_bleu_counts_" + str(i)].sum for i in range(EVAL_BLEU_ORDER)],
+        total=[meters["_bleu_totals_" + str(i)].sum for i in range(EVAL_BLEU_ORDER)],
+        sys_len=int(meters["_bleu_sys_len"].sum),
+        ref_len=int(meters["_bleu_ref_len"].sum),
+        smooth_method="exp",
+    )
+    return round(bleu.score, 2)
 
 
 def _mean(total, count):

@@ -29,6 +29,7 @@ setup(
         "textstat",
         "eflomal",
         "matplotlib",
+        "tensorboardX",  # fairseq-train --tensorboard-logdir
     ],
     extras_require={"dev": ["pytest"]},
     entry_points={

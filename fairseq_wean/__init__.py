@@ -12,4 +12,4 @@ from fairseq_wean.report import gate_lines  # noqa: E402
 
 gate_lines.install()  # fairseq-generate --print-gates (G- lines for fairseq-wean-report)
 
-from fairseq_wean import criterions, models, scoring  # noqa: E402,F401  (registration)
+from fairseq_wean import criterions, models, scoring, tasks  # noqa: E402,F401  (registration)

@@ -1,0 +1,300 @@
+"""``--task translation_with_metrics``: fairseq's ``translation`` task that also scores SARI and ROUGE
+on every validation, so that ``fairseq-train`` can keep the best checkpoint and stop early on them.
+
+    fairseq-train DATA --user-dir fairseq_wean --task translation_with_metrics \\
+        --eval-sari --eval-rouge --eval-bleu-args '{"beam": 5}' \\
+        --best-checkpoint-metric sari --maximize-best-checkpoint-metric --patience 3 ...
+
+A drop-in for ``--task translation`` (every option of it still applies, checkpoints load with either
+task). ``--eval-sari`` logs ``sari`` and ``--eval-rouge`` logs ``rouge1``, ``rouge2`` and ``rougeL``
+after each validation, beside fairseq's own ``--eval-bleu`` (``bleu``); all three can be on at once.
+
+Decoding is fairseq's ``--eval-bleu`` machinery, and the options keep fairseq's names, because they
+apply to every metric: ``--eval-bleu-args`` (generation arguments as JSON, e.g. the beam),
+``--eval-bleu-remove-bpe``, ``--eval-bleu-detok`` / ``--eval-bleu-detok-args`` and
+``--eval-bleu-print-samples``. Each validation batch is decoded once, whichever metrics are on.
+
+Scores equal :mod:`fairseq_wean.scoring` (``fairseq-wean-score``) on the same strings:
+
+* ``sari``: EASSE's corpus SARI (:mod:`fairseq_wean.scoring.sari`, ``--eval-sari-mode`` chooses
+  ``default``, ``legacy`` or ``paper``). Corpus SARI is a function of 36 counts summed over the
+  sentences (per n-gram order 1-4: correct / system / reference n-grams of ADD, KEEP and DELETE),
+  so each batch logs its summed counts, fairseq adds them over batches and, in distributed
+  training, over ranks (as it adds BLEU's n-gram counts), and the score is computed once from the
+  totals: the same number as one process scoring the whole validation set.
+* ``rouge1``/``rouge2``/``rougeL``: rouge-score F1 x 100 averaged over sentences (Porter stemming;
+  ``--eval-rouge-chars`` for Chinese). Each batch logs the sum of its sentence scores and its
+  number of sentences; the score is total / count.
+
+References: fairseq's binarized validation set holds one target per source, so by default every
+metric (BLEU too) uses that single reference. For multi-reference SARI and ROUGE (TurkCorpus has 8
+references), give ``--eval-refs REF0,REF1,...``: plain text files whose line i is a reference of
+validation sentence i (sentence i = line i of the text that ``fairseq-preprocess`` binarized into
+the validation subset); and ``--eval-orig SRC`` to take SARI's original sentences from a text file
+rather than from the binarized source. Both require a single ``--valid-subset``. These strings are
+used as they are (no BPE removal, no detokenization): give the text ``fairseq-wean-score --refs``
+and ``--orig`` would get.
+
+``<unk>``: as fairseq does for ``--eval-bleu``, an unknown word in the hypothesis never matches
+(it is written ``UNKNOWNTOKENINHYP``), and one in the binarized reference or source is written
+``UNKNOWNTOKENINREF``: the source and the reference are the same data, so an unknown source word
+the reference keeps is still a KEEP, but outputting ``<unk>`` earns nothing.
+
+The logged values are not rounded (fairseq's BLEU is rounded to 2 decimals): checkpoint selection
+and ``--patience`` compare full-precision scores; the log prints 6 significant digits.
+"""
+import json
+import logging
+from argparse import Namespace
+from dataclasses import dataclass, field
+from typing import Optional
+
+import torch
+from fairseq import utils
+from fairseq.data import encoders
+from fairseq.dataclass import ChoiceEnum
+from fairseq.logging import metrics
+from fairseq.tasks import FairseqTask, register_task
+from fairseq.tasks.translation import EVAL_BLEU_ORDER, TranslationConfig, TranslationTask
+from omegaconf import II
+
+from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.scoring import sari as sari_lib
+from fairseq_wean.scoring.metrics import ROUGE_TYPES, rouge_sentence_scores
+from fairseq_wean.textio import read_lines
+
+logger = logging.getLogger(__name__)
+
+# fairseq's --eval-bleu spellings of <unk>: sacrebleu/13a would split "<unk>" into "< unk >"
+HYP_UNK = "UNKNOWNTOKENINHYP"
+DATA_UNK = "UNKNOWNTOKENINREF"
+
+# One logging-output key per SARI sufficient statistic, in sari_lib's layout (statistic x order), so
+# that fairseq's fast stat sync can sum each one across ranks.
+SARI_KEYS = tuple(
+    "_sari_{}_{}".format(name, order + 1) for name in sari_lib.STAT_NAMES for order in range(sari_lib.NGRAM_ORDER)
+)
+ROUGE_SUM_KEYS = {t: "_{}_sum".format(t) for t in ROUGE_TYPES}
+SENTENCES_KEY = "_eval_sentences"
+BLEU_KEYS = ["_bleu_sys_len", "_bleu_ref_len"] + [
+    "_bleu_{}_{}".format(kind, i) for i in range(EVAL_BLEU_ORDER) for kind in ("counts", "totals")
+]
+# which flag logs which metric (for --best-checkpoint-metric)
+METRIC_FLAGS = dict({"bleu": "eval_bleu", "sari": "eval_sari"}, **{t: "eval_rouge" for t in ROUGE_TYPES})
+
+
+@dataclass
+class TranslationWithMetricsConfig(TranslationConfig):
+    eval_sari: bool = field(
+        default=False,
+        metadata={"help": "decode the validation set and log SARI (EASSE's corpus SARI); decoding options "
+                          "are --eval-bleu-args, --eval-bleu-remove-bpe, --eval-bleu-detok"},
+    )
+    eval_sari_mode: ChoiceEnum(sari_lib.MODES) = field(
+        default="default",
+        metadata={"help": "SARI variant, as fairseq-wean-score --sari-mode (default: EASSE's default; "
+                          "legacy: the setting of published TurkCorpus numbers; paper: the paper's equations)"},
+    )
+    eval_rouge: bool = field(
+        default=False,
+        metadata={"help": "decode the validation set and log rouge1, rouge2, rougeL (rouge-score F1 x 100, "
+                          "mean over sentences, Porter stemming)"},
+    )
+    eval_rouge_chars: bool = field(
+        default=False, metadata={"help": "--eval-rouge on characters (Chinese, e.g. LCSTS)"}
+    )
+    eval_refs: Optional[str] = field(
+        default=None,
+        metadata={"help": "comma-separated reference text files, line i = a reference of validation "
+                          "sentence i, used instead of the binarized target by every --eval-* metric "
+                          "(multi-reference SARI/ROUGE/BLEU); needs a single --valid-subset"},
+    )
+    eval_orig: Optional[str] = field(
+        default=None,
+        metadata={"help": "source text file, line i = validation sentence i, used as SARI's original "
+                          "sentences instead of the binarized source; needs a single --valid-subset"},
+    )
+    valid_subset: str = II("dataset.valid_subset")
+    best_checkpoint_metric: str = II("checkpoint.best_checkpoint_metric")
+
+
+@register_task("translation_with_metrics", dataclass=TranslationWithMetricsConfig)
+class TranslationWithMetricsTask(TranslationTask):
+    """``translation`` plus SARI and ROUGE on every validation (see the module docstring)."""
+
+    cfg: TranslationWithMetricsConfig
+
+    def __init__(self, cfg: TranslationWithMetricsConfig, src_dict, tgt_dict):
+        super().__init__(cfg, src_dict, tgt_dict)
+        self._check_options()
+        self.eval_refs = None  # [n_references][n_sentences] strings, from --eval-refs
+        self.eval_orig = None  # [n_sentences] strings, from --eval-orig
+        if cfg.eval_refs:
+            paths = [p for p in cfg.eval_refs.split(",") if p]
+            self.eval_refs = [read_lines(p, "--eval-refs file") for p in paths]
+        if cfg.eval_orig:
+            self.eval_orig = read_lines(cfg.eval_orig, "--eval-orig file")
+
+    @property
+    def decodes_in_validation(self):
+        return bool(self.cfg.eval_bleu or self.cfg.eval_sari or self.cfg.eval_rouge)
+
+    def _check_options(self):
+        """Mistakes that fairseq would only report after the first epoch (a KeyError), or never."""
+        cfg = self.cfg
+        metric = getattr(cfg, "best_checkpoint_metric", None)
+        if isinstance(metric, str) and metric in METRIC_FLAGS and not getattr(cfg, METRIC_FLAGS[metric]):
+            flag = "--" + METRIC_FLAGS[metric].replace("_", "-")
+            raise FairseqWeanError(
+                "--best-checkpoint-metric {} is logged only with {}: add {} (and "
+                "--maximize-best-checkpoint-metric)".format(metric, flag, flag)
+            )
+        if (cfg.eval_refs or cfg.eval_orig) and not self.decodes_in_validation:
+            raise FairseqWeanError(
+                "--eval-refs/--eval-orig are only read by --eval-sari, --eval-rouge or --eval-bleu: add one of them"
+            )
+        subsets = getattr(cfg, "valid_subset", None)
+        if (cfg.eval_refs or cfg.eval_orig) and isinstance(subsets, str) and "," in subsets:
+            raise FairseqWeanError(
+                "--eval-refs/--eval-orig hold the text of one validation subset, but --valid-subset is {}: "
+                "validate on that one subset".format(subsets)
+            )
+        if cfg.eval_refs is not None and not [p for p in cfg.eval_refs.split(",") if p]:
+            raise FairseqWeanError("--eval-refs is empty: give reference files separated by commas")
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        super().load_dataset(split, epoch, combine, **kwargs)
+        if split == self.cfg.train_subset or not self.decodes_in_validation:
+            return
+        n = len(self.datasets[split])
+        files = list(zip(self.cfg.eval_refs.split(","), self.eval_refs)) if self.eval_refs else []
+        if self.eval_orig is not None:
+            files.append((self.cfg.eval_orig, self.eval_orig))
+        for path, lines in files:
+            if len(lines) != n:
+                raise FairseqWeanError(
+                    "{} has {} lines but the validation subset '{}' has {} sentences: give files line-aligned "
+                    "with the text binarized into that subset".format(path, len(lines), split, n)
+                )
+
+    def build_model(self, cfg, from_checkpoint=False):
+        # FairseqTask's, not TranslationTask's: this class builds the generator for every metric
+        model = FairseqTask.build_model(self, cfg, from_checkpoint)
+        if self.decodes_in_validation:
+            detok_args = json.loads(self.cfg.eval_bleu_detok_args)
+            self.tokenizer = encoders.build_tokenizer(Namespace(tokenizer=self.cfg.eval_bleu_detok, **detok_args))
+            gen_args = json.loads(self.cfg.eval_bleu_args)
+            self.sequence_generator = self.build_generator([model], Namespace(**gen_args))
+        return model
+
+    def valid_step(self, sample, model, criterion):
+        loss, sample_size, logging_output = FairseqTask.valid_step(self, sample, model, criterion)
+        if self.decodes_in_validation:
+            origs, hyps, ref_streams = self.decode_validation_batch(self.sequence_generator, sample, model)
+            logging_output.update(self.metric_statistics(origs, hyps, ref_streams))
+        return loss, sample_size, logging_output
+
+    def _to_string(self, dictionary, tokens, unk_string):
+        s = dictionary.string(tokens.int().cpu(), self.cfg.eval_bleu_remove_bpe, unk_string=unk_string)
+        return self.tokenizer.decode(s) if self.tokenizer else s
+
+    def decode_validation_batch(self, generator, sample, model):
+        """Decode a batch: (original sentences, hypotheses, reference streams), all strings.
+
+        ``ref_streams`` has shape [n_references][batch size] (fairseq-wean-score's ``--refs`` layout).
+        """
+        gen_out = self.inference_step(generator, [model], sample, prefix_tokens=None)
+        hyps = [self._to_string(self.tgt_dict, gen_out[i][0]["tokens"], HYP_UNK) for i in range(len(gen_out))]
+        ids = sample["id"].tolist()
+        if self.eval_refs is not None:
+            ref_streams = [[stream[i] for i in ids] for stream in self.eval_refs]
+        else:
+            pad = self.tgt_dict.pad()
+            ref_streams = [[self._to_string(self.tgt_dict, utils.strip_pad(sample["target"][i], pad), DATA_UNK)
+                            for i in range(len(gen_out))]]
+        if self.eval_orig is not None:
+            origs = [self.eval_orig[i] for i in ids]
+        else:
+            src_tokens, pad = sample["net_input"]["src_tokens"], self.src_dict.pad()
+            origs = [self._to_string(self.src_dict, utils.strip_pad(src_tokens[i], pad), DATA_UNK)
+                     for i in range(len(gen_out))]
+        if self.cfg.eval_bleu_print_samples and hyps:
+            logger.info("example source: " + origs[0])
+            logger.info("example hypothesis: " + hyps[0])
+            logger.info("example reference: " + ref_streams[0][0])
+        return origs, hyps, ref_streams
+
+    def metric_statistics(self, origs, hyps, ref_streams):
+        """Summable statistics of one batch, as logging-output entries (scalars only, for fast stat sync)."""
+        out = {}
+        if self.cfg.eval_bleu:
+            import sacrebleu
+
+            # as TranslationTask._inference_with_bleu, with every reference stream
+            if self.cfg.eval_tokenized_bleu:
+                bleu = sacrebleu.corpus_bleu(hyps, ref_streams, tokenize="none")
+            else:
+                bleu = sacrebleu.corpus_bleu(hyps, ref_streams)
+            out["_bleu_sys_len"] = bleu.sys_len
+            out["_bleu_ref_len"] = bleu.ref_len
+            for i in range(EVAL_BLEU_ORDER):  # fairseq's keys
+                out["_bleu_counts_" + str(i)] = bleu.counts[i]
+                out["_bleu_totals_" + str(i)] = bleu.totals[i]
+        out[SENTENCES_KEY] = len(hyps)
+        if self.cfg.eval_sari:
+            rows = sari_lib.corpus_stats(origs, hyps, ref_streams, mode=self.cfg.eval_sari_mode)
+            out.update(zip(SARI_KEYS, sari_lib.sum_stats(rows)))
+        if self.cfg.eval_rouge:
+            per_sentence = rouge_sentence_scores(hyps, ref_streams, ROUGE_TYPES, chars=self.cfg.eval_rouge_chars)
+            for t in ROUGE_TYPES:
+                out[ROUGE_SUM_KEYS[t]] = float(per_sentence[t].sum())
+        return out
+
+    def reduce_metrics(self, logging_outputs, criterion):
+        # FairseqTask's, not TranslationTask's: fairseq logs BLEU's counts as numpy arrays, and a
+        # numpy array in a checkpoint's saved meters is refused by the plugin's weights-only
+        # checkpoint loader; every statistic here is one scalar meter instead.
+        FairseqTask.reduce_metrics(self, logging_outputs, criterion)
+        if not any(SENTENCES_KEY in log for log in logging_outputs):
+            return  # training steps, or validation without decoding
+
+        def total(key):
+            value = sum(log.get(key, 0) for log in logging_outputs)
+            return value.item() if torch.is_tensor(value) else value  # tensors after a distributed sum
+
+        # log_scalar with the default weight 1 adds up the batches' values in meter.sum
+        keys = [SENTENCES_KEY]
+        if self.cfg.eval_bleu:
+            keys += BLEU_KEYS
+            metrics.log_derived("bleu", _bleu_from_meters)
+        if self.cfg.eval_sari:
+            keys += SARI_KEYS
+            mode = self.cfg.eval_sari_mode
+            metrics.log_derived(
+                "sari", lambda meters: sari_lib.sari_from_stats([meters[k].sum for k in SARI_KEYS], mode=mode)
+            )
+        if self.cfg.eval_rouge:
+            for t in ROUGE_TYPES:
+                keys.append(ROUGE_SUM_KEYS[t])
+                metrics.log_derived(t, lambda meters, t=t: _mean(meters[ROUGE_SUM_KEYS[t]].sum,
+                                                                 meters[SENTENCES_KEY].sum))
+        for key in keys:
+            metrics.log_scalar(key, total(key))
+
+
+def _bleu_from_meters(meters):
+    """fairseq's --eval-bleu score (TranslationTask.reduce_metrics): sacrebleu, exp smoothing, 2 decimals."""
+    from sacrebleu.metrics import BLEU
+
+    bleu = BLEU.compute_bleu(
+        correct=[meters["_bleu_counts_" + str(i)].sum for i in range(EVAL_BLEU_ORDER)],
+        total=[meters["_bleu_totals_" + str(i)].sum for i in range(EVAL_BLEU_ORDER)],
+        sys_len=int(meters["_bleu_sys_len"].sum),
+        ref_len=int(meters["_bleu_ref_len"].sum),
+        smooth_method="exp",
+    )
+    return round(bleu.score, 2)
+
+
+def _mean(total, count):
+    return float(total) / count if count > 0 else 0.0

@@ -6,6 +6,7 @@ import pytest
 
 from conftest import REPO
 from fairseq_wean.cli import align_table
+from fairseq_wean.data.align_table import read_table
 
 if REPO not in sys.path:  # preprocess/ is run as `python -m preprocess.X` from the repository
     sys.path.insert(0, REPO)
@@ -40,7 +41,7 @@ def test_cli_writes_top_k_rewrites_per_source_word(corpus):
     # consecutive lines per source word, so that the model's "first k lines" are the best k
     sources = [r[0] for r in rows]
     assert sources == sorted(sources, key=sources.index)
-    assert align_table.read_table(str(out))["big"][0] == "large"
+    assert read_table(str(out))["big"][0] == "large"
 
 
 def test_markers_and_empty_pairs_never_enter_the_table():

@@ -135,7 +135,7 @@ def test_marker_scripts_and_fairseq_dictionary(tmp_path):
     assert (tmp_path / "out").read_text().splitlines() == ["cat", "qux sat", ""]
 
 
-# ------------------------------------------------------------------ fairseq-wean-align-table: outputs never destroy data
+# ------------------------------------------------------------------ align-table outputs never destroy data
 @pytest.fixture(scope="module")
 def refused_runs(tmp_path_factory):
     """Four bad --out values, run as the real console script at once; the inputs are 300 lines.

@@ -302,24 +302,29 @@ def gpu_env(devices):
     return {"CUDA_VISIBLE_DEVICES": devices}
 
 
+# fairseq 0.12's --bf16 implies --tpu (it needs torch_xla), so on GPUs fairseq trains in fp16
+# (--fp16: model.half() with fp32 master weights) or mixed precision (--amp: autocast); the
+# bfloat16 model itself is covered by test_low_precision_forward_is_finite_and_close_to_float32.
+CLI_PRECISIONS = {"fp32": ([], []), "fp16": (["--fp16"], ["--fp16"]), "amp": (["--amp"], [])}
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
-@pytest.mark.parametrize("precision", ["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("precision", list(CLI_PRECISIONS))
 @pytest.mark.parametrize("arch", ARCHS)
 def test_fairseq_train_and_generate_on_one_gpu(arch, precision, data_bin, align_table, tmp_path):  # noqa: F811
-    """fairseq-train (3 epochs) and fairseq-generate on GPU 0, as fairseq runs --fp16 / --bf16."""
-    flags = {"fp32": [], "fp16": ["--fp16"], "bf16": ["--bf16"]}[precision]
+    """fairseq-train (3 epochs) and fairseq-generate on GPU 0, in fp32, --fp16 and --amp."""
+    train_flags, generate_flags = CLI_PRECISIONS[precision]
     save_dir = tmp_path / "ck"
     train = cli("fairseq-train", *distributed_train_args(data_bin, save_dir, arch, align_table,
-                                                         "--max-epoch", 3, *flags), env=gpu_env("0"))
+                                                         "--max-epoch", 3, *train_flags), env=gpu_env("0"))
     log = train.stdout + train.stderr
     assert re.search(r"rank +0: capabilities = .* name = ", log), log[-3000:]  # fairseq saw the GPU
     assert "training on 1 devices" in log
     losses = [float(x) for x in re.findall(r"\| train \| epoch \d+ \| loss ([\d.]+)", log)]
     assert len(losses) == 3 and losses[-1] < losses[0], losses
-    if precision == "fp16":
-        assert "loss_scale=" in log  # fairseq's FP16Optimizer is in use
+    assert ("loss_scale=" in log) == (precision != "fp32")  # fairseq's fp16 / AMP optimizer
     gen = cli("fairseq-generate", data_bin, "--user-dir", USER_DIR, "--path", save_dir / "checkpoint_last.pt",
-              "--gen-subset", "test", "--beam", 3, "--batch-size", 5, *flags, env=gpu_env("0"))
+              "--gen-subset", "test", "--beam", 3, "--batch-size", 5, *generate_flags, env=gpu_env("0"))
     hyps = generated_hypotheses(gen.stdout)
     assert sorted(hyps) == list(range(13)) and any(hyps.values())
 

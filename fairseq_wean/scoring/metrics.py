@@ -214,7 +214,7 @@ def output_stats_from_stats(totals, n):
         invented, sentences_with_invented = totals[4:6]
         out["invented_pct"] = 100.0 * invented / tokens if tokens else 0.0
         out["invented_sent_pct"] = 100.0 * sentences_with_invented / n if n else 0.0
-    return out
+    return {k: float(v) for k, v in out.items()}
 
 
 # ---------------------------------------------------------------------------------------------

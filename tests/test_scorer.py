@@ -500,7 +500,8 @@ def test_score_api_returns_what_the_command_prints(tmp_path, capsys):
                     sari_mode="legacy", compare_to=other, bootstrap_samples=50)
     printed_other = printed.pop("compare_to")
     assert printed_other.pop("file") == files[4]
-    assert got.pop("compare_to") == printed_other
+    assert got.pop("compare_to") == printed_other == score_api(
+        other, sources=srcs, references=[r0, r1], metrics=("sari", "bleu", "rougeL", "stats"), sari_mode="legacy")
     assert got == printed
     assert list(got) == ["sari", "bleu", "rougeL", "stats", "p_values"]
     assert got["sari"] == pytest.approx(sari.corpus_sari(srcs, hyps, [r0, r1], mode="legacy"))

@@ -6,53 +6,25 @@ PLAN (JSON) names the binarized data, the epoch checkpoints, the validation subs
 references, the test subsets, and the fairseq-generate options. This script
 
 1. decodes the validation sources with every epoch checkpoint and scores them with
-   ``fairseq-wean-score`` (validation curve, WEAN's Figure 2),
+   ``fairseq_wean.scoring.score`` (the scores of ``fairseq-wean-score``; validation curve,
+   WEAN's Figure 2),
 2. picks the epoch with the best validation score (ties: the earliest epoch),
 3. decodes every test subset with that checkpoint (beam search as given, e.g. ``--beam 5``),
    writing the plain outputs and, for word-level data, the outputs after attention-based UNK
    replacement (fairseq's ``--replace-unk`` semantics, see ``replace_unk``),
 4. counts the model's parameters and output-layer parameters,
 
-and writes everything to PLAN["out"] (JSON). fairseq-generate and fairseq-wean-score run
-in-process with their command-line arguments (``fairseq_cli.generate.main``,
-``fairseq_wean.cli.score.main``), so the ~4 s import of torch and fairseq is paid once per
-system instead of once per decode.
+and writes everything to PLAN["out"] (JSON). fairseq-generate runs in-process with its
+command-line arguments (``fairseq_cli.generate.main``) and the scorer is a library call, so the
+~4 s import of torch and fairseq is paid once per system instead of once per decode. Logs are
+read with the project's one generate-log parser (``fairseq_wean.scoring.generate_log``).
 """
-import contextlib
-import io
 import json
 import os
-import re
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository: preprocess
-
-_LINE = re.compile(r"^([HA])-(\d+)\t(.*)$")
-
-
-def parse_generate_log(path):
-    """{id: hypothesis}, {id: [(src_word, tgt_word), ...]} from a fairseq-generate log (first H per id)."""
-    hyps, aligns = {}, {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            m = _LINE.match(line.rstrip("\n"))
-            if not m:
-                continue
-            kind, sid, rest = m.group(1), int(m.group(2)), m.group(3)
-            if kind == "H" and sid not in hyps:
-                hyps[sid] = rest.split("\t", 1)[1] if "\t" in rest else ""
-            elif kind == "A" and sid not in aligns:
-                aligns[sid] = [tuple(int(x) for x in pair.split("-")) for pair in rest.split()]
-    return hyps, aligns
-
-
-def ordered(table, n, path):
-    missing = [i for i in range(n) if i not in table]
-    if missing or len(table) != n:
-        raise RuntimeError("{}: {} of {} sentences missing (e.g. id {}): fairseq-generate must decode every "
-                           "sentence".format(path, len(missing), n, missing[:1]))
-    return [table[i] for i in range(n)]
 
 
 def replace_unk(hyp, src, alignment, unk="<unk>"):
@@ -73,14 +45,17 @@ def replace_unk(hyp, src, alignment, unk="<unk>"):
 
 
 def write_lines(path, lines):
-    with open(path, "w", encoding="utf-8") as f:
+    from fairseq_wean import textio
+
+    with textio.atomic_output(path) as f:
         for line in lines:
             f.write(line + "\n")
 
 
 def read_lines(path):
-    with open(path, encoding="utf-8") as f:
-        return [l.rstrip("\n") for l in f]
+    from fairseq_wean import textio
+
+    return textio.read_lines(path)
 
 
 def generate(plan, ckpt, subset, out_dir, align=False):
@@ -106,16 +81,16 @@ def generate(plan, ckpt, subset, out_dir, align=False):
 
 
 def score(sys_path, spec, metrics, data_root, compare_to=None):
-    """fairseq-wean-score --sys SYS --orig ORIG --refs REFS --metrics M --json, in-process."""
-    from fairseq_wean.cli import score as scorer
+    """The scores of SYS_PATH on a plan's subset (``fairseq_wean.scoring.score``; ``spec["score_args"]``
+    are fairseq-wean-score options such as ``--rouge-chars``)."""
+    from fairseq_wean.scoring import score as score_corpus
+    from fairseq_wean.scoring.scores import options_from_score_args
 
-    argv = ["--sys", sys_path, "--orig", os.path.join(data_root, spec["orig"]),
-            "--refs"] + [os.path.join(data_root, r) for r in spec["refs"]] + ["--metrics", metrics, "--json"]
-    argv += spec.get("score_args", [])
-    if compare_to:
-        argv += ["--compare-to", compare_to]
-    with contextlib.redirect_stdout(io.StringIO()):
-        return scorer.main(argv)
+    return score_corpus(
+        read_lines(sys_path), sources=read_lines(os.path.join(data_root, spec["orig"])),
+        references=[read_lines(os.path.join(data_root, r)) for r in spec["refs"]], metrics=metrics,
+        compare_to=read_lines(compare_to) if compare_to else None,
+        **options_from_score_args(spec.get("score_args", [])))
 
 
 def extract_outputs(log_path, orig_path, out_prefix, with_replace_unk, markers=False):
@@ -124,12 +99,14 @@ def extract_outputs(log_path, orig_path, out_prefix, with_replace_unk, markers=F
     ``markers``: the data use source-position markers ``<unk-N>`` (preprocess.unk_markers),
     mapped back to the source words here.
     """
+    from fairseq_wean.scoring.generate_log import GenerateLog, parse_hard_alignment
+
     src = read_lines(orig_path)
-    hyps, aligns = parse_generate_log(log_path)
-    hyps = ordered(hyps, len(src), log_path)
+    log = GenerateLog.read(log_path)
+    hyps = log.hypotheses(len(src))
     outputs = {"plain": hyps}
     if with_replace_unk:
-        aligns = ordered(aligns, len(src), log_path)
+        aligns = [parse_hard_alignment(a) for a in log.ordered(log.align, len(src), "alignment (A- line)")]
         outputs["replace_unk"] = [replace_unk(h, s, a) for h, s, a in zip(hyps, src, aligns)]
     paths = {}
     for kind, lines in outputs.items():

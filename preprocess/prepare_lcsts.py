@@ -61,21 +61,18 @@ def parse_args(argv=None):
 
 
 def lead_table(out, text_dir, n_values):
-    """Character ROUGE of LEAD-N on the test set, via fairseq-wean-score (in-process)."""
-    import contextlib
-    import io
-
-    from fairseq_wean.cli import score as scorer
+    """Character ROUGE of LEAD-N on the test set (``fairseq_wean.scoring.score``, as fairseq-wean-score
+    --rouge-chars computes it)."""
+    from fairseq_wean.scoring import score
 
     rows = []
     src = read_lines(os.path.join(text_dir, "test." + SRC))
+    ref = read_lines(os.path.join(text_dir, "test." + TGT))
     for n in n_values:
         path = os.path.join(out, "lead{}.test.txt".format(n))
-        write_lines(path, (" ".join(l.split()[:n]) for l in src))
-        with contextlib.redirect_stdout(io.StringIO()):
-            s = scorer.main(["--sys", path, "--orig", os.path.join(text_dir, "test." + SRC),
-                             "--refs", os.path.join(text_dir, "test." + TGT), "--metrics", "rouge1,rouge2,rougeL",
-                             "--rouge-chars", "--json"])
+        lead = [" ".join(l.split()[:n]) for l in src]
+        write_lines(path, lead)
+        s = score(lead, sources=src, references=[ref], metrics=("rouge1", "rouge2", "rougeL"), rouge_chars=True)
         rows.append((n, s))
     lines = ["| system | R-1 | R-2 | R-L |", "|---|---|---|---|"]
     lines += ["| LEAD-{} (characters) | {:.2f} | {:.2f} | {:.2f} |".format(n, s["rouge1"], s["rouge2"], s["rougeL"])

@@ -7,6 +7,7 @@ module); the bad-input cases and one happy path go through the real console scri
 """
 import json
 import os
+import threading
 
 import pytest
 
@@ -15,6 +16,7 @@ from fairseq_wean.cli import score
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.scoring import metrics as M
 from fairseq_wean.scoring import sari
+from fairseq_wean.scoring.generate_log import GenerateLog, parse_hard_alignment
 
 TURK = shared_data_dir("simplification", "turkcorpus")
 DRESS = shared_data_dir("simplification", "system_outputs", "Dress-Ls.tok.low")
@@ -279,16 +281,49 @@ def command_runs(tmp_path_factory):
     src = write(d / "src", ["the fat cat sat on the mat .", "a b c", "the dogs bark loudly ."])
     r0 = write(d / "r0", ["the cat sat on the mat .", "a b", "dogs bark ."])
     r1 = write(d / "r1", ["a cat sat .", "a c", "the dogs bark ."])
-    names = ["missing_ids", "line_counts", "all_metrics"]
+    # 4.-5. two generate logs in one file: with their summary lines, and as bare sentence lines
+    two_logs = d / "two.out"
+    two_logs.write_text(GEN_LOG + GEN_LOG, encoding="utf-8")
+    bare = "".join(l + "\n" for l in GEN_LOG.splitlines() if l[:2] in ("S-", "T-", "H-"))
+    two_bare = d / "two_bare.out"
+    two_bare.write_text(bare + bare, encoding="utf-8")
+    # 6. byte-order marks on --sys and --orig (Windows editors write them)
+    ref_bom = write(d / "ref_bom", ["the cat sat on the mat .", "dogs bark ."])
+    (d / "hyp_bom").write_bytes(b"\xef\xbb\xbfthe cat sat on the mat .\ndogs bark .\n")
+    (d / "src_bom").write_bytes(b"\xef\xbb\xbfthe cat sat on the mat .\ndogs bark .\n")
+    # 7. --sys from /dev/stdin; 8. --sys a named pipe
+    fifo = d / "fifo"
+    os.mkfifo(str(fifo))
+
+    def feed_fifo():
+        with open(str(fifo), "w", encoding="utf-8") as f:
+            f.write("the cat sat on the mat .\ndogs bark .\n")
+
+    threading.Thread(target=feed_fifo, daemon=True).start()
+    # 9. empty --sys, --orig, --refs
+    empty = write(d / "empty", [])
+    names = ["missing_ids", "line_counts", "all_metrics", "two_logs", "two_bare", "bom", "stdin", "fifo",
+             "empty_bleu", "empty_sari"]
     runs = cli_concurrently([
         ("fairseq-wean-score", ["--sys", log, "--orig", src4, "--refs", src4, "--metrics", "bleu"], {"check": False}),
         ("fairseq-wean-score", ["--sys", hyp3, "--orig", hyp3, "--refs", ref2, "--metrics", "bleu,sari"],
          {"check": False}),
         ("fairseq-wean-score", ["--sys", hyp, "--orig", src, "--refs", r0, r1, "--metrics", ",".join(M.METRICS),
                                 "--json"], {"check": False}),
+        ("fairseq-wean-score", ["--sys", two_logs, "--metrics", "bleu"], {"check": False}),
+        ("fairseq-wean-score", ["--sys", two_bare, "--metrics", "bleu"], {"check": False}),
+        ("fairseq-wean-score", ["--sys", d / "hyp_bom", "--orig", d / "src_bom", "--refs", ref_bom,
+                                "--metrics", "bleu,stats", "--json"], {"check": False}),
+        ("fairseq-wean-score", ["--sys", "/dev/stdin", "--refs", ref_bom, "--metrics", "bleu", "--json"],
+         {"check": False, "input": "the cat sat on the mat .\ndogs bark .\n"}),
+        ("fairseq-wean-score", ["--sys", fifo, "--refs", ref_bom, "--metrics", "bleu", "--json"], {"check": False}),
+        ("fairseq-wean-score", ["--sys", empty, "--orig", empty, "--refs", empty, "--metrics", "bleu"],
+         {"check": False}),
+        ("fairseq-wean-score", ["--sys", empty, "--orig", empty, "--refs", empty, empty, "--metrics", "sari"],
+         {"check": False}),
     ])
     out = dict(zip(names, runs))
-    out["log"], out["ref2"] = str(log), ref2
+    out["log"], out["ref2"], out["two_logs_path"] = str(log), ref2, str(two_logs)
     return out
 
 
@@ -305,7 +340,7 @@ def test_other_bad_input_raises_fairseq_wean_error(tmp_path):
     hyp = write(tmp_path / "hyp", ["a b", "c d"])
     with pytest.raises(FairseqWeanError, match="--orig FILE"):
         score.main(["--sys", hyp, "--refs", hyp, "--metrics", "sari"])
-    with pytest.raises(FairseqWeanError, match="not found"):
+    with pytest.raises(FairseqWeanError, match="no such file"):
         score.main(["--sys", str(tmp_path / "nope"), "--refs", hyp, "--metrics", "bleu"])
     with pytest.raises(FairseqWeanError, match="--compare-to"):
         score.main(["--sys", hyp, "--refs", hyp, "--metrics", "bleu", "--compare-to", write(tmp_path / "o", ["a"])])
@@ -316,6 +351,35 @@ def test_other_bad_input_raises_fairseq_wean_error(tmp_path):
         score.main(["--sys", hyp, "--refs", hyp, "--metrics", "bleu,meteor"])
 
 
+def test_concatenated_generate_logs_are_a_one_line_error(command_runs):
+    """Issue 16: `cat gen1.out gen2.out` was scored as the first log, the second ignored."""
+    assert_one_line_error(command_runs["two_logs"], command_runs["two_logs_path"], "more than one run",
+                          "sentence lines after the summary line 17 (line 19: S-2)")
+    assert_one_line_error(command_runs["two_bare"], "more than one run",
+                          "sentence id 2 appears again at line 14 (first at line 1)")
+
+
+def test_byte_order_mark_is_dropped(command_runs):
+    proc = command_runs["bom"]
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["bleu"] == pytest.approx(100.0)  # "\ufeffthe" would not match "the"
+    assert out["stats"]["exact_copy_pct"] == 100.0 and out["stats"]["invented_pct"] == 0.0
+
+
+@pytest.mark.parametrize("name", ["stdin", "fifo"])
+def test_standard_input_and_named_pipes_are_read(command_runs, name):
+    proc = command_runs[name]
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["bleu"] == pytest.approx(100.0)
+
+
+@pytest.mark.parametrize("name", ["empty_bleu", "empty_sari"])
+def test_empty_inputs_are_a_one_line_error(command_runs, name):
+    """Issue 16: empty files gave a TypeError traceback from metrics.py."""
+    assert_one_line_error(command_runs[name], "nothing to score", "are empty")
+
+
 def test_command_json_keys_and_empty_hypothesis(command_runs):
     """The real command: every metric, an empty output line is scored (not a crash)."""
     proc = command_runs["all_metrics"]
@@ -323,7 +387,7 @@ def test_command_json_keys_and_empty_hypothesis(command_runs):
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert list(out) == list(M.METRICS)
     assert all(isinstance(out[m], float) for m in M.METRICS if m != "stats")
-    assert set(out["stats"]) == set(M.STATS_KEYS)
+    assert set(out["stats"]) == set(M.STATS_KEYS) | set(M.INVENTED_KEYS)  # --refs given: invented words too
     assert 0 < out["sari"] < 100 and 0 < out["bleu"] < 100 and 0 < out["rougeL"] < 100
     assert out["stats"]["avg_len"] == pytest.approx(7 / 3)
 
@@ -362,3 +426,129 @@ def test_compare_dress_ls_with_copying_on_turkcorpus(turk, capsys):
     assert out["sari"] == pytest.approx(EASSE_DRESS_LS_LEGACY, abs=0.01)
     assert out["compare_to"]["sari"] == pytest.approx(27.9, abs=0.05)
     assert out["p_values"]["sari"] < 0.01 and out["p_values"]["bleu"] < 0.01
+
+
+# --------------------------------------------------------------------------------------------- generate-log parser
+def test_generate_log_parser_refuses_two_runs():
+    GenerateLog("ok", GEN_LOG.splitlines())  # one run, n-best H- lines of sentence 0 together: fine
+    header = "2026-01-01 12:00:00 | INFO | fairseq_cli.generate | loading model(s) from ck.pt"
+    first = [header, "S-0\ta b", "H-0\t-1.0\ta", "S-1\tc d", "H-1\t-1.0\tc"]
+    GenerateLog("one", first)
+    with pytest.raises(FairseqWeanError, match=r"a second header .* at line 6 \(the first is at line 1\)"):
+        GenerateLog("log", first + [header])  # the second run died before its first sentence: still refused
+    with pytest.raises(FairseqWeanError, match="sentence id 0 appears again at line 6"):
+        GenerateLog("log", first + ["S-0\ta b"])
+    with pytest.raises(FairseqWeanError, match=r"after the summary line 6 \(line 7: H-3\)"):
+        GenerateLog("log", first + ["Generate test with beam=5: BLEU4 = 1.00", "H-3\t-1.0\tx"])
+    log = GenerateLog("log", first + ["A-1\t0-0 1-1", "D-1\t-1.0\tC"])
+    assert log.hypotheses() == ["a", "c"] and log.detok == {1: "C"} and log.src == {0: "a b", 1: "c d"}
+    assert parse_hard_alignment(log.align[1]) == [(0, 0), (1, 1)]
+
+
+# --------------------------------------------------------------------------------------------- invented words
+def test_invented_words_hand_computed():
+    # lowercased on every side; punctuation tokens are words ("!" is invented); "mat." != "mat";
+    # <unk>/UNK are never invented; each occurrence counts
+    assert M.invented_words("The Cat sat on a RUG !", "the cat sat on the mat .", ["a cat sat ."]) == ["rug", "!"]
+    assert M.invented_words("zz zz <unk> UNK mat.", "mat", []) == ["zz", "zz", "mat."]
+    assert M.invented_words("", "a", ["b"]) == []
+    # a word found only in the second reference is not invented
+    assert M.invented_words("x y", "a", ["x", "q y"]) == []
+
+
+def test_invented_words_in_stats(tmp_path, capsys):
+    hyps = ["The Cat sat on a RUG", "zz zz <unk>", "x y"]
+    srcs = ["the cat sat on the mat .", "mat", "a"]
+    r0 = ["a cat sat .", "p", "x"]
+    r1 = ["the end", "q", "q y"]
+    h, s, a, b = (write(tmp_path / n, lines) for n, lines in (("h", hyps), ("s", srcs), ("a", r0), ("b", r1)))
+    st = run_json(capsys, "--sys", h, "--orig", s, "--refs", a, b, "--metrics", "stats")["stats"]
+    # 11 tokens; invented: rug (sentence 0) and zz zz (sentence 1): 2 of 3 sentences
+    assert st["invented_pct"] == pytest.approx(100 * 3 / 11)
+    assert st["invented_sent_pct"] == pytest.approx(100 * 2 / 3)
+    assert st["avg_len"] == pytest.approx(11 / 3)
+    # without references: the four statistics of before, no invented-word keys
+    assert set(run_json(capsys, "--sys", h, "--orig", s, "--metrics", "stats")["stats"]) == set(M.STATS_KEYS)
+    score.main(["--sys", h, "--orig", s, "--refs", a, b, "--metrics", "stats"])
+    assert "invented 27.27% of words (66.67% of sentences)" in capsys.readouterr().out
+
+
+@needs_data
+def test_invented_words_of_dress_ls_on_turkcorpus(turk, capsys):
+    """Issue 15: DRESS-LS writes 2.3% words found in neither the source nor any of the 8 references,
+    in 23% of the sentences (135 of 5885 tokens, 83 of 359 sentences)."""
+    orig, refs = turk
+    st = run_json(capsys, "--sys", DRESS, "--orig", orig, "--refs", *refs, "--metrics", "stats")["stats"]
+    assert st["invented_pct"] == pytest.approx(100 * 135 / 5885)
+    assert st["invented_sent_pct"] == pytest.approx(100 * 83 / 359)
+
+
+# --------------------------------------------------------------------------------------------- library API
+def test_score_api_returns_what_the_command_prints(tmp_path, capsys):
+    from fairseq_wean.scoring import score as score_api
+
+    hyps = ["the cat sat .", "", "dogs bark ."]
+    srcs = ["the fat cat sat on the mat .", "a b c", "the dogs bark loudly ."]
+    r0 = ["the cat sat on the mat .", "a b", "dogs bark ."]
+    r1 = ["a cat sat .", "a c", "the dogs bark ."]
+    other = ["the fat cat sat .", "a b", "the dogs bark ."]
+    files = [write(tmp_path / n, lines) for n, lines in (("h", hyps), ("s", srcs), ("a", r0), ("b", r1), ("o", other))]
+    printed = run_json(capsys, "--sys", files[0], "--orig", files[1], "--refs", files[2], files[3],
+                       "--metrics", "sari,bleu,rougeL,stats", "--sari-mode", "legacy", "--compare-to", files[4],
+                       "--bootstrap-samples", "50")
+    got = score_api(hyps, sources=srcs, references=[r0, r1], metrics=("sari", "bleu", "rougeL", "stats"),
+                    sari_mode="legacy", compare_to=other, bootstrap_samples=50)
+    printed_other = printed.pop("compare_to")
+    assert printed_other.pop("file") == files[4]
+    assert got.pop("compare_to") == printed_other == score_api(
+        other, sources=srcs, references=[r0, r1], metrics=("sari", "bleu", "rougeL", "stats"), sari_mode="legacy")
+    assert got == printed
+    assert list(got) == ["sari", "bleu", "rougeL", "stats", "p_values"]
+    assert got["sari"] == pytest.approx(sari.corpus_sari(srcs, hyps, [r0, r1], mode="legacy"))
+    assert score_api(hyps, references=[r0], metrics="bleu") == {"bleu": pytest.approx(M.corpus_bleu(hyps, [r0]))}
+    for bad, message in (
+            (dict(hyps=[], references=[[]], metrics="bleu"), "nothing to score"),
+            (dict(hyps=hyps, references=[r0], metrics="sari"), "sources .* required for sari"),
+            (dict(hyps=hyps, sources=srcs, metrics="bleu"), "references .* required for bleu"),
+            (dict(hyps=hyps, references=[r0[:2]], metrics="bleu"), "references\\[0\\] has 2"),
+            (dict(hyps=hyps, references=[r0], metrics="bleu,meteor"), "unknown metric"),
+            (dict(hyps=hyps, references=[r0], metrics="bleu", compare_to=other[:2]), "compare_to has 2")):
+        with pytest.raises(FairseqWeanError, match=message):
+            score_api(bad.pop("hyps"), **bad)
+
+
+def test_sentence_scores(capsys):
+    import sacrebleu
+
+    from fairseq_wean.scoring import sentence_scores
+
+    orig, out, refs = HAND
+    rows = sentence_scores(out + ["a b c d"], sources=orig + ["a b c d"],
+                           references=[refs[0] + ["a b"], refs[1] + ["a b c"]])
+    assert rows[0] == {"sari": pytest.approx(HAND_DEFAULT), "bleu": pytest.approx(
+        sacrebleu.sentence_bleu("a x c", ["a x", "a c d"]).score), "length_ratio": 3 / 4, "invented_words": []}
+    assert rows[1]["sari"] == pytest.approx(sari.corpus_sari(["a b c d"], ["a b c d"], [["a b"], ["a b c"]]))
+    assert rows[1]["length_ratio"] == 1.0 and rows[1]["bleu"] == pytest.approx(
+        sacrebleu.sentence_bleu("a b c d", ["a b", "a b c"]).score)
+    from rouge_score import rouge_scorer
+
+    rouge = sentence_scores(["police arrest man", "zz"], references=[["police arrested a man", "stocks fall"]],
+                            metric="rougeL")
+    rs = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    assert rouge[0]["rougeL"] == pytest.approx(100 * rs.score("police arrested a man", "police arrest man")["rougeL"]
+                                               .fmeasure)
+    assert rouge[1] == {"rougeL": 0.0, "bleu": 0.0, "length_ratio": None, "invented_words": None}
+    with pytest.raises(FairseqWeanError, match="not available per sentence"):
+        sentence_scores(out, sources=orig, references=refs, metric="bleu")
+
+
+def test_options_from_score_args():
+    from fairseq_wean.scoring.scores import options_from_score_args
+
+    assert options_from_score_args(["--rouge-chars", "--sari-mode", "legacy", "--rouge-no-stemmer"]) == {
+        "rouge_chars": True, "sari_mode": "legacy", "rouge_stemmer": False}
+    assert options_from_score_args(["--sari-mode=paper"]) == {"sari_mode": "paper"}
+    with pytest.raises(FairseqWeanError, match="--sari-mode needs"):
+        options_from_score_args(["--sari-mode"])
+    with pytest.raises(FairseqWeanError, match="unknown score option '--json'"):
+        options_from_score_args(["--json"])

@@ -9,80 +9,33 @@ order (the first ``H-`` line per id, i.e. the best of an n-best list). If ``--or
 is left out for a log, the log's ``S-`` / ``T-`` lines are used (these are fairseq's view of the
 data, e.g. with ``<unk>``; pass the raw files for official numbers).
 
-Problems with the input (missing file, different line counts, missing sentence ids in a log)
-end with one line ``fairseq-wean-score: error: ...`` on stderr and exit status 1.
+Every input may be a file, a named pipe, ``/dev/stdin`` or ``-`` (read once each); a leading
+byte-order mark is dropped (:mod:`fairseq_wean.textio`). Problems with the input (missing file,
+different line counts, empty inputs, missing sentence ids in a log, two logs concatenated into
+one) end with one line ``fairseq-wean-score: error: ...`` on stderr and exit status 1.
 
-This interface is called by other tools (recipes, comparison runner): keep it stable.
+The scores come from the library API (:func:`fairseq_wean.scoring.score`; ``--json`` prints
+exactly its dict): programs should call that rather than this command's ``main``.
 """
 import argparse
 import json
-import os
-import re
 import sys
 
+from fairseq_wean import textio
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.scoring import metrics as M
 from fairseq_wean.scoring import sari as sari_lib
+from fairseq_wean.scoring import scores
+from fairseq_wean.scoring.generate_log import GenerateLog
 
 PROG = "fairseq-wean-score"
-_LOG_LINE = re.compile(r"^([HSTD])-(\d+)\t(.*)$")
 _NAMES = {"bleu": "BLEU", "sari": "SARI", "fkgl": "FKGL", "rouge1": "ROUGE-1 F1", "rouge2": "ROUGE-2 F1",
           "rougeL": "ROUGE-L F1"}
 
 
 def read_lines(path, what):
-    if not os.path.isfile(path):
-        raise FairseqWeanError("{} file not found: {}".format(what, path))
-    try:
-        with open(path, encoding="utf-8") as f:
-            return [line.rstrip("\r\n") for line in f]
-    except UnicodeDecodeError as e:
-        raise FairseqWeanError(
-            "{} file {} is not valid UTF-8 (byte offset {}): re-encode it as UTF-8".format(what, path, e.start)
-        )
-
-
-class GenerateLog:
-    """The S-, T- and H- lines of a fairseq-generate log, by sentence id."""
-
-    def __init__(self, path, lines):
-        self.path = path
-        self.src, self.tgt, self.hyp = {}, {}, {}
-        for line in lines:
-            m = _LOG_LINE.match(line)
-            if not m:
-                continue
-            kind, sid, rest = m.group(1), int(m.group(2)), m.group(3)
-            if kind == "H":
-                text = rest.split("\t", 1)[1] if "\t" in rest else ""  # H-id <score> <text>
-                self.hyp.setdefault(sid, text)  # n-best: keep the best (first) one
-            elif kind == "S":
-                self.src.setdefault(sid, rest)
-            elif kind == "T":
-                self.tgt.setdefault(sid, rest)
-
-    @staticmethod
-    def looks_like_log(lines):
-        return any(line.startswith("H-") and _LOG_LINE.match(line) for line in lines)
-
-    def ordered(self, table, n, what):
-        missing = [i for i in range(n) if i not in table]
-        extra = sorted(i for i in table if i >= n)
-        if missing:
-            shown = ", ".join(str(i) for i in missing[:10]) + (", ..." if len(missing) > 10 else "")
-            raise FairseqWeanError(
-                "fairseq-generate log {} has no {} for sentence id(s) {} ({} of {} missing): generate the "
-                "whole test set (no --max-sentences-style truncation, no "
-                "--skip-invalid-size-inputs-valid-test) and score again".format(
-                    self.path, what, shown, len(missing), n)
-            )
-        if extra:
-            raise FairseqWeanError(
-                "fairseq-generate log {} has sentence id(s) up to {} but the data has only {} lines: "
-                "check that --orig/--refs are the files the log was generated from".format(
-                    self.path, extra[-1], n)
-            )
-        return [table[i] for i in range(n)]
+    """The lines of an input (a file, a named pipe, /dev/stdin or -; BOM dropped): fairseq_wean.textio."""
+    return textio.read_lines(path, what)
 
 
 def read_system(path, what, n=None):
@@ -91,9 +44,7 @@ def read_system(path, what, n=None):
     if not GenerateLog.looks_like_log(lines):
         return lines, None
     log = GenerateLog(path, lines)
-    if n is None:
-        n = max(log.hyp) + 1
-    return log.ordered(log.hyp, n, "hypothesis (H- line)"), log
+    return log.hypotheses(n), log
 
 
 def parse_metrics(text):
@@ -128,6 +79,11 @@ def get_parser():
 
 
 def _load_inputs(args):
+    given = [args.sys, args.orig, args.compare_to] + list(args.refs or [])
+    stdin = [p for p in given if p in textio.STDIN_NAMES]
+    if len(stdin) > 1:
+        raise FairseqWeanError("standard input ({}) is given {} times: it can be read only once; give the other "
+                               "inputs as files".format(" and ".join(stdin), len(stdin)))
     orig = read_lines(args.orig, "--orig") if args.orig else None
     refs = [read_lines(r, "--refs") for r in args.refs] if args.refs else None
     n = len(orig) if orig is not None else (len(refs[0]) if refs else None)
@@ -139,8 +95,8 @@ def _load_inputs(args):
     if refs is None and log is not None and log.tgt:
         refs = [log.ordered(log.tgt, n, "reference (T- line)")]
 
-    need_orig = [m for m in args.metrics if m in ("sari", "stats")]
-    need_refs = [m for m in args.metrics if m in ("bleu", "sari") or m.startswith("rouge")]
+    need_orig = [m for m in args.metrics if m in scores.NEEDS_SOURCES]
+    need_refs = [m for m in args.metrics if m in scores.NEEDS_REFERENCES]
     if need_orig and orig is None:
         raise FairseqWeanError("--orig FILE (the source sentences) is required for {}".format(", ".join(need_orig)))
     if need_refs and refs is None:
@@ -155,6 +111,10 @@ def _load_inputs(args):
         raise FairseqWeanError(
             "inputs have different numbers of lines: {}; every file must have one line per test "
             "sentence".format(", ".join("{} has {}".format(name, c) for name, c in counts)))
+    if n == 0:
+        raise FairseqWeanError(
+            "nothing to score: {} {}: give the files of a test set with at least one sentence".format(
+                ", ".join(name for name, _ in counts), "is empty" if len(counts) == 1 else "are empty"))
 
     other = None
     if args.compare_to:
@@ -166,52 +126,39 @@ def _load_inputs(args):
     return sys_sents, orig, refs, other
 
 
-def score_system(args, sys_sents, orig, refs):
-    """({metric: CorpusMetric}, {metric: value}) for the requested metrics."""
-    corpus = M.build_metrics(args.metrics, sys_sents, orig, refs, sari_mode=args.sari_mode,
-                             rouge_chars=args.rouge_chars, rouge_stemmer=not args.rouge_no_stemmer)
-    values = {}
-    for m in args.metrics:
-        if m == "stats":
-            rows = M.output_stats_rows(sys_sents, orig)
-            values[m] = M.output_stats_from_stats(rows.sum(axis=0), len(sys_sents))
-        else:
-            values[m] = float(corpus[m].score())
-    return corpus, values
-
-
 def _format_stats(s):
-    return "avg_len {:.2f}, unk {:.2f}%, copy {:.2f}%, exact copy {:.2f}%".format(
+    text = "avg_len {:.2f}, unk {:.2f}%, copy {:.2f}%, exact copy {:.2f}%".format(
         s["avg_len"], s["unk_pct"], s["copy_pct"], s["exact_copy_pct"])
+    if "invented_pct" in s:
+        text += ", invented {:.2f}% of words ({:.2f}% of sentences)".format(s["invented_pct"], s["invented_sent_pct"])
+    return text
 
 
 def main(argv=None):
     args = get_parser().parse_args(argv)
     sys_sents, orig, refs, other = _load_inputs(args)
-    corpus, values = score_system(args, sys_sents, orig, refs)
-    result = dict(values)
+    result, corpus = scores.score_with_statistics(
+        sys_sents, sources=orig, references=refs, metrics=args.metrics, sari_mode=args.sari_mode,
+        rouge_chars=args.rouge_chars, rouge_stemmer=not args.rouge_no_stemmer, compare_to=other,
+        bootstrap_samples=args.bootstrap_samples)
     if other is not None:
-        other_corpus, other_values = score_system(args, other, orig, refs)
-        p_values = M.paired_bootstrap(corpus, other_corpus, n_samples=args.bootstrap_samples)
-        result["compare_to"] = dict(other_values, file=args.compare_to)
-        result["p_values"] = p_values
+        result["compare_to"]["file"] = args.compare_to
 
     if args.json:
         print(json.dumps(result, sort_keys=False))
         return result
     extra = {}
     if "sari" in args.metrics:
-        add, keep, dele = sari_lib.operation_scores_from_stats(
-            list(corpus["sari"].rows.sum(axis=0)), mode=args.sari_mode)
+        add, keep, dele = scores.sari_operation_scores(corpus, args.sari_mode)
         extra["sari"] = " (add {:.2f} keep {:.2f} del {:.2f}; {} mode)".format(add, keep, dele, args.sari_mode)
     print("{} sentences, {} reference(s): {}".format(len(sys_sents), len(refs) if refs else 0, args.sys))
     for m in args.metrics:
         if m == "stats":
-            line = "stats: " + _format_stats(values[m])
+            line = "stats: " + _format_stats(result[m])
             if other is not None:
                 line += "  | other: " + _format_stats(result["compare_to"][m])
         else:
-            line = "{:<11} {:7.2f}{}".format(_NAMES[m], values[m], extra.get(m, ""))
+            line = "{:<11} {:7.2f}{}".format(_NAMES[m], result[m], extra.get(m, ""))
             if other is not None:
                 line += "  | other {:7.2f}, paired bootstrap p = {:.4f}".format(
                     result["compare_to"][m], result["p_values"][m])

@@ -1,7 +1,14 @@
-"""Scoring: the fairseq scorer `rouge` (--scoring rouge), SARI and the metrics of fairseq-wean-score."""
+"""Scoring: the fairseq scorer `rouge` (--scoring rouge), SARI and the metrics of fairseq-wean-score.
+
+The library API (lists of strings in, dicts out): ``score`` (corpus scores, what
+``fairseq-wean-score --json`` prints) and ``sentence_scores`` (per sentence), from
+:mod:`fairseq_wean.scoring.scores`; fairseq-generate logs: :mod:`fairseq_wean.scoring.generate_log`.
+"""
 import importlib
 import os
 
 for _file in sorted(os.listdir(os.path.dirname(__file__))):
     if _file.endswith(".py") and not _file.startswith("_"):
         importlib.import_module("fairseq_wean.scoring." + _file[: -len(".py")])
+
+from fairseq_wean.scoring.scores import score, sentence_scores  # noqa: E402

@@ -20,7 +20,8 @@ module in its folder) and must stay cheap and import cleanly.
   stemming on by default (as ROUGE-1.5.5 ``-m``); ``chars=True`` scores Chinese by character.
 - ``stats``: average output length (whitespace tokens), UNK percentage (tokens ``<unk>`` or
   ``UNK``), copy percentage (output tokens that occur in the source) and exact-copy percentage
-  (outputs identical to the source, whitespace-normalised).
+  (outputs identical to the source, whitespace-normalised); with references also the
+  invented-word percentages (see ``invented_words``).
 """
 import numpy as np
 
@@ -147,32 +148,73 @@ def fkgl_from_stats(totals):
 # ---------------------------------------------------------------------------------------------
 # stats
 STATS_KEYS = ("avg_len", "unk_pct", "copy_pct", "exact_copy_pct")
+INVENTED_KEYS = ("invented_pct", "invented_sent_pct")
 
 
-def output_stats_rows(sys_sents, orig_sents):
-    """Rows of (tokens, unk tokens, tokens found in the source, exact copy) per sentence."""
+def invented_words(hyp, src, refs):
+    """The output tokens of one sentence found in neither its source nor any of its references.
+
+    Faithfulness: a word a system writes that no input and no human rewrite contains was made
+    up by the system (a hallucination, or a paraphrase no annotator chose).
+
+    Tokens are the whitespace-separated tokens of the lowercased strings (``str.lower`` then
+    ``str.split``, the tokens every other statistic here counts), compared exactly:
+
+    * punctuation is not treated specially: a token made of punctuation (``,`` ``.`` ``'s``)
+      is a word like any other, and a token with punctuation attached (``mat.``) differs
+      from ``mat``. Score tokenized text (as TurkCorpus is) or text tokenized the same way
+      on all sides;
+    * ``<unk>`` and ``UNK`` (as written, before lowercasing) are never invented: they are
+      counted by ``unk_pct``;
+    * each occurrence counts: ``"x x"`` with ``x`` in no input is two invented words.
+
+    Returns the invented tokens (lowercased) in output order.
+    """
+    known = set(src.lower().split())
+    for ref in refs:
+        known.update(ref.lower().split())
+    return [t.lower() for t in hyp.split() if t not in UNK_TOKENS and t.lower() not in known]
+
+
+def output_stats_rows(sys_sents, orig_sents, refs_streams=None):
+    """Rows of (tokens, unk tokens, tokens found in the source, exact copy) per sentence, and with
+    ``refs_streams`` (shape (n_references, n_sentences)) two more columns: (invented tokens,
+    sentence has an invented token); see ``invented_words``."""
     rows = []
-    for hyp, src in zip(sys_sents, orig_sents):
+    for i, (hyp, src) in enumerate(zip(sys_sents, orig_sents)):
         toks = hyp.split()
         src_toks = src.split()
         src_set = set(src_toks)
-        rows.append((
+        row = (
             len(toks),
             sum(t in UNK_TOKENS for t in toks),
             sum(t in src_set for t in toks),
             float(toks == src_toks),
-        ))
-    return np.asarray(rows, dtype=float).reshape(-1, 4)
+        )
+        if refs_streams:
+            invented = len(invented_words(hyp, src, [stream[i] for stream in refs_streams]))
+            row += (invented, float(invented > 0))
+        rows.append(row)
+    width = len(STATS_KEYS) + (len(INVENTED_KEYS) if refs_streams else 0)
+    return np.asarray(rows, dtype=float).reshape(-1, width)
 
 
 def output_stats_from_stats(totals, n):
-    tokens, unk, copied, exact = totals
-    return {
+    """{key: value} from the column sums of ``output_stats_rows``; ``invented_pct`` (share of output
+    tokens, %) and ``invented_sent_pct`` (share of sentences with at least one, %) only when the
+    rows have the invented-word columns."""
+    tokens, unk, copied, exact = totals[:4]
+    out = {
         "avg_len": tokens / n if n else 0.0,
         "unk_pct": 100.0 * unk / tokens if tokens else 0.0,
         "copy_pct": 100.0 * copied / tokens if tokens else 0.0,
         "exact_copy_pct": 100.0 * exact / n if n else 0.0,
     }
+    if len(totals) > 4:
+        invented, sentences_with_invented = totals[4:6]
+        out["invented_pct"] = 100.0 * invented / tokens if tokens else 0.0
+        out["invented_sent_pct"] = 100.0 * sentences_with_invented / n if n else 0.0
+    return {k: float(v) for k, v in out.items()}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,125 @@
+"""The one parser of fairseq-generate (and fairseq-interactive) logs in this project.
+
+fairseq-generate prints, per sentence and in the order its batches finish (not in sentence
+order), one block of tab-separated lines keyed by the sentence id::
+
+    S-<id>  source             T-<id>  reference
+    H-<id>  <score>  hypothesis (tokenized, once per n-best entry, best first)
+    D-<id>  <score>  detokenized hypothesis
+    P-<id>  positional scores  A-<id>  alignment (--print-alignment)
+
+and ends with a summary line ``Generate <subset> with beam=<k>: <scores>``. ``GenerateLog``
+keeps the first line of every kind per id (for ``H``: the best of an n-best list) and puts
+them back in sentence-id order with ``ordered``.
+
+A log that holds two runs (e.g. ``cat gen1.out gen2.out``, or ``>>`` into the same file) is
+refused: reading only one of them would score a system silently on the wrong outputs. Two
+runs show as a sentence id whose block appears twice, sentence lines after the summary line,
+or a second ``loading model(s) from`` header line.
+"""
+import re
+
+from fairseq_wean import textio
+from fairseq_wean.errors import FairseqWeanError
+
+SENTENCE_LINE = re.compile(r"^([A-Z])-(\d+)\t(.*)$")
+SUMMARY_LINE = re.compile(r"^Generate \S+ with beam=\d+: ")
+HEADER_LINE = re.compile(r"\| fairseq_cli\.\w+ \| loading model\(s\) from ")
+_KINDS = {"S": "src", "T": "tgt", "H": "hyp", "D": "detok", "A": "align"}
+
+
+def looks_like_log(lines):
+    """True if ``lines`` contain an ``H-<id><TAB>`` line (a plain output file does not)."""
+    return any(line.startswith("H-") and SENTENCE_LINE.match(line) for line in lines)
+
+
+def parse_hard_alignment(text):
+    """``"0-0 2-1"`` (an ``A-`` line of --print-alignment) -> [(source index, target index), ...]."""
+    return [tuple(int(x) for x in pair.split("-")) for pair in text.split()]
+
+
+class GenerateLog:
+    """The S-, T-, H-, D- and A- lines of one fairseq-generate log, by sentence id.
+
+    Attributes ``src``, ``tgt``, ``hyp``, ``detok``, ``align``: {sentence id: text}. ``hyp`` and
+    ``detok`` hold the hypothesis text without the score (the first, i.e. best, per id; an
+    empty hypothesis is ``""``); ``align`` holds the raw ``A-`` text (see
+    ``parse_hard_alignment``).
+    """
+
+    def __init__(self, path, lines):
+        self.path = path
+        self.src, self.tgt, self.hyp, self.detok, self.align = {}, {}, {}, {}, {}
+        first_line = {}  # sentence id -> line number of its block's first line
+        current = None
+        summary_at = header_at = None
+        for number, line in enumerate(lines, start=1):
+            if HEADER_LINE.search(line):
+                if header_at is not None:
+                    self._two_runs("a second header ('loading model(s) from') at line {} (the first is at "
+                                   "line {})".format(number, header_at))
+                header_at = number
+                continue
+            if SUMMARY_LINE.match(line):
+                summary_at = number
+                continue
+            m = SENTENCE_LINE.match(line)
+            if not m:
+                continue
+            kind, sid, rest = m.group(1), int(m.group(2)), m.group(3)
+            if summary_at is not None:
+                self._two_runs("sentence lines after the summary line {} (line {}: {}-{})".format(
+                    summary_at, number, kind, sid))
+            if sid != current:
+                # fairseq prints all lines of a sentence together: a block seen before means a second run
+                if sid in first_line:
+                    self._two_runs("sentence id {} appears again at line {} (first at line {})".format(
+                        sid, number, first_line[sid]))
+                first_line[sid] = number
+                current = sid
+            table = getattr(self, _KINDS[kind]) if kind in _KINDS else None
+            if table is None or sid in table:
+                continue  # P-, I-, ... lines; later n-best entries
+            if kind in ("H", "D"):
+                rest = rest.split("\t", 1)[1] if "\t" in rest else ""  # <score>\t<text>
+            table[sid] = rest
+
+    def _two_runs(self, what):
+        raise FairseqWeanError(
+            "fairseq-generate log {} holds more than one run: {}; it looks like two logs concatenated "
+            "(cat, or >> into the same file): score each run's log on its own".format(self.path, what))
+
+    @classmethod
+    def read(cls, path, what="fairseq-generate log"):
+        """Parse the log at ``path`` (read with :mod:`fairseq_wean.textio`)."""
+        return cls(path, textio.read_lines(path, what))
+
+    @staticmethod
+    def looks_like_log(lines):
+        return looks_like_log(lines)
+
+    def ordered(self, table, n, what):
+        """``table``'s values for sentence ids 0..n-1, in order; an error names missing or extra ids."""
+        missing = [i for i in range(n) if i not in table]
+        extra = sorted(i for i in table if i >= n)
+        if missing:
+            shown = ", ".join(str(i) for i in missing[:10]) + (", ..." if len(missing) > 10 else "")
+            raise FairseqWeanError(
+                "fairseq-generate log {} has no {} for sentence id(s) {} ({} of {} missing): generate the "
+                "whole test set (no --max-sentences-style truncation, no "
+                "--skip-invalid-size-inputs-valid-test) and score again".format(
+                    self.path, what, shown, len(missing), n)
+            )
+        if extra:
+            raise FairseqWeanError(
+                "fairseq-generate log {} has sentence id(s) up to {} but the data has only {} lines: "
+                "check that --orig/--refs are the files the log was generated from".format(
+                    self.path, extra[-1], n)
+            )
+        return [table[i] for i in range(n)]
+
+    def hypotheses(self, n=None):
+        """The best hypothesis per sentence, in sentence-id order (``n``: expected number)."""
+        if n is None:
+            n = max(self.hyp) + 1 if self.hyp else 0
+        return self.ordered(self.hyp, n, "hypothesis (H- line)")

@@ -38,6 +38,7 @@ setup(
             "fairseq-wean-align-table = fairseq_wean.cli.align_table:cli_main",
             "fairseq-wean-report = fairseq_wean.cli.report:cli_main",
             "fairseq-wean-train-cpu-dist = fairseq_wean.distributed:cli_main",
+            "fairseq-wean-compare = fairseq_wean.compare.cli:cli_main",
         ]
     },
 )

@@ -3,9 +3,10 @@
     python -m bench.convergence work_dirs/compare-simplification [--out docs/RESULTS.md]
 
 WEAN's claim is that it converges in a fraction of the baseline's epochs. The comparison runner
-(``examples/compare.py``) already trains every system under one epoch budget, decodes the
+(``fairseq-wean-compare``) already trains every system under one epoch budget, decodes the
 validation set after every epoch and keeps the fairseq-train logs; this command reads them
-(``results.json`` and ``runs/*/train.log``) and tabulates, for every system:
+(``results.json`` and ``runs/*/train.log``, fairseq's ``--log-format json`` records; the
+simple text format of runs made before is read too) and tabulates, for every system:
 
 - the validation score per epoch (the task's selection metric: SARI, ROUGE-L or BLEU, beam 5) and
   the epoch with the best one, with fairseq's ``wall`` clock at the end of that epoch;
@@ -25,6 +26,7 @@ import re
 import sys
 
 from bench.run import REPO, parse_convergence, write_section
+from fairseq_wean.compare.runner import read_train_log
 
 BEGIN, END = "<!-- convergence:begin -->", "<!-- convergence:end -->"
 ANCHOR = "lstm"
@@ -34,9 +36,24 @@ def epoch_walls(train_log):
     """{epoch: fairseq's wall seconds at the end of that epoch} from a fairseq-train log."""
     if not os.path.exists(train_log):
         return {}
-    with open(train_log, errors="replace") as f:
+    records = read_train_log(train_log)
+    if records:  # --log-format json (the comparison runner's format)
+        return {int(r["epoch"]): float(r["train_wall"]) for r in records.get("train", []) if "train_wall" in r}
+    with open(train_log, errors="replace") as f:  # --log-format simple: runs made before the json logs
         text = f.read()
     return {int(e): float(w) for e, w in re.findall(r"\| train \| epoch (\d+) \|.*?\| wall ([\d.]+)", text)}
+
+
+def best_loss_epoch(train_log):
+    """The epoch of the lowest validation loss (ties: the earliest) in a fairseq-train log, or None."""
+    if not os.path.exists(train_log):
+        return None
+    records = read_train_log(train_log)
+    if not records:  # --log-format simple
+        loss = parse_convergence(train_log, "loss")
+        return loss[0] if loss else None
+    losses = {int(r["epoch"]): float(r["valid_loss"]) for r in records.get("valid", []) if "valid_loss" in r}
+    return min(losses, key=lambda e: (losses[e], e)) if losses else None
 
 
 def anchor_key(runs, system, vocab):
@@ -51,7 +68,7 @@ def summarize(compare_dir):
     """One dict per system run of the comparison in ``compare_dir``, in the runner's order."""
     path = os.path.join(compare_dir, "results.json")
     if not os.path.exists(path):
-        raise SystemExit("error: {} not found: run examples/compare.py first".format(path))
+        raise SystemExit("error: {} not found: run fairseq-wean-compare first".format(path))
     with open(path) as f:
         results = json.load(f)
     runs = results["runs"]
@@ -65,10 +82,9 @@ def summarize(compare_dir):
         log = os.path.join(compare_dir, "runs", "{}-{}".format(system, vocab), "train.log")
         walls = epoch_walls(log)
         best = max(scores, key=lambda e: (scores[e], -e))
-        loss = parse_convergence(log, "loss") if os.path.exists(log) else None
         rows.append({"key": key, "system": system, "vocab": vocab, "metric": metric, "scores": scores,
                      "best_epoch": best, "best": scores[best], "best_wall": walls.get(best),
-                     "walls": walls, "best_loss_epoch": loss[0] if loss else None,
+                     "walls": walls, "best_loss_epoch": best_loss_epoch(log),
                      "anchor": anchor_key(runs, system, vocab)})
     by_key = {row["key"]: row for row in rows}
     for row in rows:
@@ -127,7 +143,7 @@ def markdown(compare_dir, results, rows, by_key, argv):
 
 def get_parser():
     p = argparse.ArgumentParser(prog="python -m bench.convergence", description=__doc__.split("\n\n")[0])
-    p.add_argument("compare_dir", help="output folder of examples/compare.py (with results.json)")
+    p.add_argument("compare_dir", help="output folder of fairseq-wean-compare (with results.json)")
     p.add_argument("--out", default=os.path.join(REPO, "docs", "RESULTS.md"),
                    help="markdown file whose convergence section is (re)written; '-' for stdout only")
     return p

@@ -2,7 +2,7 @@
 
     python examples/publish_results.py work_dirs/compare-simplification [--results docs/RESULTS.md]
 
-``examples/compare.py`` writes ``results.md`` and ``valid_curve.png`` into its output folder
+``fairseq-wean-compare`` (``bash examples/compare.sh``) writes ``results.md`` and ``valid_curve.png`` into its output folder
 (git-ignored). This puts that ``results.md`` between the markers
 ``<!-- compare-TASK:begin -->`` / ``<!-- compare-TASK:end -->`` of the results file (appended
 if absent; text outside the markers, such as published numbers and notes, is kept), with its
@@ -24,15 +24,14 @@ from bench.run import write_section  # noqa: E402
 
 def redraw_figure(compare_dir):
     """Draw ``valid_curve.png`` anew from the run's ``results.json`` with the current plot of
-    examples/compare.py (no training or decoding: the curves are in results.json)."""
-    sys.path.insert(0, HERE)
-    import compare
+    fairseq-wean-compare (no training or decoding: the curves are in results.json)."""
+    from fairseq_wean.compare import report
 
     with open(os.path.join(compare_dir, "results.json"), encoding="utf-8") as f:
         results = json.load(f)
     evals = {tuple(key.split(":", 1)): ev for key, ev in results["runs"].items()}
     recipe = results["recipe"]
-    return compare.plot_curves(argparse.Namespace(task=recipe["task"], out=compare_dir), recipe, evals)
+    return report.plot_curves(argparse.Namespace(task=recipe["task"], out=compare_dir), recipe, evals)
 
 
 def publish(compare_dir, results_path):
@@ -54,7 +53,7 @@ def publish(compare_dir, results_path):
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python examples/publish_results.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("compare_dir", help="output folder of examples/compare.py")
+    p.add_argument("compare_dir", help="output folder of fairseq-wean-compare")
     p.add_argument("--results", default=os.path.join(REPO, "docs", "RESULTS.md"), help="results file to update")
     p.add_argument("--redraw", action="store_true",
                    help="first redraw valid_curve.png from results.json with the current plot code")

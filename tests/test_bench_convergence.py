@@ -8,25 +8,39 @@ from bench import convergence
 
 VALID = "2026-11-22 06:36:04 | INFO | valid | epoch {:03d} | valid on 'valid' subset | loss {} | ppl 1 | num_updates {}"
 TRAIN = "2026-11-22 06:36:04 | INFO | train | epoch {:03d} | loss 9.0 | ppl 1 | num_updates {} | train_wall 1 | wall {}"
+# --log-format json, as fairseq-wean-compare runs fairseq-train (values are strings, as fairseq writes them)
+JSON_INNER = ('2026-11-22 06:36:04 | INFO | train_inner | {{"epoch": {0}, "update": {0}.0, "loss": "9.1", '
+              '"num_updates": "{1}", "train_wall": "1", "wall": "{2}"}}')
+JSON_VALID = ('2026-11-22 06:36:04 | INFO | valid | {{"epoch": {}, "valid_loss": "{}", "valid_ppl": "1", '
+              '"valid_num_updates": "{}"}}')
+JSON_TRAIN = ('2026-11-22 06:36:04 | INFO | train | {{"epoch": {}, "train_loss": "9.0", "train_num_updates": "{}", '
+              '"train_train_wall": "1", "train_wall": "{}"}}')
 
 
-def write_run(root, system, vocab, losses, walls):
+def write_run(root, system, vocab, losses, walls, log_format="json"):
     folder = os.path.join(root, "runs", "{}-{}".format(system, vocab))
     os.makedirs(folder)
     with open(os.path.join(folder, "train.log"), "w") as f:
         for epoch, (loss, wall) in enumerate(zip(losses, walls), 1):
-            f.write(VALID.format(epoch, loss, epoch * 10) + "\n")
-            f.write(TRAIN.format(epoch, epoch * 10, wall) + "\n")
+            if log_format == "json":
+                # an inner record whose wall is not the epoch's, and a valid1 subset's record
+                f.write(JSON_INNER.format(epoch, epoch * 10 - 1, wall - 1) + "\n")
+                f.write(JSON_VALID.format(epoch, loss, epoch * 10) + "\n")
+                f.write(JSON_VALID.replace("| valid |", "| valid1 |").format(epoch, 0.1, epoch * 10) + "\n")
+                f.write(JSON_TRAIN.format(epoch, epoch * 10, wall) + "\n")
+            else:
+                f.write(VALID.format(epoch, loss, epoch * 10) + "\n")
+                f.write(TRAIN.format(epoch, epoch * 10, wall) + "\n")
 
 
 def curve(scores):
     return [{"epoch": e, "sari": s, "decode_seconds": 1.0} for e, s in enumerate(scores, 1)]
 
 
-def make_comparison(root):
-    write_run(root, "lstm", "word", [5.0, 4.0, 3.5], [100, 200, 300])
-    write_run(root, "wean_lstm", "word", [4.0, 3.8, 3.9], [40, 80, 120])
-    write_run(root, "core_copy", "word-pg", [4.5, 4.4, 4.3], [60, 120, 180])
+def make_comparison(root, log_format="json"):
+    write_run(root, "lstm", "word", [5.0, 4.0, 3.5], [100, 200, 300], log_format)
+    write_run(root, "wean_lstm", "word", [4.0, 3.8, 3.9], [40, 80, 120], log_format)
+    write_run(root, "core_copy", "word-pg", [4.5, 4.4, 4.3], [60, 120, 180], log_format)
     runs = {
         "lstm:word": {"valid_metric": "sari", "curve": curve([30.0, 33.0, 35.0])},
         # reaches lstm's best (35.0) at epoch 2, its own best at epoch 3
@@ -38,8 +52,9 @@ def make_comparison(root):
         json.dump({"meta": {"date": "2026-11-22", "command": "compare"}, "runs": runs}, f)
 
 
-def test_summary_values(tmp_path):
-    make_comparison(str(tmp_path))
+@pytest.mark.parametrize("log_format", ["json", "simple"])  # simple: runs made before the json logs
+def test_summary_values(tmp_path, log_format):
+    make_comparison(str(tmp_path), log_format)
     _, rows, by_key = convergence.summarize(str(tmp_path))
     assert [r["key"] for r in rows] == ["lstm:word", "wean_lstm:word", "core_copy:word-pg"]
     lstm, wean, core = rows

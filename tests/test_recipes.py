@@ -131,7 +131,7 @@ def simplification_tiny_started(tmp_path_factory):
     out = tmp_path_factory.mktemp("cmp-simplification")
     log = open(out.parent / "cmp-simplification.log", "w+", encoding="utf-8")
     env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
-    proc = subprocess.Popen([sys.executable, os.path.join(REPO, "examples", "compare.py"), "simplification", DATA,
+    proc = subprocess.Popen([sys.executable, "-m", "fairseq_wean.compare", "simplification", DATA,
                              "--tiny", "--out", str(out)], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
                             text=True)
     yield out, proc, log
@@ -147,7 +147,7 @@ def simplification_tiny(simplification_tiny_started):
     proc.wait(timeout=900)
     log.seek(0)
     output = log.read()
-    assert proc.returncode == 0, "examples/compare.py simplification --tiny failed ({}):\n{}".format(
+    assert proc.returncode == 0, "fairseq-wean-compare simplification --tiny failed ({}):\n{}".format(
         proc.returncode, output[-6000:])
     return out, subprocess.CompletedProcess(proc.args, proc.returncode, output, "")
 
@@ -164,7 +164,7 @@ def read_rows(out):
                                                   ("translation", "test2016", "bleu", None)])
 def test_compare_other_tasks_tiny(tmp_path, task, test, metric, row):
     out = tmp_path / task
-    run_script("examples/compare.py", task, DATA, "--tiny", "--out", out)
+    run_script("examples/compare.sh", task, DATA, "--tiny", "--out", out)
     rows = read_rows(out)
     assert rows and all(r["{}/{}".format(test, metric)] != "" for r in rows)
     if row:
@@ -172,7 +172,7 @@ def test_compare_other_tasks_tiny(tmp_path, task, test, metric, row):
     assert (out / "valid_curve.png").exists() and (out / "results.md").exists()
     assert "reused" not in (out / "results.md").read_text(encoding="utf-8")
     if task == "translation":  # a second invocation reuses the finished system, and the table says so
-        run_script("examples/compare.py", task, DATA, "--tiny", "--out", out)
+        run_module("fairseq_wean.compare", task, DATA, "--tiny", "--out", out)
         assert read_rows(out) == rows
         assert "1 of 1 systems were reused" in (out / "results.md").read_text(encoding="utf-8")
 
@@ -262,11 +262,15 @@ def test_compare_simplification_tiny(simplification_tiny):
 
 @pytest.fixture
 def compare():
-    """examples/compare.py as a module (examples/ is not a package)."""
-    sys.path.insert(0, os.path.join(REPO, "examples"))
-    import compare
+    """The comparison's modules under the names the tests use."""
+    import types
 
-    return compare
+    from fairseq_wean.compare import cli, runner, systems
+
+    return types.SimpleNamespace(parse_args=cli.parse_args, train_command=runner.train_command,
+                                 job_env=runner.job_env, TASKS=systems.TASKS, launch_order=runner.launch_order,
+                                 expected_cost=runner.expected_cost, remaining_seconds=runner.remaining_seconds,
+                                 run_all=runner.run_all, runner=runner)
 
 
 @needs_data
@@ -341,6 +345,26 @@ def test_time_left_is_paced_per_unit_of_expected_cost(compare):
     assert compare.remaining_seconds([(1800.0, 1.8), (600.0, 0.6)], [2.4], jobs=1) == pytest.approx(2400.0)
 
 
+def test_train_log_records_are_read_from_fairseq_json_lines(tmp_path):
+    """fairseq-train --log-format json: one record per tagged line; other lines (and a JSON-looking
+    config dump, which is not a tagged record) are skipped."""
+    from fairseq_wean.compare.runner import read_train_log, read_train_log_line
+
+    inner = ('2026-11-23 13:30:29 | INFO | train_inner | {"epoch": 1, "update": 0.091, "loss": "9.397", '
+             '"num_updates": "1", "wall": "11"}')
+    valid = '2026-11-23 13:30:32 | INFO | valid | {"epoch": 1, "valid_loss": "6.933", "valid_num_updates": "3"}'
+    assert read_train_log_line(inner) == ("train_inner", {"epoch": 1, "update": 0.091, "loss": "9.397",
+                                                          "num_updates": "1", "wall": "11"})
+    assert read_train_log_line(valid + "\n")[1]["valid_loss"] == "6.933"
+    config = "2026-11-23 13:30:17 | INFO | fairseq_cli.train | {'_name': None, 'common': {'seed': 1}}"
+    assert read_train_log_line(config) is None
+    assert read_train_log_line("2026-11-23 13:30:32 | INFO | valid | epoch 001 | valid on 'valid' subset") is None
+    log = tmp_path / "train.log"
+    log.write_text("$ fairseq-train ...\n" + inner + "\n" + config + "\n" + valid + "\n" + inner + "\n")
+    records = read_train_log(str(log))
+    assert sorted(records) == ["train_inner", "valid"] and len(records["train_inner"]) == 2
+
+
 def test_run_all_reports_progress_after_each_run_and_stops_at_the_first_failure(capsys, monkeypatch, compare):
     import argparse
     import threading
@@ -358,7 +382,7 @@ def test_run_all_reports_progress_after_each_run_and_stops_at_the_first_failure(
         time.sleep(pause["seconds"] * (i + 1))
         return {"system": system}, 10.0 * (i + 1)
 
-    monkeypatch.setattr(compare, "run_one", fake_run_one)
+    monkeypatch.setattr(compare.runner, "run_one", fake_run_one)
     args = argparse.Namespace(run_list=[("lstm", "word"), ("transformer", "word"), ("wean_lstm", "word")], jobs=1)
     evals, reused = compare.run_all(args, recipe={})
     assert list(evals) == args.run_list and reused == 0

@@ -1,0 +1,36 @@
+"""One command per task: prepare the data, train fairseq's baselines and our models under one budget,
+select each on validation, decode the test sets with beam 5, score, and write the comparison.
+
+    fairseq-wean-compare {simplification,summarization,translation} [DATA_DIR] [--tiny]
+    bash examples/compare.sh simplification ../shared/data          # the same
+    python -m fairseq_wean.compare simplification ../shared/data    # the same
+
+Systems (equal sizes where the architectures allow: 2 layers, 256 units, 256-d embeddings; one
+epoch budget per task, the same for every system): fairseq ``lstm``, fairseq ``transformer``
+(small: 2+2 layers, 256, FFN 512, 4 heads), ``wean_lstm``, ``core_copy`` and
+``word_attn_gated`` of this plugin, and for simplification the character-level ``transformer`` of
+Yu et al. (2018). Every fairseq command loads the plugin (``--user-dir fairseq_wean``), the
+baselines too, so all runs share its data fixes (no dropped last batch).
+
+Selection: after every epoch the validation sources are decoded (beam 5) and scored (SARI for
+simplification, ROUGE-L for summarization, BLEU for translation); the epoch with the best score
+is the system (never the test set). Its test outputs are scored with ``fairseq_wean.scoring.score``
+(the scores of ``fairseq-wean-score``),
+with paired-bootstrap p-values against fairseq ``lstm`` on the same vocabulary.
+
+Time on a 2-core CPU machine (two systems at a time, one thread each; see docs/RESULTS.md):
+simplification ~2 h (11 systems x 2 epochs; 2 h 02 min on an idle machine, training 10-32 min
+per word or sentencepiece system, 37 min for the character transformer), summarization
+~25-35 min (5 x 3 epochs of the 10k Gigaword sample), translation ~1 h (5 x 2 epochs of Multi30k).
+``--runs`` runs a part; finished systems are reused. ``--tiny`` (CI): 1-3 min.
+
+Writes to ``--out`` (default ``work_dirs/compare-TASK``): ``results.md`` and ``results.csv``
+(the table), ``valid_curve.png`` (validation score per epoch for every system, WEAN's Figure 2),
+``results.json`` (everything, with the exact commands) and ``runs/SYSTEM-VOCAB/`` (training log,
+outputs). A finished system is not redone when the command is run again (``--force`` redoes).
+
+Modules: :mod:`~fairseq_wean.compare.systems` (the systems and tasks: tables),
+:mod:`~fairseq_wean.compare.runner` (data preparation, fairseq-train with ``--log-format json``,
+decoding jobs, launch order, progress), :mod:`~fairseq_wean.compare.report` (scores, tables,
+figure) and :mod:`~fairseq_wean.compare.cli` (options, ``results.json``).
+"""

@@ -1,0 +1,112 @@
+"""fairseq-wean-compare: the command line of the comparison (see :mod:`fairseq_wean.compare`)."""
+import argparse
+import json
+import os
+import sys
+import time
+
+import fairseq_wean.compare as package
+from fairseq_wean.compare import report, runner
+from fairseq_wean.compare.runner import REPO, fmt_secs, log
+from fairseq_wean.compare.systems import BASELINE, DATASET_VOCAB, SYSTEMS, TASKS
+from preprocess import common
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="fairseq-wean-compare", description=package.__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=package.__doc__)
+    p.add_argument("task", choices=sorted(TASKS))
+    p.add_argument("data_dir", nargs="?", default=common.DEFAULT_DATA_DIR,
+                   help="raw benchmark data (default ../shared/data next to the repository)")
+    p.add_argument("--dataset", help="summarization: gigaword (default) or lcsts (needs LCSTS PART I); "
+                                     "translation: multi30k (default) or iwslt14 (needs its training data)")
+    p.add_argument("--out", help="output directory (default work_dirs/compare-TASK[-DATASET][-tiny])")
+    p.add_argument("--tiny", action="store_true",
+                   help="CI size: a few hundred training pairs, 12 evaluation sentences, 1 epoch, fewer runs")
+    p.add_argument("--epochs", type=int, help="epoch budget of every system (default: per task)")
+    p.add_argument("--runs", help="comma list of SYSTEM:VOCAB to run, e.g. lstm:word,wean_lstm:spm "
+                                  "(default: the task's list; systems: {})".format(", ".join(SYSTEMS)))
+    p.add_argument("--jobs", type=int, default=2,
+                   help="systems trained/decoded at the same time (default 2: one per core of a 2-core machine)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads per job (OMP_NUM_THREADS; default 1: on a shared 2-core machine two "
+                        "threads per process made fairseq's LSTM 14x slower than one)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--keep-checkpoints", action="store_true", help="keep every epoch checkpoint (default: the best)")
+    p.add_argument("--force", action="store_true", help="redo finished systems")
+    args = p.parse_args(argv)
+    task = TASKS[args.task]
+    datasets = list(task["datasets"])
+    if args.dataset is None:
+        args.dataset = datasets[0]
+    elif args.dataset not in datasets:
+        p.error("--dataset for {}: one of {}".format(args.task, ", ".join(datasets)))
+    if args.runs:
+        runs = []
+        for item in args.runs.split(","):
+            system, _, variant = item.partition(":")
+            if system not in SYSTEMS or not variant:
+                p.error("--runs: {!r} is not SYSTEM:VOCAB with SYSTEM in {}".format(item, ", ".join(SYSTEMS)))
+            runs.append((system, variant))
+        args.run_list = runs
+    else:
+        args.run_list = task["tiny_runs" if args.tiny else "runs"]
+        vocab = DATASET_VOCAB.get(args.dataset)
+        if vocab:  # e.g. IWSLT'14: every system on the 10k joint BPE
+            args.run_list = list(dict.fromkeys((s, vocab) for s, _ in args.run_list))
+    if args.epochs is None:
+        args.epochs = 1 if args.tiny else task["epochs"]
+    if args.out is None:
+        name = args.task if args.dataset == datasets[0] else "{}-{}".format(args.task, args.dataset)
+        args.out = os.path.join(REPO, "work_dirs", "compare-{}{}".format(name, "-tiny" if args.tiny else ""))
+    args.out = os.path.abspath(args.out)
+    args.data_dir = os.path.abspath(args.data_dir)  # subprocesses run in the repository
+    if not os.path.isdir(args.data_dir):
+        p.error("data directory {} not found (see README.md, 'Data')".format(args.data_dir))
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    t_start = time.time()
+    os.makedirs(args.out, exist_ok=True)
+    command = "fairseq-wean-compare " + " ".join(argv if argv is not None else sys.argv[1:])
+    log("{} comparison -> {} ({} runs, {} epoch(s) each)".format(args.task, args.out, len(args.run_list), args.epochs))
+    recipe, prepare_cmd = runner.prepare(args)
+    if recipe.get("trainable") is False:
+        raise SystemExit("{}: no training data (LCSTS PART I) under {}; the recipe wrote the test set and its "
+                         "LEAD table to {}".format(args.dataset, args.data_dir, os.path.join(args.out, "data")))
+    if recipe.get("smoke_test_only") and not args.tiny:
+        raise SystemExit("{}: prepared from the staged valid/test files only (smoke test). Prepare the full data "
+                         "first: python -m preprocess.prepare_{} --raw DIR --out {}".format(
+                             args.dataset, args.dataset, os.path.join(args.out, "data")))
+    missing = [v for _, v in args.run_list if v not in recipe["variants"]]
+    if missing:
+        raise SystemExit("vocabulary variant(s) {} not prepared for {}".format(", ".join(sorted(set(missing))), args.task))
+    for system, variant in args.run_list:  # built once, before runs share it
+        if system == "core_copy":
+            runner.align_table(recipe, os.path.join(args.out, "data"), variant)
+    evals, reused = runner.run_all(args, recipe)
+    log("scoring test outputs (p-values against fairseq {})".format(BASELINE))
+    rows = report.build_rows(args, recipe, evals, report.baseline_outputs(args, recipe))
+    meta = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": report.machine(),
+            "wall_seconds": time.time() - t_start, "prepare_command": " ".join(prepare_cmd), "epochs": args.epochs,
+            "runs": len(evals), "reused": reused}
+    report.write_tables(args, recipe, rows, meta)
+    curve = report.plot_curves(args, recipe, evals)
+    with open(os.path.join(args.out, "results.json"), "w", encoding="utf-8") as f:
+        json.dump({"meta": meta, "rows": rows, "recipe": recipe,
+                   "runs": {"{}:{}".format(s, v): ev for (s, v), ev in evals.items()}}, f, indent=2)
+    with open(os.path.join(args.out, "results.md"), encoding="utf-8") as f:
+        print(f.read())
+    log("wrote {}, {}, {} in {}".format(os.path.join(args.out, "results.md"), os.path.join(args.out, "results.csv"),
+                                        curve, fmt_secs(time.time() - t_start)))
+    return rows
+
+
+if __name__ == "__main__":
+    main()
+
+
+def cli_main():
+    main()

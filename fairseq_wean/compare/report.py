@@ -1,0 +1,211 @@
+"""The comparison's results: scores of the test outputs, p-values, tables, the figure.
+
+Scores come from the scoring library (:func:`fairseq_wean.scoring.score`, what
+``fairseq-wean-score --json`` prints).
+"""
+import csv
+import os
+
+from fairseq_wean.compare.runner import fmt_secs
+from fairseq_wean.compare.systems import BASELINE, METRIC_NAMES, SYSTEMS, TASKS
+from preprocess import common
+
+
+def baseline_outputs(args, recipe):
+    """Copy-the-source and LEAD-N outputs: {row name: {test name: {"plain": path}}}."""
+    data_out = os.path.join(args.out, "data")
+    rows = {}
+    out_dir = os.path.join(args.out, "runs", "baselines")
+    os.makedirs(out_dir, exist_ok=True)
+    for kind in TASKS[args.task]["baselines"]:
+        if kind == "copy":
+            rows["copy source"] = {t: {"plain": os.path.join(data_out, s["orig"])} for t, s in recipe["tests"].items()}
+        elif kind == "lead":
+            for n in recipe.get("lead_n", [10]):
+                name = "LEAD-{}".format(n)
+                rows[name] = {}
+                for t, s in recipe["tests"].items():
+                    path = os.path.join(out_dir, "{}.{}.txt".format(name, t))
+                    src = common.read_lines(os.path.join(data_out, s["orig"]))
+                    common.write_lines(path, (" ".join(l.split()[:n]) for l in src))
+                    rows[name][t] = {"plain": path}
+    return rows
+
+
+def score(sys_path, spec, data_out, compare_to=None, metrics=None):
+    """The scores of the output file ``sys_path`` on a recipe's test ``spec`` (the dict of
+    ``fairseq-wean-score --json``; ``spec["score_args"]`` are its options such as ``--rouge-chars``)."""
+    from fairseq_wean import textio
+    from fairseq_wean.scoring import score as score_corpus
+    from fairseq_wean.scoring.scores import options_from_score_args
+
+    return score_corpus(
+        textio.read_lines(sys_path, "system output"),
+        sources=textio.read_lines(os.path.join(data_out, spec["orig"]), "sources"),
+        references=[textio.read_lines(os.path.join(data_out, r), "references") for r in spec["refs"]],
+        metrics=metrics or spec["metrics"],
+        compare_to=textio.read_lines(compare_to, "baseline output") if compare_to else None,
+        **options_from_score_args(spec.get("score_args", [])))
+
+
+# ---------------------------------------------------------------------------------------------
+def ref_variant(evals, variant):
+    """The vocabulary of the fairseq lstm a row is compared with: its own, else the word-level one."""
+    for v in (variant, "word"):
+        if (BASELINE, v) in evals:
+            return v
+    return None
+
+
+def reference_run(evals, variant):
+    v = ref_variant(evals, variant)
+    return evals[(BASELINE, v)] if v else None
+
+
+def build_rows(args, recipe, evals, baselines):
+    """One row per (system, vocabulary, decoding): metrics, p-values vs lstm, sizes, times."""
+    data_out = os.path.join(args.out, "data")
+    rows = []
+    entries = [(name, None, "-", outs, None) for name, outs in baselines.items()]
+    for (system, variant), ev in evals.items():
+        for decoding in ("plain", "replace_unk"):
+            if all(decoding in ev["outputs"][t] for t in recipe["tests"]):
+                entries.append((system, variant, decoding, {t: ev["outputs"][t] for t in recipe["tests"]}, ev))
+    for name, variant, decoding, outs, ev in entries:
+        row = {"system": name, "vocab": variant or "-", "decoding": decoding if ev else "-"}
+        ref = reference_run(evals, variant) if variant else None
+        for test, spec in recipe["tests"].items():
+            other = None
+            if ref is not None and not (name == BASELINE and variant == ref_variant(evals, variant)):
+                other = ref["outputs"][test].get(decoding, ref["outputs"][test]["plain"])
+            hyp = outs[test][decoding if ev else "plain"]
+            s = score(hyp, spec, data_out, compare_to=other)
+            if "sari_legacy" in spec["table"]:  # EASSE legacy=True: the mode published TurkCorpus SARI used
+                legacy = score(hyp, dict(spec, score_args=spec.get("score_args", []) + ["--sari-mode", "legacy"]),
+                               data_out, compare_to=other, metrics="sari")
+                s["sari_legacy"] = legacy["sari"]
+                if other:
+                    s["p_values"]["sari_legacy"] = legacy["p_values"]["sari"]
+            for m in spec["metrics"].split(",") + (["sari_legacy"] if "sari_legacy" in spec["table"] else []):
+                if m == "stats":
+                    if test == recipe["main_test"]:
+                        row["avg_len"] = s["stats"]["avg_len"]
+                        row["unk_pct"] = s["stats"]["unk_pct"]
+                        row["copy_pct"] = s["stats"]["copy_pct"]
+                        row["exact_copy_pct"] = s["stats"]["exact_copy_pct"]
+                    continue
+                row["{}/{}".format(test, m)] = s[m]
+                if other:
+                    row["{}/{}/p".format(test, m)] = s["p_values"].get(m)
+        if ev:
+            row.update(params=ev["params"], output_params=ev["output_params"], output_tied=ev.get("output_tied", False),
+                       train_seconds=round(ev["train_seconds"], 1), best_epoch=ev["best_epoch"],
+                       best_valid=round(ev["best_valid"], 2))
+        rows.append(row)
+    return rows
+
+
+def columns(args, recipe):
+    cols = [("system", "System"), ("vocab", "Vocab"), ("decoding", "UNK")]
+    for test, spec in recipe["tests"].items():
+        for m in spec["table"]:
+            cols.append(("{}/{}".format(test, m), "{} {}".format(test, METRIC_NAMES[m])))
+            cols.append(("{}/{}/p".format(test, m), "p"))
+    cols += [("avg_len", "len"), ("unk_pct", "UNK %"), ("copy_pct", "copy %"), ("exact_copy_pct", "= src %"),
+             ("params", "params"), ("output_params", "output-layer params"), ("output_tied", ""), ("train_seconds", "train time"),
+             ("best_epoch", "best epoch")]
+    return cols
+
+
+def cell(key, value):
+    if value is None or value == "":
+        return ""
+    if key.endswith("/p"):
+        return "<0.001" if value < 0.001 else "{:.3f}".format(value)
+    if key in ("params", "output_params"):
+        return "{:,}".format(value)
+    if key == "output_tied":
+        return "tied" if value else ""
+    if key == "train_seconds":
+        return fmt_secs(value)
+    if isinstance(value, float):
+        return "{:.2f}".format(value)
+    return str(value).replace("replace_unk", "replace-unk")
+
+
+def write_tables(args, recipe, rows, meta):
+    cols = columns(args, recipe)
+    with open(os.path.join(args.out, "results.csv"), "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow([k for k, _ in cols])
+        for r in rows:
+            w.writerow([r.get(k, "") for k, _ in cols])
+    lines = ["# {} comparison{}".format(args.task, " (tiny CI run: numbers are meaningless)" if args.tiny else ""), "",
+             "Command: `{}`  ".format(meta["command"]),
+             "Date: {}; machine: {}; total wall time {}.".format(meta["date"], meta["machine"],
+                                                                fmt_secs(meta["wall_seconds"]))
+             + (" ({} of {} systems were reused from an earlier invocation: their train and decoding times are in "
+                "results.json, the train time column has theirs)".format(meta["reused"], meta["runs"])
+                if meta.get("reused") else ""), "",
+             "| " + " | ".join(h for _, h in cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        lines.append("| " + " | ".join(cell(k, r.get(k)) for k, _ in cols) + " |")
+    lines += ["", "Epoch budget {} for every system; each system is its epoch with the best validation {} "
+                  "(decoded with beam 5); test decoding beam 5.".format(args.epochs, recipe["valid"]["metric"]),
+              "SARI: EASSE's corpus_sari (default: lowercase + 13a tokenization); SARI (legacy): EASSE legacy=True, the "
+              "variant behind published TurkCorpus numbers. "
+              "p: paired bootstrap (1000 resamples, fairseq-wean-score --compare-to) against fairseq `lstm` with the "
+              "same vocabulary (else the word-level `lstm`) and the same UNK handling. UNK `replace-unk`: each `<unk>` replaced by the source word with "
+              "the highest attention (fairseq's --replace-unk rule). output-layer params: parameters used only "
+              "to score the vocabulary; \"tied\": the output layer is the input embedding matrix (counted once, "
+              "in params).",
+              "", "![validation score per epoch](valid_curve.png)", ""]
+    with open(os.path.join(args.out, "results.md"), "w", encoding="utf-8") as f:
+        f.write("\n".join(lines))
+
+
+def plot_curves(args, recipe, evals):
+    import logging
+
+    import matplotlib
+
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from matplotlib.ticker import MaxNLocator
+
+    metric = recipe["valid"]["metric"]
+    # colour = system, line style = vocabulary: 11 simplification runs outrun any colour cycle
+    colours = {system: "C{}".format(i) for i, system in enumerate(SYSTEMS)}
+    styles = {"spm": "--", "char": ":", "bpe": "-."}
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4))
+    for (system, variant), ev in evals.items():
+        style = dict(marker="o", color=colours.get(system), linestyle=styles.get(variant, "-"),
+                     label="{} ({})".format(system, variant))
+        xs = [r["epoch"] for r in ev["curve"]]
+        axes[0].plot(xs, [r[metric] for r in ev["curve"]], **style)
+        loss = ev.get("valid_loss") or {}
+        if loss:
+            ks = sorted(int(k) for k in loss)
+            axes[1].plot(ks, [loss[str(k)] if str(k) in loss else loss[k] for k in ks], **style)
+    axes[0].set_title("validation {} per epoch (beam 5)".format(METRIC_NAMES.get(metric, metric)))
+    axes[1].set_title("validation loss per epoch (base 2)")
+    for ax in axes:
+        ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.suptitle("{}: training curves (cf. WEAN Figure 2)".format(args.task))
+    fig.tight_layout()
+    path = os.path.join(args.out, "valid_curve.png")
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def machine():
+    import platform
+
+    return "{} CPU core(s), {} {}".format(os.cpu_count(), platform.system(), platform.machine())
+
+

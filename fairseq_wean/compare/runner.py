@@ -1,0 +1,341 @@
+"""Running the comparison: data preparation, fairseq-train and decoding jobs, launch order, progress.
+
+fairseq-train runs with ``--log-format json``; its ``train_inner``, ``train`` and ``valid``
+records (:func:`read_train_log`) give the console progress and the validation loss per epoch.
+Decoding, selection and parameter counts run in one process per system
+(``examples/evaluate_system.py``).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+from fairseq_wean.compare.systems import BATCH, GEN_ARGS, SYSTEMS, TASKS
+from preprocess import common
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+USER_DIR = os.path.join(REPO, "fairseq_wean")
+EVALUATE_SYSTEM = os.path.join(REPO, "examples", "evaluate_system.py")
+
+
+_OUTPUT_LOCK = threading.Lock()
+
+
+def say(line):
+    """One whole line to stdout: the --jobs runs report from threads, and print() writes the text
+    and its newline separately, so their lines interleaved."""
+    with _OUTPUT_LOCK:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+def log(msg):
+    say("[{}] {}".format(time.strftime("%H:%M:%S"), msg))
+
+
+def fmt_secs(s):
+    s = int(round(s))
+    return "{}h{:02d}m".format(s // 3600, s % 3600 // 60) if s >= 3600 else "{}m{:02d}s".format(s // 60, s % 60)
+
+
+# ---------------------------------------------------------------------------------------------
+def prepare(args):
+    """Run the task's preprocess module (skipped when its recipe.json exists)."""
+    task = TASKS[args.task]
+    data_out = os.path.join(args.out, "data")
+    variants = sorted({v for _, v in args.run_list})
+    cmd = [sys.executable, "-m", task["datasets"][args.dataset], "--data-dir", args.data_dir, "--out", data_out,
+           "--variants", ",".join(variants), "--seed", str(args.seed)]
+    if args.tiny:
+        cmd.append("--tiny")
+    if common.done(data_out):
+        recipe = common.load_recipe(data_out)
+        if set(variants) <= set(recipe["variants"]) and bool(recipe.get("tiny")) == bool(args.tiny):
+            log("data ready in {}".format(data_out))
+            return recipe, cmd
+        cmd.append("--force")
+    log("preparing data: " + " ".join(cmd))
+    t0 = time.time()
+    proc = subprocess.run(cmd, cwd=REPO)
+    if proc.returncode != 0:
+        raise SystemExit("data preparation failed ({})".format(proc.returncode))
+    log("data prepared in {}".format(fmt_secs(time.time() - t0)))
+    return common.load_recipe(data_out), cmd
+
+
+def align_table(recipe, data_out, variant):
+    """CoRe's alignment table A for a vocabulary variant (built once, cached).
+
+    Built from the training text fairseq-preprocess saw, with every word outside the binarized
+    dictionary written as ``<unk>`` (which the table reader skips): the table must only name
+    dictionary words, and rare target-only words stay words in the ``word-pg`` text.
+    """
+    info = recipe["variants"][variant]
+    bin_dir = os.path.join(data_out, info["bin"])
+    table = os.path.join(bin_dir, "core_align_table.tsv")
+    if os.path.exists(table):
+        return table
+    with open(os.path.join(bin_dir, "dict.{}.txt".format(recipe["src"])), encoding="utf-8") as f:
+        vocab = {line.rsplit(" ", 1)[0] for line in f}
+    text = os.path.join(data_out, info.get("text", "text"))
+    inputs = []
+    for lang in (recipe["src"], recipe["tgt"]):
+        path = os.path.join(bin_dir, "align-input." + lang)
+        common.write_lines(path, (" ".join(w if w in vocab else "<unk>" for w in line.split())
+                                  for line in common.read_lines(os.path.join(text, "train." + lang))))
+        inputs.append(path)
+    cmd = [common.bin_path("fairseq-wean-align-table"), "--src", inputs[0], "--tgt", inputs[1],
+           "--topk", "10", "--out", table + ".tmp"]
+    log("building CoRe's alignment table: " + " ".join(cmd))
+    common.run(cmd, log_path=table + ".log")
+    os.replace(table + ".tmp", table)
+    return table
+
+
+def train_command(args, recipe, system, variant, run_dir):
+    data_out = os.path.join(args.out, "data")
+    info = recipe["variants"][variant]
+    cmd = [common.bin_path("fairseq-train"), os.path.join(data_out, info["bin"]), "--user-dir", USER_DIR,
+           "--task", "translation", "--source-lang", recipe["src"], "--target-lang", recipe["tgt"]]
+    cmd += SYSTEMS[system]
+    if system == "core_copy":
+        cmd += ["--core-align-table", align_table(recipe, data_out, variant)]
+    cmd += BATCH["char" if variant == "char" else "word"]
+    cmd += ["--max-epoch", str(args.epochs), "--save-dir", os.path.join(run_dir, "checkpoints"),
+            "--no-save-optimizer-state", "--no-last-checkpoints", "--seed", str(args.seed),
+            "--ignore-unused-valid-subsets",  # valid1: the validation sources, decoded per epoch
+            "--log-format", "json", "--log-interval", "10" if args.tiny else "100", "--num-workers", "0"]
+    return cmd
+
+
+# glibc malloc settings for the training and decoding processes. By default glibc serves every
+# allocation above 32 MiB with a fresh mmap and unmaps it on free, so each training step
+# page-faults its largest tensors anew (the B*T x V logits and their gradient, a V x 256 Adam
+# temporary for every embedding and output matrix). Keeping freed memory in the heap changes no
+# number (the same operations run on the same values) and made every system's training 3-23%
+# faster in the simplification comparison (docs/RESULTS.md: fairseq lstm on words 21m23s ->
+# 18m07s, same losses and scores). Values already set in the environment win.
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(4 << 30), "MALLOC_TRIM_THRESHOLD_": str(64 << 30)}
+
+
+def job_env(args):
+    """Environment of every fairseq process: ``--threads`` torch threads, MALLOC_ENV, unbuffered output."""
+    n = str(args.threads)
+    env = dict(MALLOC_ENV)
+    env.update(os.environ)
+    env.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS=n, MKL_NUM_THREADS=n)
+    return env
+
+
+def read_train_log_line(line):
+    """``(tag, record)`` of one line of fairseq-train ``--log-format json`` (``tag``: ``train_inner``,
+    ``train``, ``valid``, ``valid1``...; ``record``: the JSON object, values as fairseq formats
+    them, strings), else None.
+
+    fairseq logs each record as ``DATE | INFO | TAG | {...}``; end-of-epoch records prefix every
+    key with the tag (``train_loss``, ``valid_loss``), ``train_inner`` records do not.
+    """
+    parts = line.rstrip("\n").split(" | ", 3)
+    if len(parts) != 4 or not parts[3].startswith("{"):
+        return None
+    try:
+        record = json.loads(parts[3])
+    except ValueError:
+        return None
+    return (parts[2], record) if isinstance(record, dict) else None
+
+
+def read_train_log(path):
+    """``{tag: [record, ...]}`` of a fairseq-train ``--log-format json`` log, in log order."""
+    records = {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            parsed = read_train_log_line(line)
+            if parsed:
+                records.setdefault(parsed[0], []).append(parsed[1])
+    return records
+
+
+def train(args, recipe, system, variant, run_dir, label):
+    """fairseq-train, streaming progress; returns (wall seconds, {epoch: valid loss}, command)."""
+    cmd = train_command(args, recipe, system, variant, run_dir)
+    ckpt_dir = os.path.join(run_dir, "checkpoints")
+    if os.path.isdir(ckpt_dir):
+        shutil.rmtree(ckpt_dir)
+    os.makedirs(run_dir, exist_ok=True)
+    log_path = os.path.join(run_dir, "train.log")
+    log("{}: training {} epoch(s); log {}".format(label, args.epochs, log_path))
+    t0 = time.time()
+    valid_loss = {}
+    # Line-buffered, so `tail -f train.log` follows fairseq-train as it runs.
+    with open(log_path, "w", encoding="utf-8", buffering=1) as logf:
+        logf.write("$ " + " ".join(cmd) + "\n")
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=job_env(args))
+        tail = []
+        for line in proc.stdout:
+            logf.write(line)
+            tail = (tail + [line])[-40:]
+            parsed = read_train_log_line(line)
+            if parsed is None:
+                continue
+            tag, record = parsed
+            if tag == "train_inner":
+                # update = epoch - 1 + fraction of the epoch done
+                say("    {} epoch {} {:.0%} ({} updates), train loss {} ({})".format(
+                    label, record["epoch"], record["update"] - (record["epoch"] - 1), record["num_updates"],
+                    record["loss"], fmt_secs(time.time() - t0)))
+            elif tag == "train":
+                say("    {} epoch {} done, train loss {} ({})".format(
+                    label, record["epoch"], record["train_loss"], fmt_secs(time.time() - t0)))
+            elif tag == "valid" and "valid_loss" in record:
+                valid_loss[int(record["epoch"])] = float(record["valid_loss"])
+                say("    {} epoch {}: valid loss {:.3f}".format(label, record["epoch"], float(record["valid_loss"])))
+        proc.wait()
+    secs = time.time() - t0
+    if proc.returncode != 0:
+        raise RuntimeError("{}: fairseq-train failed ({}); last lines of {}:\n{}".format(
+            label, proc.returncode, log_path, "".join(l[:400] + ("...\n" if len(l) > 400 else "") for l in tail[-15:])))
+    log("{}: trained in {}".format(label, fmt_secs(secs)))
+    return secs, valid_loss, cmd
+
+
+def evaluate(args, recipe, system, variant, run_dir, label):
+    """Decode + select + count parameters in one process (examples/evaluate_system.py)."""
+    data_out = os.path.join(args.out, "data")
+    info = recipe["variants"][variant]
+    ckpt_dir = os.path.join(run_dir, "checkpoints")
+    epochs = sorted(int(f[len("checkpoint"):-3]) for f in os.listdir(ckpt_dir)
+                    if f.startswith("checkpoint") and f[len("checkpoint"):-3].isdigit())
+    if not epochs:
+        raise RuntimeError("{}: no epoch checkpoints in {}".format(label, ckpt_dir))
+    gen_args = list(GEN_ARGS)
+    plan = {
+        "data": os.path.join(data_out, info["bin"]), "data_root": data_out, "user_dir": USER_DIR,
+        "post_process": info.get("post_process"), "markers": bool(info.get("markers")),
+        "replace_unk": bool(info.get("unk_replaceable")),
+        "epochs": [[e, os.path.join(ckpt_dir, "checkpoint{}.pt".format(e))] for e in epochs],
+        "valid": recipe["valid"], "tests": recipe["tests"], "gen_args": gen_args,
+        "gen_dir": os.path.join(run_dir, "gen"), "out": os.path.join(run_dir, "eval.json"),
+    }
+    plan_path = os.path.join(run_dir, "eval_plan.json")
+    with open(plan_path, "w", encoding="utf-8") as f:
+        json.dump(plan, f, indent=2)
+    log("{}: decoding validation ({} epoch(s)) and test sets".format(label, len(epochs)))
+    t0 = time.time()
+    cmd = [sys.executable, EVALUATE_SYSTEM, plan_path]
+    with open(os.path.join(run_dir, "eval.log"), "w", encoding="utf-8") as logf:
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=logf, text=True, env=job_env(args))
+        for line in proc.stdout:
+            if line.startswith("EVAL "):
+                say("    {} {}".format(label, line[5:].rstrip()))
+        proc.wait()
+    if proc.returncode != 0:
+        with open(os.path.join(run_dir, "eval.log"), encoding="utf-8") as f:
+            tail = "".join(l[:400] + "\n" for l in f.read().splitlines()[-20:])
+        raise RuntimeError("{}: evaluation failed ({}):\n{}".format(label, proc.returncode, tail))
+    with open(plan["out"], encoding="utf-8") as f:
+        result = json.load(f)
+    if not args.keep_checkpoints:
+        for e in epochs:
+            if e != result["best_epoch"]:
+                os.remove(os.path.join(ckpt_dir, "checkpoint{}.pt".format(e)))
+        best = os.path.join(ckpt_dir, "checkpoint_best.pt")  # fairseq's loss-selected copy
+        if os.path.exists(best):
+            os.remove(best)
+    log("{}: best validation {} {:.2f} at epoch {} ({} decoding)".format(
+        label, result["valid_metric"], result["best_valid"], result["best_epoch"], fmt_secs(time.time() - t0)))
+    return result
+
+
+def run_one(args, recipe, i, system, variant):
+    label = "({}/{}) {}/{}".format(i + 1, len(args.run_list), system, variant)
+    run_dir = os.path.join(args.out, "runs", "{}-{}".format(system, variant))
+    done_path = os.path.join(run_dir, "result.json")
+    if os.path.exists(done_path) and not args.force:
+        log("{}: done before, reusing {} (--force to redo)".format(label, done_path))
+        with open(done_path, encoding="utf-8") as f:
+            return json.load(f), 0.0
+    t0 = time.time()
+    secs, valid_loss, cmd = train(args, recipe, system, variant, run_dir, label)
+    ev = evaluate(args, recipe, system, variant, run_dir, label)
+    ev.update(train_seconds=secs, valid_loss=valid_loss, train_command=" ".join(cmd))
+    with open(done_path, "w", encoding="utf-8") as f:
+        json.dump(ev, f, indent=2)
+    return ev, time.time() - t0
+
+
+# Launch order: the longest runs first (LPT scheduling), so that a comparison does not end with one
+# long run on one core while the other idles. Expected cost of a run, relative to fairseq `lstm` on
+# a word vocabulary: system factor x vocabulary factor, from the simplification comparison at
+# commit 45b7574 (idle 2-core machine, train minutes: char_transformer 38, word_attn_gated 30 on
+# words and 36 on sentencepiece, lstm 21 / 18, core_copy 19 / 26, transformer 18 / 15, wean_lstm
+# 15 / 13). Only the order matters; the tables keep the task's order.
+EXPECTED_SYSTEM_COST = {"char_transformer": 1.8, "word_attn_gated": 1.6, "lstm": 1.0, "core_copy": 0.95,
+                        "transformer": 0.85, "wean_lstm": 0.7}
+EXPECTED_VOCAB_COST = {"spm": 0.9, "bpe": 0.9}  # word, word-pg, char: 1.0
+
+
+def expected_cost(system, variant):
+    """Relative expected time of one run (see EXPECTED_SYSTEM_COST); unknown systems count as 1."""
+    return EXPECTED_SYSTEM_COST.get(system, 1.0) * EXPECTED_VOCAB_COST.get(variant, 1.0)
+
+
+def launch_order(run_list):
+    """Indices of run_list, longest-expected runs first (ties keep the task's order)."""
+    return sorted(range(len(run_list)), key=lambda i: (-expected_cost(*run_list[i]), i))
+
+
+def remaining_seconds(finished, pending_costs, jobs):
+    """Time left, from the pace of the finished runs: ``finished`` is [(seconds, expected cost)],
+    ``pending_costs`` the expected costs of the runs not finished (running or waiting).
+
+    Seconds per unit of expected cost, not per run: runs start longest first, so the first to
+    finish are the slowest, and a per-run average would overstate what is left.
+    """
+    seconds_per_cost = sum(secs for secs, _ in finished) / sum(cost for _, cost in finished)
+    return seconds_per_cost * sum(pending_costs) / max(1, jobs)
+
+
+def run_all(args, recipe):
+    """Train + evaluate every run, --jobs at a time, in :func:`launch_order`; the first failure
+    stops the comparison.
+
+    Returns ({(system, vocab): evaluation}, how many of them were reused from an earlier invocation).
+    """
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    evals, durations, reused = {}, [], 0
+    t0 = time.time()
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {}
+        for i in launch_order(args.run_list):
+            system, variant = args.run_list[i]
+            futures[pool.submit(run_one, args, recipe, i, system, variant)] = (system, variant)
+        pending = set(futures)
+        while pending:
+            # FIRST_COMPLETED, not FIRST_EXCEPTION: the latter returns only when every run has
+            # finished unless one fails, so the progress line below would never be printed.
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            failed = [f for f in done if f.exception() is not None]
+            if failed:
+                for f in pending:
+                    f.cancel()  # runs not started yet; a running one finishes first
+                raise failed[0].exception()
+            for f in done:
+                ev, secs = f.result()
+                evals[futures[f]] = ev
+                if secs:
+                    durations.append((secs, expected_cost(*futures[f])))
+                else:
+                    reused += 1
+            if pending and durations:
+                eta = remaining_seconds(durations, [expected_cost(*futures[f]) for f in pending], args.jobs)
+                log("{} of {} runs finished ({} elapsed); about {} left at this pace".format(
+                    len(evals), len(args.run_list), fmt_secs(time.time() - t0), fmt_secs(eta)))
+    return {k: evals[k] for k in args.run_list}, reused
+
+

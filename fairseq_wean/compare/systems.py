@@ -1,0 +1,84 @@
+"""The compared systems and the tasks: fairseq-train arguments, vocabulary variants, epoch budgets.
+
+Tables only (no code runs here): :mod:`fairseq_wean.compare.runner` turns them into commands.
+"""
+
+# ---------------------------------------------------------------------------------------------
+# Systems. Sizes: 2 layers, 256 units, 256-d embeddings everywhere.
+# Adam 2e-3 and batches of 32 sentences: WEAN used 1e-3 and 64, but for budgets of a few epochs on
+# CPU this learns much faster (wean_lstm on simplification: validation loss 4.0 instead of 6.8 after
+# about one epoch). Dropout 0.4 as WEAN.
+RNN_OPTIM = ["--optimizer", "adam", "--lr", "0.002", "--clip-norm", "5", "--dropout", "0.4"]
+TRANSFORMER_OPTIM = ["--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "0.001",
+                     "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "500", "--warmup-init-lr", "1e-07",
+                     "--clip-norm", "5", "--dropout", "0.3"]
+TRANSFORMER_SMALL = ["--arch", "transformer", "--encoder-layers", "2", "--decoder-layers", "2",
+                     "--encoder-embed-dim", "256", "--decoder-embed-dim", "256",
+                     "--encoder-ffn-embed-dim", "512", "--decoder-ffn-embed-dim", "512",
+                     "--encoder-attention-heads", "4", "--decoder-attention-heads", "4"]
+SYSTEMS = {
+    "lstm": ["--arch", "lstm", "--encoder-embed-dim", "256", "--encoder-hidden-size", "256",
+             "--encoder-layers", "2", "--decoder-embed-dim", "256", "--decoder-hidden-size", "256",
+             "--decoder-layers", "2", "--decoder-out-embed-dim", "256"] + RNN_OPTIM,
+    "transformer": TRANSFORMER_SMALL + ["--share-decoder-input-output-embed"] + TRANSFORMER_OPTIM,
+    "wean_lstm": ["--arch", "wean_lstm", "--embed-dim", "256", "--encoder-hidden-size", "256",
+                  "--encoder-layers", "2", "--decoder-hidden-size", "256", "--decoder-layers", "2"] + RNN_OPTIM,
+    "core_copy": ["--arch", "core_copy", "--embed-dim", "256", "--encoder-hidden-size", "256",
+                  "--encoder-layers", "2", "--decoder-hidden-size", "256", "--decoder-layers", "2",
+                  "--criterion", "core_mode_loss"] + RNN_OPTIM,
+    "word_attn_gated": ["--arch", "word_attn_gated", "--encoder-embed-dim", "256", "--encoder-hidden-size", "256",
+                        "--encoder-layers", "2", "--decoder-embed-dim", "256", "--decoder-hidden-size", "256",
+                        "--decoder-layers", "2"] + RNN_OPTIM,
+    # Yu et al. 2018: 2+2 layers, 256, inner 512, dropout 0.1, label smoothing 0.1, Adam
+    # (0.9, 0.98, 1e-9), no embedding sharing; warm-up shortened to our short budget.
+    "char_transformer": TRANSFORMER_SMALL + [
+        "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--adam-eps", "1e-09", "--lr", "0.001",
+        "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "500", "--warmup-init-lr", "1e-07",
+        "--clip-norm", "5", "--dropout", "0.1",
+        "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1"],
+}
+BASELINE = "lstm"  # p-values are against fairseq lstm on the same vocabulary
+METRIC_NAMES = {"sari": "SARI", "sari_legacy": "SARI (legacy)", "bleu": "BLEU", "fkgl": "FKGL", "rouge1": "R-1", "rouge2": "R-2", "rougeL": "R-L"}
+
+# ---------------------------------------------------------------------------------------------
+# Tasks. runs: (system, vocabulary variant). Epoch budgets are sized for 2 CPU cores (the times in
+# the module docstring and the README); --epochs changes them. Summarization and translation had 10
+# and 6 epochs (about 2 h and 2 h 30 min here); 3 and 2 keep each under an hour, and the tables in
+# docs/RESULTS.md are these defaults' output.
+WORD_SYSTEMS = ["lstm", "transformer", "wean_lstm", "core_copy", "word_attn_gated"]
+TASKS = {
+    "simplification": {
+        "datasets": {"turkcorpus": "preprocess.prepare_simplification"},
+        "epochs": 2,
+        "runs": [(s, "word-pg" if s == "core_copy" else "word") for s in WORD_SYSTEMS]
+        + [(s, "spm") for s in WORD_SYSTEMS] + [("char_transformer", "char")],
+        # CI: every vocabulary variant and every recipe path once (the argument lists of the other
+        # systems are checked by tests/test_recipes.py without training)
+        "tiny_runs": [("lstm", "word"), ("wean_lstm", "word"), ("core_copy", "word-pg"), ("wean_lstm", "spm"),
+                      ("char_transformer", "char")],
+        "baselines": ["copy"],
+    },
+    "summarization": {
+        "datasets": {"gigaword": "preprocess.prepare_gigaword", "lcsts": "preprocess.prepare_lcsts"},
+        "epochs": 3,
+        "runs": [(s, "word-pg" if s == "core_copy" else "word") for s in WORD_SYSTEMS],
+        "tiny_runs": [("wean_lstm", "word")],
+        "baselines": ["lead"],
+    },
+    "translation": {
+        "datasets": {"multi30k": "preprocess.prepare_multi30k", "iwslt14": "preprocess.prepare_iwslt14"},
+        "epochs": 2,
+        "runs": [(s, "word-pg" if s == "core_copy" else "word") for s in WORD_SYSTEMS],
+        "tiny_runs": [("lstm", "word")],
+        "baselines": [],
+    },
+}
+# Datasets whose runs all use one vocabulary (BPE'd IWSLT'14; LCSTS is characters, prepared as "word").
+DATASET_VOCAB = {"iwslt14": "bpe", "lcsts": "word"}
+BATCH = {"word": ["--batch-size", "32", "--max-tokens", "4000"],
+         "char": ["--batch-size", "64", "--max-tokens", "12000"]}
+# Output length cap 1.2 x source + 10 tokens (fairseq's default, 200 tokens, is too short for
+# characters and lets an untrained model babble for 200 steps).
+GEN_ARGS = ["--beam", "5", "--batch-size", "64", "--max-len-a", "1.2", "--max-len-b", "10"]
+
+

@@ -171,6 +171,12 @@ def test_compare_other_tasks_tiny(tmp_path, task, test, metric, row):
         assert any(r["system"] == row for r in rows)
     assert (out / "valid_curve.png").exists() and (out / "results.md").exists()
     assert "reused" not in (out / "results.md").read_text(encoding="utf-8")
+    # the validation loss per epoch is fairseq-train's own 'valid' record (--log-format json)
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    for key, run in results["runs"].items():
+        records = [json.loads(line.split(" | ", 3)[3]) for line in read_text_lines(
+            out / "runs" / key.replace(":", "-") / "train.log") if " | valid | {" in line]
+        assert run["valid_loss"] == {str(r["epoch"]): float(r["valid_loss"]) for r in records} and records
     if task == "translation":  # a second invocation reuses the finished system, and the table says so
         run_module("fairseq_wean.compare", task, DATA, "--tiny", "--out", out)
         assert read_rows(out) == rows

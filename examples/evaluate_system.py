@@ -1,4 +1,4 @@
-"""Decode and select one trained system, in one process (used by ``fairseq-wean-compare``, :mod:`fairseq_wean.compare.runner`).
+"""Decode and select one trained system, in one process (used by ``fairseq-wean-compare``).
 
     python examples/evaluate_system.py PLAN.json
 

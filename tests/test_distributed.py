@@ -1,4 +1,4 @@
-"""Data-parallel training on CPU: two gloo ranks through ``fairseq_wean.distributed``.
+"""Data-parallel training on CPU: two gloo ranks through ``fairseq-wean-train-cpu-dist``.
 
 What is exactly comparable: fairseq gives rank r the batches r, r+W, r+2W, ... of the epoch's
 batch list (``ShardedIterator``), and one process with ``--update-freq W`` groups batches
@@ -32,8 +32,8 @@ ARCH_SIZES = {
 }
 BATCH = 16  # sentences per rank; 400 training pairs -> 25 batches -> 13 updates on 2 ranks
 UPDATES = 13
-# = the console script fairseq-wean-train-cpu-dist (python -m fairseq_wean.distributed works too)
-LAUNCHER = [sys.executable, "-c", "from fairseq_wean.distributed import cli_main; cli_main()"]
+# = the console script fairseq-wean-train-cpu-dist (python -m fairseq_wean.cli.train_cpu_dist works too)
+LAUNCHER = [sys.executable, "-c", "from fairseq_wean.cli.train_cpu_dist import cli_main; cli_main()"]
 ENV = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
 
 

@@ -201,7 +201,7 @@ def runs(data_bin, raw_dir, tmp_path_factory):
                     "--source", "w1 w2", "--output", work / "fig.png"], {"check": False}),
         ("python", [os.path.join(REPO, "examples", "evaluate_system.py"), plan], {"check": False}),
         ("fairseq-interactive", [data_bin, "--user-dir", USER_DIR, "--path", best, "--source-lang", "src",
-                                 "--target-lang", "tgt", "--beam", 2, "--cpu", "--input", latin1_input],
+                                 "--target-lang", "tgt", "--beam", 2, "--cpu", "--input", latin1_input, "--buffer-size", 4],
          {"check": False}),
     ])
     result.update(zip(names2, stage2))
@@ -448,7 +448,8 @@ def test_unwritable_save_dir_is_refused_at_start(runs):
 
 
 def test_interactive_input_with_a_non_utf8_line(runs):
-    """The lines before the bad one get their hypotheses; then one line names the file and the line."""
+    """The lines before the bad one get their hypotheses (also when they wait in a --buffer-size batch);
+    then one line names the file and the line. Before, no line got a hypothesis."""
     proc = runs["interactive_latin1_input"]
     line = last_error_line(proc)
     assert "latin1-input.txt line 3 is not UTF-8" in line

@@ -9,15 +9,8 @@ import torch.nn.functional as F
 
 import fairseq_wean  # noqa: F401  (registers the models)
 from fairseq_wean.errors import FairseqWeanError
-from fairseq_wean.models.word_attn_gated import (
-    WordAttnGatedModel,
-    ablation_parameter_counts,
-    attention_step,
-    base_architecture,
-    word_attn_gated_iwslt,
-    word_attn_gated_wmt,
-    word_attn_rnnsearch_iwslt,
-)
+from fairseq.models import ARCH_CONFIG_REGISTRY
+from fairseq_wean.models.word_attn_gated import WordAttnGatedModel, attention_step, base_architecture
 from fairseq_wean.modules.attention import SourceAttention
 from model_checks import assert_batched_beam_equals_single, assert_incremental_equals_full
 from conftest import (
@@ -203,9 +196,19 @@ def test_gate_forced_to_one_reduces_to_rnnsearch():
     assert_incremental_equals_full(gated, (src, lengths, prev, None))
 
 
+def load_parameter_counts_example():
+    import importlib.util
+
+    path = os.path.join(REPO, "examples", "word_attention_parameter_counts.py")
+    spec = importlib.util.spec_from_file_location("word_attention_parameter_counts", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_ablation_parameter_counts_follow_table3_pattern():
     """Differences at the IWSLT preset (they do not depend on the vocabularies)."""
-    counts = ablation_parameter_counts("word_attn_gated_iwslt", src_vocab=50, tgt_vocab=40)
+    counts = load_parameter_counts_example().ablation_parameter_counts("word_attn_gated_iwslt", src_vocab=50, tgt_vocab=40)
     E, H, C = 256, 256, 512
     word_attention = 2 * H * E + E  # W_b, U_b, v_b
     widen_f_and_g = 3 * H * E + E * E  # GRU input and g's input grow by c^beta (E)
@@ -220,14 +223,14 @@ def test_ablation_parameter_counts_follow_table3_pattern():
 
 def test_presets():
     iwslt = argparse.Namespace()
-    word_attn_rnnsearch_iwslt(iwslt)
+    ARCH_CONFIG_REGISTRY["word_attn_rnnsearch_iwslt"](iwslt)
     assert (iwslt.encoder_layers, iwslt.decoder_layers) == (2, 2)
     assert (iwslt.word_attention, iwslt.rnn_cell) == ("none", "gru")
     iwslt = argparse.Namespace(word_attention="ungated")  # the command line wins over the preset
-    word_attn_gated_iwslt(iwslt)
+    ARCH_CONFIG_REGISTRY["word_attn_gated_iwslt"](iwslt)
     assert iwslt.word_attention == "ungated"
     wmt = argparse.Namespace()
-    word_attn_gated_wmt(wmt)
+    ARCH_CONFIG_REGISTRY["word_attn_gated_wmt"](wmt)
     assert (wmt.encoder_layers, wmt.decoder_layers) == (4, 4)
     assert (wmt.encoder_embed_dim, wmt.decoder_hidden_size) == (620, 1000)
     assert wmt.word_attention == "gated"

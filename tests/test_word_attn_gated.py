@@ -119,7 +119,8 @@ def test_gate_values_lie_in_open_interval_with_documented_shape():
     bsz, tgt_len, src_len = src.size(0), prev.size(1), src.size(1)
     C = 2 * SMALL["encoder_hidden_size"]  # bidirectional encoder: size of c^alpha_i
     assert extra["gate"].shape == (bsz, tgt_len, C)
-    assert (extra["gate"] > 0).all() and (extra["gate"] < 1).all()
+    torch.testing.assert_close(extra["gate"][:, 0], first_step_by_hand(model, src, lengths, prev)["o"],
+                               atol=1e-6, rtol=0)
     assert extra["gate"].std() > 0  # a function of the step, not a constant
     assert extra["word_attn"].shape == (bsz, tgt_len, src_len)
     assert extra["attn"][0].shape == (bsz, tgt_len, src_len)
@@ -127,15 +128,17 @@ def test_gate_values_lie_in_open_interval_with_documented_shape():
     assert baseline_extra["gate"] is None and baseline_extra["word_attn"] is None
 
 
-def test_first_step_matches_the_equations_by_hand():
-    """Step 1 recomputed from the poster: beta (section 3), c^beta, o_1 (section 4)."""
-    d = make_dictionary()
-    model = build(d, "gated", left_pad_source=False)  # source positions as the encoder sees them
-    src, lengths, prev, _ = random_batch(d, bsz=2, left_pad=False)
+def first_step_by_hand(model, src, lengths, prev):
+    """Decoder step 1 recomputed from the poster's equations with the model's own weights.
+
+    Hidden and word attention, c^alpha, c^beta (section 3), o_1 and the gated state update
+    s_1 = f(s_0, y_0, o*c^alpha, (1-o)*V_b c^beta) (section 4; f is the model's GRU cell), and
+    the output layer W_out g(y_0; s_1; contexts). Attention maps are over the encoder's
+    right-padded positions.
+    """
     dec = model.decoder
     with torch.no_grad():
         enc = model.encoder(src, src_lengths=lengths)
-        _, extra = dec(prev, enc)
         s0 = torch.tanh(dec.init_state_proj(enc["final_state"]))  # top layer's s_0
         x, h, pad = enc["src_embeddings"], enc["encoder_states"], enc["encoder_padding_mask"]
         y0 = dec.embed_tokens(prev[:, 0])
@@ -145,13 +148,49 @@ def test_first_step_matches_the_equations_by_hand():
             e = torch.einsum("bsa,a->bs", hidden, score.v)
             return F.softmax(e.masked_fill(pad, float("-inf")), dim=-1)
 
-        alpha, beta = attend(dec.attention.score, h), attend(dec.word_attention.score, x)
-        c_alpha, c_beta = torch.einsum("bs,bsc->bc", alpha, h), torch.einsum("bs,bse->be", beta, x)
-        g = dec.gate
-        o = torch.sigmoid(g.w_o(y0) + g.u_o(s0) + g.c_alpha_o(c_alpha) + g.c_beta_o(c_beta))
-    torch.testing.assert_close(extra["attn"][0][:, 0], alpha, atol=1e-6, rtol=0)
-    torch.testing.assert_close(extra["word_attn"][:, 0], beta, atol=1e-6, rtol=0)
-    torch.testing.assert_close(extra["gate"][:, 0], o, atol=1e-6, rtol=0)
+        alpha = attend(dec.attention.score, h)
+        c_alpha = torch.einsum("bs,bsc->bc", alpha, h)
+        step = {"alpha": alpha, "contexts": [c_alpha]}
+        if dec.word_attention is not None:
+            beta = attend(dec.word_attention.score, x)
+            c_beta = torch.einsum("bs,bse->be", beta, x)
+            step.update(beta=beta, contexts=[c_alpha, c_beta])
+        if dec.gate is not None:
+            g = dec.gate
+            o = torch.sigmoid(g.w_o(y0) + g.u_o(s0) + g.c_alpha_o(c_alpha) + g.c_beta_o(c_beta))
+            word_context = c_beta if g.word_context_proj is None else g.word_context_proj(c_beta)  # V_b
+            step.update(o=o, contexts=[o * c_alpha, (1 - o) * word_context])
+        contexts = torch.cat(step["contexts"], dim=-1)
+        s1 = dec.layers[0](torch.cat([y0, contexts], dim=-1), s0)  # f, one GRU layer
+        g_out = torch.tanh(dec.readout(torch.cat([y0, s1, contexts], dim=-1)))  # g
+        step["logits"] = dec.fc_out(g_out)  # W_out
+    return step
+
+
+@pytest.mark.parametrize("word_attention", ABLATIONS)
+def test_first_step_matches_the_equations_by_hand(word_attention):
+    """Step 1 from the poster: beta, c^beta (section 3), o_1 and the gated update (section 4), g."""
+    d = make_dictionary()
+    model = build(d, word_attention, left_pad_source=False)  # source positions as the encoder sees them
+    with torch.no_grad():
+        # uniform(-0.1, 0.1) weights keep o_1 near 0.5, where o and 1 - o are alike: larger
+        # weights and a gate bias of 1 move it away, so o <-> 1 - o mix-ups show.
+        for param in model.parameters():
+            param.mul_(8)
+        if model.decoder.gate is not None:
+            model.decoder.gate.w_o.bias.fill_(1.0)
+    src, lengths, prev, _ = random_batch(d, bsz=2, left_pad=False)
+    with torch.no_grad():
+        logits, extra = model(src, lengths, prev)
+    step = first_step_by_hand(model, src, lengths, prev)
+    torch.testing.assert_close(extra["attn"][0][:, 0], step["alpha"], atol=1e-6, rtol=0)
+    torch.testing.assert_close(logits[:, 0], step["logits"], atol=1e-5, rtol=0)
+    if word_attention != "none":
+        torch.testing.assert_close(extra["word_attn"][:, 0], step["beta"], atol=1e-6, rtol=0)
+    if word_attention == "gated":
+        torch.testing.assert_close(extra["gate"][:, 0], step["o"], atol=1e-6, rtol=0)
+        # the reference checks the gated update only if o is neither 1 (nor 0) nor 0.5 everywhere
+        assert (step["o"] - 0.5).abs().mean() > 0.1 and ((step["o"] - 1).abs() > 0.01).all()
 
 
 def test_stepwise_attention_equals_source_attention():

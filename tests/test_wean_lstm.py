@@ -52,8 +52,83 @@ def test_output_scores_are_eq5_against_shared_embeddings():
     torch.testing.assert_close(logits, expected, atol=1e-5, rtol=1e-5)
     assert logits.shape == (src.size(0), prev.size(1), len(d))
     assert extra["attn"][0].shape == (src.size(0), prev.size(1), src.size(1))
-    # q_t = tanh(...) (eq. 4): bounded
-    assert q.abs().max() <= 1.0
+
+
+def test_query_is_eq4_of_state_and_attention_context():
+    """q_t = tanh(W_c [s_t; c_t]) (eq. 4), c_t = sum_i alpha_ti h_i with alpha = softmax_i s_t^T W_a h_i
+    (eq. 1-2, 'general'), recomputed from the model's weights; s_t from the model's LSTM."""
+    d = make_dictionary()
+    model = build(d, attention_score="general").eval()
+    src, lengths, prev, _ = random_batch(d)
+    dec = model.decoder
+    with torch.no_grad():
+        for param in model.parameters():  # uniform(-0.1, 0.1) gives near-uniform attention: sharpen it
+            param.mul_(8)
+        enc = model.encoder(src, src_lengths=lengths)
+        q, _ = dec.extract_features(prev, enc)
+        h, pad = enc["encoder_states"], enc["encoder_padding_mask"]
+        s0 = torch.tanh(dec.init_state_proj(enc["final_state"])).expand(dec.num_layers, -1, -1).contiguous()
+        s, _ = dec.rnn(dec.embed_tokens(prev), (s0, torch.zeros_like(s0)))  # s_t: B x T x H
+        scores = torch.einsum("bth,kh,bsk->bts", s, dec.attention.score.query_to_key.weight, h)
+        alpha = torch.softmax(scores.masked_fill(pad[:, None], float("-inf")), dim=-1)
+        c = torch.einsum("bts,bsk->btk", alpha, h)
+        expected = torch.tanh(torch.einsum("btj,kj->btk", torch.cat([s, c], dim=-1), dec.query_proj.weight))
+    torch.testing.assert_close(q, expected, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("score", ["dot", "general", "concat"])
+def test_word_probabilities_are_eq5_eq6_over_the_shared_embeddings(score):
+    """p(y_t = i) = softmax_i f(q_t, e_i) over every row e_i of the one embedding matrix, with
+    f = q^T e (dot), q^T W_a e (general) or v^T tanh(W_q q + W_k e) (concat), by hand."""
+    d = make_dictionary()
+    model = build(d, wean_score=score).eval()
+    src, lengths, prev, _ = random_batch(d)
+    f = model.decoder.output_score
+    with torch.no_grad():
+        enc = model.encoder(src, src_lengths=lengths)
+        q, _ = model.decoder.extract_features(prev, enc)
+        e = model.encoder.embed_tokens.weight  # the encoder's input embeddings: shared
+        if score == "dot":
+            logits = torch.einsum("btk,vk->btv", q, e)
+        elif score == "general":
+            logits = torch.einsum("btk,jk,vj->btv", q, f.query_to_key.weight, e)
+        else:
+            hidden = torch.tanh(f.query_proj(q)[:, :, None] + (e @ f.key_proj.weight.t())[None, None])
+            logits = torch.einsum("btva,a->btv", hidden, f.v)
+        expected = torch.log_softmax(logits, dim=-1)
+        lprobs = model.get_normalized_probs(model(src, lengths, prev), log_probs=True)
+    torch.testing.assert_close(lprobs, expected, atol=1e-5, rtol=0)
+
+
+def test_output_layer_gradient_reaches_the_shared_embedding_rows():
+    """WEAN trains the embeddings through the word generator too (they are its keys e_i).
+
+    The loss's gradient on the embedding matrix, minus the gradient when the output layer sees
+    a detached copy of it, is the output layer's term; by hand (general score, summed NLL):
+    dL/de_v = sum_{b,t} (p_btv - [y_bt = v]) W_a^T q_bt.
+    """
+    d = make_dictionary()
+    src, lengths, prev, target = random_batch(d)
+
+    def embedding_grad(detach_output_keys):
+        model = build(d, wean_score="general").eval()
+        if detach_output_keys:
+            keys = lambda features: model.decoder.output_score(  # noqa: E731
+                features, model.decoder.embed_tokens.weight.detach())
+            model.decoder.output_layer = keys
+        logits, _ = model(src, lengths, prev)
+        lprobs = torch.log_softmax(logits, dim=-1)
+        torch.nn.functional.nll_loss(lprobs.view(-1, lprobs.size(-1)), target.view(-1), reduction="sum").backward()
+        enc = model.encoder(src, src_lengths=lengths)
+        q, _ = model.decoder.extract_features(prev, enc)
+        return model.encoder.embed_tokens.weight.grad, lprobs.detach(), model.decoder.output_score.query_to_key(q).detach()
+
+    full, lprobs, query_keys = embedding_grad(False)
+    without_output_term, _, _ = embedding_grad(True)
+    residual = lprobs.exp() - torch.nn.functional.one_hot(target, len(d)).float()  # B x T x V
+    expected = torch.einsum("btv,btk->vk", residual, query_keys)
+    torch.testing.assert_close(full - without_output_term, expected, atol=1e-5, rtol=1e-4)
+    assert expected.abs().max() > 1e-2
 
 
 @pytest.mark.parametrize("score,expected", [("dot", 0), ("general", 16 * 16), ("concat", 2 * 16 * 16 + 16)])

@@ -198,3 +198,31 @@ def test_attention_is_returned_in_the_input_source_order():
     assert attn.masked_select(pad).abs().max() == 0
     torch.testing.assert_close(attn.sum(-1), torch.ones_like(attn.sum(-1)))
     torch.testing.assert_close(attn[2][:, src[2].ne(d.pad())], alone[0], atol=1e-6, rtol=0)
+
+
+def test_model_option_errors_are_one_line_via_fairseq_train(data_bin, tmp_path):
+    """Sizes, depths and dropout that cannot build a model: one line from build_model, status 1,
+    for all three models (the check is written once, in fairseq_wean.modules.model_options)."""
+    from conftest import cli_concurrently, train_args
+
+    cases = [
+        ("wean_lstm", ["--encoder-layers", "0"], "--encoder-layers must be a positive whole number, got 0"),
+        ("wean_lstm", ["--decoder-layers", "0"], "--decoder-layers must be a positive whole number, got 0"),
+        ("wean_lstm", ["--embed-dim", "0"], "--embed-dim must be a positive whole number, got 0"),
+        ("wean_lstm", ["--dropout", "1.5"], "--dropout must be a probability in [0, 1), got 1.5"),
+        ("wean_lstm", ["--attention-score", "dot", "--decoder-hidden-size", "12", "--encoder-hidden-size", "8"],
+         "--attention-score dot needs the decoder state and the encoder states to have one size"),
+        ("word_attn_gated", ["--decoder-out-embed-dim", "0"], "--decoder-out-embed-dim must be a positive whole"),
+        ("word_attn_gated", ["--encoder-hidden-size", "-3"], "--encoder-hidden-size must be a positive whole"),
+        ("core_copy", ["--decoder-hidden-size", "0", "--criterion", "core_mode_loss"],
+         "--decoder-hidden-size must be a positive whole number, got 0"),
+    ]
+    procs = cli_concurrently([
+        ("fairseq-train", train_args(data_bin, tmp_path / str(i), arch, *extra, epochs=1), {"check": False})
+        for i, (arch, extra, _) in enumerate(cases)
+    ])
+    for i, ((arch, extra, message), proc) in enumerate(zip(cases, procs)):
+        assert proc.returncode == 1, (arch, extra, proc.stderr[-2000:])
+        assert "fairseq-wean: error: " + message in proc.stderr, (arch, extra, proc.stderr[-2000:])
+        assert "Traceback" not in proc.stderr
+        assert not list((tmp_path / str(i)).glob("*.pt"))  # refused before training started

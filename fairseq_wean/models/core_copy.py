@@ -1,7 +1,8 @@
 """CoRe: joint Copying and Restricted generation (Cao et al., AAAI 2017).
 
-Paper: ``shared/papers/core_cao2017_copying_restricted_generation.txt``. Two decoders share
-one GRU decoder state s_t and one attention; a gate mixes them:
+Paper: "Joint Copying and Restricted Generation for Paraphrase" (AAAI 2017, arXiv:1611.09235);
+equation numbers are the paper's. Two decoders share one GRU decoder state s_t and one
+attention; a gate mixes them:
 
     h_tau   = biGRU(x_tau, h_tau-1)                      (eq. 1)  -> RNNEncoder(cell_type="gru")
     alpha_t = softmax_tau eta(s_t, h_tau)                (eq. 5)  -> SourceAttention ("concat" score)
@@ -75,13 +76,16 @@ from fairseq_wean.errors import (
 from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SCORE_CHOICES, SourceAttention
 from fairseq_wean.modules.layers import RNN, Linear
+from fairseq_wean.modules.model_options import check_model_options
+from fairseq_wean.modules.decoder_state import (
+    attention_in_input_order,
+    initial_decoder_state,
+    reorder_per_sentence,
+)
 from fairseq_wean.modules.rnn_encoder import (
     DEFAULT_MAX_POSITIONS,
     RNNEncoder,
     add_rnn_seq2seq_args,
-    attention_in_input_order,
-    initial_decoder_state,
-    reorder_per_sentence,
 )
 
 logger = logging.getLogger(__name__)
@@ -213,6 +217,7 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
     @classmethod
     def build_model(cls, args, task):
         base_architecture(args)
+        check_model_options(args, ("embed_dim", "decoder_out_embed_dim"), encoder_directions=2)
         require_joined_dictionary(task, args.arch)
         if args.core_topk < 1 or args.core_num_frequent < 0:
             raise FairseqWeanError("--core-topk must be >= 1 and --core-num-frequent >= 0")

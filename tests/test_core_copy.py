@@ -10,7 +10,8 @@ from fairseq.sequence_generator import SequenceGenerator
 import fairseq_wean  # noqa: F401  (registers the models and criteria)
 from fairseq_wean.criterions.core_mode_loss import CoreModeLossCriterion, gold_copy_labels
 from fairseq_wean.errors import FairseqWeanError
-from fairseq_wean.models.core_copy import CoreCopyModel, base_architecture, log_mixture, masked_log
+from fairseq_wean.models.core_copy import CoreCopyModel, base_architecture
+from fairseq_wean.modules.copy_mixture import log_mixture, masked_log
 from model_checks import assert_batched_beam_equals_single, assert_incremental_equals_full
 from conftest import (
     USER_DIR, FakeTask, cli, cli_concurrently, generated_hypotheses, make_dictionary, random_batch,

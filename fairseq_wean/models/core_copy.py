@@ -1,16 +1,17 @@
-"""CoRe: joint Copying and Restricted generation (Cao et al., AAAI 2017).
+"""CoRe: joint Copying and Restricted generation (Cao et al., "Joint Copying and Restricted
+Generation for Paraphrase", AAAI 2017).
 
-Paper: ``shared/papers/core_cao2017_copying_restricted_generation.txt``. Two decoders share
-one GRU decoder state s_t and one attention; a gate mixes them:
+Two decoders share one GRU decoder state s_t and one attention; a gate mixes them. Where each
+equation is computed:
 
     h_tau   = biGRU(x_tau, h_tau-1)                      (eq. 1)  -> RNNEncoder(cell_type="gru")
     alpha_t = softmax_tau eta(s_t, h_tau)                (eq. 5)  -> SourceAttention ("concat" score)
     c_t     = sum_tau alpha_t,tau h_tau                  (eq. 6)
-    p_C(y)  = sum_{tau: x_tau = y} alpha_t,tau           (eq. 7)  -> CoreDecoder.copy_log_probs
+    p_C(y)  = sum_{tau: x_tau = y} alpha_t,tau           (eq. 7)  -> copy_mixture.copy_log_probs
     V_G     = A(X) u U                                   (eq. 8)  -> CoreDecoder.restricted_vocabulary
-    p_G(y)  = softmax over V_G of w_y psi(y_t-1,s_t,c_t) (eq. 9)  -> CoreDecoder.generative_log_probs
+    p_G(y)  = softmax over V_G of w_y psi(y_t-1,s_t,c_t) (eq. 9)  -> copy_mixture.restricted_log_softmax
     lambda_t = sigma(w_C s_t)                            (eq. 10) -> CoreDecoder.copy_gate
-    p(y)    = lambda_t p_C + (1 - lambda_t) p_G          (eq. 11) -> log_mixture
+    p(y)    = lambda_t p_C + (1 - lambda_t) p_G          (eq. 11) -> copy_mixture.log_mixture
     loss    = CE (eq. 14) + BCE(lambda_t, lambda*_t) (eq. 12, 15) -> criterion ``core_mode_loss``
 
 Design choices, and why:
@@ -39,9 +40,9 @@ Design choices, and why:
   caller that keeps rows must clone them). SequenceGenerator writes into it only -inf (pad, NGram
   blocking, max length) or into columns of E (unk penalty, eos), which the next step overwrites.
 * **Log space.** eq. 11 is ``logsumexp(logsigmoid(z) + log p_C, logsigmoid(-z) + log p_G)``; its
-  backward and that of log p_C are written by hand (``_LogMixture``, ``_MaskedLog``) so that a
-  probability of 0 gives a zero gradient, not NaN, and few B x T x N tensors are kept; every row
-  keeps unk and eos (always in U), so no row is all -inf.
+  backward and that of log p_C are written by hand (:mod:`fairseq_wean.modules.copy_mixture`) so
+  that a probability of 0 gives a zero gradient, not NaN, and few B x T x N tensors are kept;
+  every row keeps unk and eos (always in U), so no row is all -inf.
 * **The alignment table A ships in the model** as a persistent buffer (``align_table``,
   ``|V| x topk`` ids, pad = no entry). It is read from ``--core-align-table`` once, when the model
   is first built for training; ``args.core_align_table_in_checkpoint`` then records that the
@@ -74,6 +75,8 @@ from fairseq_wean.errors import (
 )
 from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SCORE_CHOICES, SourceAttention
+from fairseq_wean.modules.copy_mixture import copy_log_probs, log_mixture, restricted_log_softmax
+from fairseq_wean.modules.marker_embedding import MarkerEmbedding
 from fairseq_wean.modules.layers import RNN, Linear
 from fairseq_wean.modules.rnn_encoder import (
     DEFAULT_MAX_POSITIONS,
@@ -186,93 +189,6 @@ def marker_ids(dictionary):
     return [i for i, w in enumerate(dictionary.symbols) if is_position_marker(w)]
 
 
-# --------------------------------------------------------------------------- numerics
-class _MaskedLog(torch.autograd.Function):
-    """log p with -inf where p == 0; the gradient there is 0 (not NaN). Saves only p."""
-
-    @staticmethod
-    def forward(ctx, p):
-        ctx.save_for_backward(p)
-        return p.log()  # log(0) = -inf
-
-    @staticmethod
-    def backward(ctx, grad):
-        (p,) = ctx.saved_tensors
-        return (grad / p).masked_fill_(p == 0, 0.0)  # one B x T x N tensor, not four
-
-
-def masked_log(p):
-    """log p with -inf where p == 0, and a zero (not NaN) gradient there."""
-    return _MaskedLog.apply(p)
-
-
-class _LogMixture(torch.autograd.Function):
-    """eq. 11 in log space, with a hand-written backward that keeps only the inputs and the output.
-
-    out = log(lambda e^lc + (1 - lambda) e^lg), lambda = sigmoid(z). With the posterior weights
-    w_C = lambda e^lc / e^out and w_G = (1 - lambda) e^lg / e^out (they sum to 1):
-    d out / d lc = w_C, d out / d lg = w_G, d out / d z = (1 - lambda) w_C - lambda w_G.
-    Where both parts are -inf, out is -inf and every gradient is 0 (w_C = w_G = 0).
-    Autograd through the same formula kept about eight B x T x N intermediates per batch
-    (1.35x fairseq lstm's training memory at 8k words); this keeps three, which the loss
-    needs anyway.
-    """
-
-    @staticmethod
-    def forward(ctx, gate_logit, log_p_copy, log_p_gen):
-        out = torch.logaddexp(F.logsigmoid(gate_logit).unsqueeze(-1) + log_p_copy,
-                              F.logsigmoid(-gate_logit).unsqueeze(-1) + log_p_gen)
-        ctx.save_for_backward(gate_logit, log_p_copy, log_p_gen, out)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        # In place where possible: the two weight tensors become the two returned gradients.
-        gate_logit, log_p_copy, log_p_gen, out = ctx.saved_tensors
-        # w = exp(log part - out); where out = -inf the difference is NaN (-inf - -inf): w = 0
-        grad_copy = (log_p_copy - out).add_(F.logsigmoid(gate_logit).unsqueeze(-1)).exp_().nan_to_num_(0.0)
-        grad_gen = (log_p_gen - out).add_(F.logsigmoid(-gate_logit).unsqueeze(-1)).exp_().nan_to_num_(0.0)
-        grad_copy.mul_(grad)  # d out / d lc = w_C
-        grad_gen.mul_(grad)  # d out / d lg = w_G
-        lam = torch.sigmoid(gate_logit)
-        grad_gate = (1 - lam) * grad_copy.sum(-1) - lam * grad_gen.sum(-1)
-        return grad_gate, grad_copy, grad_gen
-
-
-def log_mixture(gate_logit, log_p_copy, log_p_gen):
-    """eq. 11 in log space: log(lambda p_C + (1 - lambda) p_G), lambda = sigmoid(gate_logit).
-
-    gate_logit: B x T; log_p_copy, log_p_gen: B x T x N (-inf = probability 0). Entries where both
-    parts are -inf stay -inf, and their gradient is 0 rather than NaN (autograd through
-    torch.logaddexp would give NaN there): see :class:`_LogMixture`.
-    """
-    return _LogMixture.apply(gate_logit, log_p_copy, log_p_gen)
-
-
-class MarkerEmbedding(nn.Embedding):
-    """Word embeddings in which every ``<unk-N>`` marker reads the ``<unk>`` row.
-
-    As in fairseq's pointer-generator: a marker says "some rare word at source position N"; the
-    copy distribution (eq. 7) distinguishes markers by their ids, the embedding does not need to.
-    """
-
-    def __init__(self, dictionary, embedding_dim):
-        super().__init__(len(dictionary), embedding_dim, padding_idx=dictionary.pad())
-        nn.init.uniform_(self.weight, -0.1, 0.1)
-        nn.init.constant_(self.weight[dictionary.pad()], 0)
-        lookup = torch.arange(len(dictionary))
-        markers = marker_ids(dictionary)
-        if markers:
-            lookup[markers] = dictionary.unk()
-        self.has_markers = bool(markers)
-        self.register_buffer("lookup", lookup, persistent=False)
-
-    def forward(self, tokens):
-        if self.has_markers:
-            tokens = self.lookup[tokens]
-        return super().forward(tokens)
-
-
 # --------------------------------------------------------------------------- model
 @register_model("core_copy")
 class CoreCopyModel(CheckedEncoderDecoderModel):
@@ -329,7 +245,7 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
             # Saved with the model's arguments: later builds take A from the checkpoint.
             with open_dict(args) if OmegaConf.is_config(args) else contextlib.nullcontext():
                 args.core_align_table_in_checkpoint = True
-        embed_tokens = MarkerEmbedding(dictionary, args.embed_dim)
+        embed_tokens = MarkerEmbedding(dictionary, args.embed_dim, marker_ids(dictionary))
         # CoRe's encoder: a bidirectional GRU (eq. 1)
         encoder = RNNEncoder.from_args(args, dictionary, embed_tokens, cell_type="gru", bidirectional=True)
         decoder = CoreDecoder(
@@ -447,27 +363,10 @@ class CoreDecoder(FairseqIncrementalDecoder):
         return weight.index_select(0, vocab), self.output_bias.index_select(0, vocab)
 
     # ---------------------------------------------------------------- eq. 7, 9
-    @staticmethod
-    def copy_log_probs(attn, copy_index, num_candidates):
-        """eq. 7: log p_C over the candidates; weights of repeated source words add up.
-
-        attn: B x T x S, copy_index: B x S -> B x T x N (-inf for words not in the source).
-        """
-        bsz, tgt_len, src_len = attn.size()
-        p_copy = attn.new_zeros(bsz, tgt_len, num_candidates)
-        p_copy.scatter_add_(2, copy_index.unsqueeze(1).expand(bsz, tgt_len, src_len), attn)
-        return masked_log(p_copy)
-
-    @staticmethod
-    def generative_log_probs(features, weight, bias, generative_mask):
-        """eq. 9: log-softmax of w_y psi over V_G only.
-
-        features: B x T x D; weight: N x D and bias: N (the gathered rows); generative_mask:
-        B x N. Returns B x T x N, -inf outside V_G.
-        """
-        logits = F.linear(features, weight, bias).float()
-        logits = logits.masked_fill(~generative_mask.unsqueeze(1), float("-inf"))
-        return F.log_softmax(logits, dim=-1)
+    # eq. 7: attn B x T x S, copy_index B x S, N -> log p_C, B x T x N (-inf: not in the source)
+    copy_log_probs = staticmethod(copy_log_probs)
+    # eq. 9: psi B x T x D, rows N x D and N, V_G mask B x N -> log p_G, B x T x N (-inf: not in V_G)
+    generative_log_probs = staticmethod(restricted_log_softmax)
 
     # ---------------------------------------------------------------- forward
     def extract_features(self, prev_output_tokens, encoder_out, incremental_state=None, **unused):

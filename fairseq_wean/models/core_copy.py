@@ -55,6 +55,7 @@ Design choices, and why:
   training behaves like the trained ones.
 """
 import contextlib
+import itertools
 import logging
 import os
 import re
@@ -62,6 +63,8 @@ import re
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from fairseq import utils
+from fairseq.data import data_utils, indexed_dataset
 from fairseq.models import (
     FairseqIncrementalDecoder,
     register_model,
@@ -190,6 +193,77 @@ def marker_ids(dictionary):
 
 
 # --------------------------------------------------------------------------- model
+PSI_CHOICES = ("tanh", "affine")
+FREQUENT_FROM_CHOICES = ("joined", "target")
+
+
+def count_training_target_words(args, task, dictionary):
+    """Word counts (``|V|`` long tensor) of the binarized training target side.
+
+    Reads ``DATA/{train}.{src}-{tgt}.{tgt}`` (or ``{tgt}-{src}``), with fairseq's shards
+    ``train1``, ``train2``, ... and every ``:``-separated data directory, as the translation task
+    would load them. DATA and the languages come from the task (``task.cfg``), the split from
+    ``--train-subset``.
+    """
+    cfg = getattr(task, "cfg", None)
+    data = getattr(cfg, "data", None) or getattr(args, "data", None)
+    src = getattr(cfg, "source_lang", None) or getattr(args, "source_lang", None)
+    tgt = getattr(cfg, "target_lang", None) or getattr(args, "target_lang", None)
+    split = getattr(args, "train_subset", None) or "train"
+    if not (data and src and tgt):
+        raise FairseqWeanError(
+            "--core-frequent-from target needs the translation task's data directory and language "
+            "pair (--source-lang, --target-lang) to count the training targets; or use "
+            "--core-frequent-from joined"
+        )
+    counts = torch.zeros(len(dictionary), dtype=torch.long)
+    read = []
+    for data_path in utils.split_paths(data):
+        for k in itertools.count():
+            split_k = split + (str(k) if k > 0 else "")
+            prefixes = [os.path.join(data_path, "{}.{}-{}.{}".format(split_k, a, b, tgt))
+                        for a, b in ((src, tgt), (tgt, src))]
+            prefix = next((p for p in prefixes if indexed_dataset.dataset_exists(p, impl=None)), None)
+            if prefix is None:
+                break
+            dataset = data_utils.load_indexed_dataset(prefix, dictionary)
+            for start in range(0, len(dataset), 10000):  # one bincount per 10k sentences
+                ids = torch.cat([dataset[i] for i in range(start, min(start + 10000, len(dataset)))])
+                if ids.numel() and int(ids.max()) >= len(dictionary):
+                    raise FairseqWeanError(
+                        "{}: token id {} is outside the dictionary ({} words): binarize the data "
+                        "again with this dictionary".format(prefix, int(ids.max()), len(dictionary)))
+                counts += torch.bincount(ids, minlength=len(dictionary))
+            read.append(prefix)
+    if not read:
+        raise FairseqWeanError(
+            "--core-frequent-from target: no binarized training target side {}.{}-{}.{}(.bin/.idx) "
+            "in {}; binarize the training data with fairseq-preprocess --trainpref, or use "
+            "--core-frequent-from joined".format(split, src, tgt, tgt, data)
+        )
+    logger.info("core_copy: counted %d target tokens in %s", int(counts.sum()), ", ".join(read))
+    return counts
+
+
+def frequent_mask_from_counts(dictionary, counts, num_frequent):
+    """U as a ``|V|`` bool mask: the ``num_frequent`` words with the highest counts, plus unk and eos.
+
+    Ties go to the lower id (the joined dictionary's order). Special symbols and position
+    markers never count (markers are copy-only), nor do words with count 0.
+    """
+    eligible = counts.gt(0)
+    eligible[: dictionary.nspecial] = False
+    eligible[marker_ids(dictionary)] = False
+    key = torch.where(eligible, counts, counts.new_full((), -1))
+    order = torch.sort(key, descending=True, stable=True).indices[:num_frequent]
+    order = order[eligible[order]]
+    mask = torch.zeros(len(dictionary), dtype=torch.bool)
+    mask[order] = True
+    mask[dictionary.unk()] = True
+    mask[dictionary.eos()] = True
+    return mask
+
+
 @register_model("core_copy")
 class CoreCopyModel(CheckedEncoderDecoderModel):
     """Bidirectional GRU encoder, GRU decoder with a copying and a restricted generative decoder."""
@@ -214,6 +288,16 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
                             help="aligned target words kept per source word in A(X) (paper: 10)")
         parser.add_argument("--core-num-frequent", type=int, metavar="N",
                             help="|U|: the N most frequent words always in V_G (paper: 2000)")
+        parser.add_argument("--core-frequent-from", choices=FREQUENT_FROM_CHOICES,
+                            help="the counts U is taken by: 'joined' (default) = the joined "
+                                 "dictionary's order (source and target counted together); "
+                                 "'target' = word counts of the binarized training target side, "
+                                 "the paper's frequent target words (stored in the checkpoint)")
+        parser.add_argument("--core-psi", choices=PSI_CHOICES,
+                            help="psi(y_t-1, s_t, c_t) of eq. 9: 'tanh' (default) = tanh(W[y_t-1; "
+                                 "s_t; c_t] + b) and a per-word output bias, dl4mt's readout; "
+                                 "'affine' = W[y_t-1; s_t; c_t] + b and no per-word bias, eq. 9 as "
+                                 "written")
 
     @classmethod
     def build_model(cls, args, task):
@@ -221,14 +305,20 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
         require_joined_dictionary(task, args.arch)
         if args.core_topk < 1 or args.core_num_frequent < 0:
             raise FairseqWeanError("--core-topk must be >= 1 and --core-num-frequent >= 0")
+        for option, value, choices in (("--core-psi", args.core_psi, PSI_CHOICES),
+                                       ("--core-frequent-from", args.core_frequent_from, FREQUENT_FROM_CHOICES)):
+            if value not in choices:
+                raise FairseqWeanError("{} {!r}: choose one of {}".format(option, value, ", ".join(choices)))
         if args.share_decoder_input_output_embed and args.decoder_out_embed_dim != args.embed_dim:
             raise FairseqWeanError(
                 "--share-decoder-input-output-embed needs --decoder-out-embed-dim ({}) equal to "
                 "--embed-dim ({})".format(args.decoder_out_embed_dim, args.embed_dim)
             )
         dictionary = task.source_dictionary
+        frequent_mask = frequent_word_mask(dictionary, args.core_num_frequent)
         if getattr(args, "core_align_table_in_checkpoint", False):
-            # Built to load a checkpoint (generate, interactive): the table comes from its state.
+            # Built to load a checkpoint (generate, interactive): the table comes from its state,
+            # and so does a target-side U (frequent_mask above is then only a placeholder).
             table = torch.full((len(dictionary), args.core_topk), dictionary.pad(), dtype=torch.long)
         else:
             # Built for training. fairseq's cross_entropy and label_smoothed_cross_entropy score
@@ -242,6 +332,9 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
                     "loss would be infinite)".format(criterion)
                 )
             table = read_align_table(args.core_align_table, dictionary, args.core_topk)
+            if args.core_frequent_from == "target":
+                counts = count_training_target_words(args, task, dictionary)
+                frequent_mask = frequent_mask_from_counts(dictionary, counts, args.core_num_frequent)
             # Saved with the model's arguments: later builds take A from the checkpoint.
             with open_dict(args) if OmegaConf.is_config(args) else contextlib.nullcontext():
                 args.core_align_table_in_checkpoint = True
@@ -253,7 +346,9 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
             embed_tokens,
             encoder_output_units=encoder.output_units,
             align_table=table,
-            frequent_mask=frequent_word_mask(dictionary, args.core_num_frequent),
+            frequent_mask=frequent_mask,
+            frequent_mask_in_checkpoint=args.core_frequent_from == "target",
+            psi=args.core_psi,
             hidden_size=args.decoder_hidden_size,
             num_layers=args.decoder_layers,
             out_embed_dim=args.decoder_out_embed_dim,
@@ -298,6 +393,8 @@ class CoreDecoder(FairseqIncrementalDecoder):
         encoder_output_units,
         align_table,
         frequent_mask,
+        frequent_mask_in_checkpoint=False,
+        psi="tanh",
         hidden_size=512,
         num_layers=1,
         out_embed_dim=256,
@@ -319,17 +416,23 @@ class CoreDecoder(FairseqIncrementalDecoder):
         self.rnn = RNN("gru", embed_dim, hidden_size, num_layers=num_layers,
                        dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
         self.attention = SourceAttention(hidden_size, encoder_output_units, attention_score)  # eq. 5
-        # psi(y_t-1, s_t, c_t) of eq. 9: an affine map of the three, then tanh.
+        # psi(y_t-1, s_t, c_t) of eq. 9: an affine map of the three, then tanh unless psi == "affine".
+        self.psi = psi
         self.readout = Linear(embed_dim + hidden_size + encoder_output_units, out_embed_dim)
         self.share_input_output_embed = share_input_output_embed
         if not share_input_output_embed:
             self.output_weight = nn.Parameter(torch.empty(len(dictionary), out_embed_dim).uniform_(-0.1, 0.1))
-        self.output_bias = nn.Parameter(torch.zeros(len(dictionary)))
+        if psi == "tanh":
+            self.output_bias = nn.Parameter(torch.zeros(len(dictionary)))  # b_y, as dl4mt's ff_logit
+        else:
+            # eq. 9 as written has no per-word bias: b_y = 0, not trained, not saved
+            self.register_buffer("output_bias", torch.zeros(len(dictionary)), persistent=False)
         self.copy_gate = Linear(hidden_size, 1, bias=False)  # w_C of eq. 10
         # A (eq. 8): persistent, so that a checkpoint is self-contained.
         self.register_buffer("align_table", align_table)
-        # U (eq. 8): derived from the dictionary and --core-num-frequent, so not saved.
-        self.register_buffer("frequent_mask", frequent_mask, persistent=False)
+        # U (eq. 8): with --core-frequent-from joined derived from the dictionary and
+        # --core-num-frequent, so not saved; from training target counts it is saved.
+        self.register_buffer("frequent_mask", frequent_mask, persistent=frequent_mask_in_checkpoint)
         # see "One full-vocabulary buffer per decoded batch" in the module docstring
         self.reuse_full_vocab_buffer = True
 
@@ -363,6 +466,16 @@ class CoreDecoder(FairseqIncrementalDecoder):
         return weight.index_select(0, vocab), self.output_bias.index_select(0, vocab)
 
     # ---------------------------------------------------------------- eq. 7, 9
+    def readout_features(self, prev_embedded, states, context):
+        """psi(y_t-1, s_t, c_t) of eq. 9: ``W [y_t-1; s_t; c_t] + b``, then tanh unless ``psi="affine"``.
+
+        prev_embedded: B x T x E, states: B x T x H, context: B x T x C -> B x T x D.
+        """
+        features = self.readout(torch.cat([prev_embedded, states, context], dim=-1))
+        if self.psi == "tanh":
+            features = torch.tanh(features)  # dl4mt's readout (see --core-psi)
+        return features
+
     # eq. 7: attn B x T x S, copy_index B x S, N -> log p_C, B x T x N (-inf: not in the source)
     copy_log_probs = staticmethod(copy_log_probs)
     # eq. 9: psi B x T x D, rows N x D and N, V_G mask B x N -> log p_G, B x T x N (-inf: not in V_G)
@@ -392,7 +505,7 @@ class CoreDecoder(FairseqIncrementalDecoder):
 
         context, attn = self.attention(  # eq. 5-6
             states, enc, enc, encoder_out["encoder_padding_mask"], projected_keys=keys)
-        features = torch.tanh(self.readout(torch.cat([x, states, context], dim=-1)))  # psi of eq. 9
+        features = self.readout_features(x, states, context)  # psi of eq. 9
         gate_logit = self.copy_gate(states).squeeze(-1)  # eq. 10, before the sigmoid
         return self.dropout(features), gate_logit, attn.float()
 
@@ -453,7 +566,8 @@ class CoreDecoder(FairseqIncrementalDecoder):
         With a tied output layer only the bias counts: the weights are the input embeddings.
         """
         weight = 0 if self.share_input_output_embed else self.output_weight.numel()
-        return weight + self.output_bias.numel()
+        bias = self.output_bias.numel() if isinstance(self.output_bias, nn.Parameter) else 0
+        return weight + bias
 
     def get_normalized_probs(self, net_output, log_probs, sample=None):
         """B x T x |V| (log-)probs: the mixture re-normalised (for --temperature), -inf outside E.
@@ -500,6 +614,8 @@ def base_architecture(args):
     args.core_align_table = getattr(args, "core_align_table", None)
     args.core_topk = getattr(args, "core_topk", 10)
     args.core_num_frequent = getattr(args, "core_num_frequent", 2000)
+    args.core_frequent_from = getattr(args, "core_frequent_from", "joined")
+    args.core_psi = getattr(args, "core_psi", "tanh")
     args.max_source_positions = getattr(args, "max_source_positions", DEFAULT_MAX_POSITIONS)
     args.max_target_positions = getattr(args, "max_target_positions", DEFAULT_MAX_POSITIONS)
 

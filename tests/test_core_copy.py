@@ -443,7 +443,8 @@ def test_affine_psi_model_shapes_gradients_and_incremental_decoding(dictionary, 
                for p in model.parameters())
     out = model(**sample["net_input"])
     assert out[0].shape[:2] == sample["target"].shape and out[0].size(2) == out[1]["vocab"][0].numel()
-    assert_incremental_equals_full(build(dictionary, table, core_psi="affine"), random_batch(dictionary), atol=1e-5)
+    fresh = build(dictionary, table, core_psi="affine")
+    assert_incremental_equals_full(fresh, random_batch(dictionary), atol=1e-5)
 
 
 def test_unknown_option_values_are_refused(dictionary, table):
@@ -586,7 +587,7 @@ def test_target_side_u_through_fairseqs_own_task_setup(skewed_data_bin, tmp_path
     for i in range(len(train)):
         counts += torch.bincount(train[i]["target"], minlength=len(d))
     assert torch.equal(model.decoder.frequent_mask, frequent_mask_from_counts(d, counts, 8))
-    assert model.decoder.psi == "affine" and cfg.model.core_frequent_from == "target"
+    assert model.decoder.psi_kind == "affine" and cfg.model.core_frequent_from == "target"
 
 
 # ------------------------------------------------------------------------ alignment table

@@ -96,7 +96,8 @@ def adversarial_pairs(case, d):
 
 
 CASES = ["targets_never_in_source", "targets_all_copied", "length_1_sources", "all_unk", "max_length"]
-ARCHS = ["wean_lstm", "core_copy", "core_copy_affine", "word_attn_gated", "word_attn_ungated", "word_attn_rnnsearch"]
+ARCHS = ["wean_lstm", "core_copy", "core_copy_affine", "word_attn_gated", "word_attn_ungated",
+         "word_attn_rnnsearch"]
 
 
 def make_sample(pairs, d):

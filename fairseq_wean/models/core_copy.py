@@ -9,7 +9,8 @@ equation is computed:
     c_t     = sum_tau alpha_t,tau h_tau                  (eq. 6)
     p_C(y)  = sum_{tau: x_tau = y} alpha_t,tau           (eq. 7)  -> copy_mixture.copy_log_probs
     V_G     = A(X) u U                                   (eq. 8)  -> CoreDecoder.restricted_vocabulary
-    p_G(y)  = softmax over V_G of w_y psi(y_t-1,s_t,c_t) (eq. 9)  -> copy_mixture.restricted_log_softmax
+    psi     = tanh(W [y_t-1; s_t; c_t] + b)  (eq. 9, --core-psi) -> CoreDecoder.readout_features
+    p_G(y)  = softmax over V_G of w_y psi + b_y          (eq. 9)  -> copy_mixture.restricted_log_softmax
     lambda_t = sigma(w_C s_t)                            (eq. 10) -> CoreDecoder.copy_gate
     p(y)    = lambda_t p_C + (1 - lambda_t) p_G          (eq. 11) -> copy_mixture.log_mixture
     loss    = CE (eq. 14) + BCE(lambda_t, lambda*_t) (eq. 12, 15) -> criterion ``core_mode_loss``
@@ -47,8 +48,32 @@ Design choices, and why:
   ``|V| x topk`` ids, pad = no entry). It is read from ``--core-align-table`` once, when the model
   is first built for training; ``args.core_align_table_in_checkpoint`` then records that the
   checkpoint carries it, so fairseq-generate and fairseq-interactive never read the file.
-* **U** is the ``--core-num-frequent`` most frequent words: dictionary ids
-  ``nspecial .. nspecial+N`` (fairseq-preprocess sorts its dictionary by count), plus unk and eos.
+* **psi and the output bias (eq. 9): a departure, ``--core-psi``.** The paper calls psi "an affine
+  transformation" and scores w_y^T psi. The default, ``tanh``, is psi = tanh(W [y_t-1; s_t; c_t] + b)
+  and the logit w_y psi + b_y: the readout of dl4mt (github.com/nyu-dl/dl4mt-tutorial,
+  ``session2/nmt.py``: ``tanh(ff_logit_lstm + ff_logit_prev + ff_logit_ctx)``, then the ``ff_logit``
+  layer with its bias), on which the paper says its implementation is built. It stays the default
+  so that the published numbers (docs/RESULTS.md) stay valid. ``--core-psi affine`` is eq. 9 as
+  written: no tanh, no b_y (``output_bias`` is then a zero buffer, not a parameter). Evidence: on
+  4,000 simplification pairs (``prepare_simplification --tiny --max-sentences 4000 --max-eval 60
+  --variants word-pg``), ``core_copy_small`` with 1+1 layers, 3 epochs (375 updates), seeds 1 and
+  2: validation loss (bits per token) 3.44 / 3.54 with tanh, 3.25 / 3.40 with affine; SARI on the
+  60 validation sources 33.9 / 33.3 and 35.0 / 33.6. A short run, so no reason to change the
+  default, but no sign that the paper's form is worse; README.md gives the command.
+* **U (eq. 8): a departure, ``--core-frequent-from``.** U is the ``--core-num-frequent`` most
+  frequent words, plus unk (the paper's footnote 1) and eos, never markers. The default, ``joined``,
+  takes dictionary ids ``nspecial .. nspecial+N``: fairseq-preprocess sorts the joined dictionary
+  by source + target count, so a word frequent in the sources only can enter U. ``target`` counts
+  the binarized training target side (``DATA/train.SRC-TGT.TGT``, with fairseq's ``train1``...
+  shards) when training starts: the frequent words of the text the generative decoder writes, as a
+  separate target dictionary (dl4mt's) gives them. That U is saved in the checkpoint (buffer
+  ``frequent_mask``; the joined one is recomputed from the dictionary, so older checkpoints load).
+  Evidence: on 10,000 Gigaword pairs (``prepare_gigaword --tiny --max-sentences 20000 --max-eval
+  500 --variants word-pg``) the two U share 1,525 of 2,002 words (simplification:
+  1,924) and cover 94.01% (joined) and 94.24% (target) of the validation target tokens with X u
+  A(X) u U; 400 updates of ``core_copy_small`` (seed 1) give ROUGE-1/2/L 30.51 / 9.13 / 29.21
+  (joined) and 30.58 / 9.55 / 29.30 (target) on the 500 validation pairs (their validation losses,
+  6.31 and 6.36, differ in which targets are scored as unk, so they do not compare).
 * **Rare and unseen words** are copied through source-position markers ``<unk-N>``
   (:mod:`preprocess.unk_markers`, fairseq's pointer-generator recipe). Markers are copy-only (never
   in V_G) and share the ``<unk>`` input embedding, so a marker for a position never seen in
@@ -417,7 +442,7 @@ class CoreDecoder(FairseqIncrementalDecoder):
                        dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
         self.attention = SourceAttention(hidden_size, encoder_output_units, attention_score)  # eq. 5
         # psi(y_t-1, s_t, c_t) of eq. 9: an affine map of the three, then tanh unless psi == "affine".
-        self.psi = psi
+        self.psi_kind = psi
         self.readout = Linear(embed_dim + hidden_size + encoder_output_units, out_embed_dim)
         self.share_input_output_embed = share_input_output_embed
         if not share_input_output_embed:
@@ -472,7 +497,7 @@ class CoreDecoder(FairseqIncrementalDecoder):
         prev_embedded: B x T x E, states: B x T x H, context: B x T x C -> B x T x D.
         """
         features = self.readout(torch.cat([prev_embedded, states, context], dim=-1))
-        if self.psi == "tanh":
+        if self.psi_kind == "tanh":
             features = torch.tanh(features)  # dl4mt's readout (see --core-psi)
         return features
 

@@ -314,8 +314,8 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
         parser.add_argument("--core-num-frequent", type=int, metavar="N",
                             help="|U|: the N most frequent words always in V_G (paper: 2000)")
         parser.add_argument("--core-frequent-from", choices=FREQUENT_FROM_CHOICES,
-                            help="the counts U is taken by: 'joined' (default) = the joined "
-                                 "dictionary's order (source and target counted together); "
+                            help="which counts rank the words for U: 'joined' (default) = the "
+                                 "joined dictionary's order (source and target counted together); "
                                  "'target' = word counts of the binarized training target side, "
                                  "the paper's frequent target words (stored in the checkpoint)")
         parser.add_argument("--core-psi", choices=PSI_CHOICES,

@@ -96,6 +96,31 @@ def install_diverse_beam_search_fixes():
     DiverseBeamSearch.step = step
 
 
+def install_no_repeat_ngram_on_cpu():
+    """``--no-repeat-ngram-size N`` blocks repeated n-grams on CPU (fairseq's was a no-op there).
+
+    fairseq's bug: ``SequenceGenerator`` hands ``NGramRepeatBlock`` the whole ``tokens`` buffer
+    (``bsz*beam x max_len+2``, pad after the current step) together with ``step``. The CUDA
+    extension reads only the first ``step + 1`` columns; the Python path used on CPU
+    (``_no_repeat_ngram``) takes "the last n-1 tokens" from the end of the buffer, i.e. pads,
+    which no earlier n-gram starts with: nothing was ever banned and fairseq-generate printed
+    ``w27 w27 w27 ...`` with ``--no-repeat-ngram-size 2``. Fix: give it the tokens decoded so
+    far, ``tokens[:, :step + 1]`` (the first column is the </s> that starts every hypothesis,
+    as fairseq's n-gram positions assume). Idempotent.
+    """
+    from fairseq.ngram_repeat_block import NGramRepeatBlock
+
+    if getattr(NGramRepeatBlock._no_repeat_ngram, "_fairseq_wean_fixed", False):
+        return
+    original = NGramRepeatBlock._no_repeat_ngram
+
+    def _no_repeat_ngram(self, tokens, lprobs, bsz, beam_size, step):
+        return original(self, tokens[:, : step + 1], lprobs, bsz, beam_size, step)
+
+    _no_repeat_ngram._fairseq_wean_fixed = True
+    NGramRepeatBlock._no_repeat_ngram = _no_repeat_ngram
+
+
 def apply():
     if data_utils.batch_by_size is not batch_by_size_keeping_last:
         data_utils.batch_by_size = batch_by_size_keeping_last
@@ -103,3 +128,4 @@ def apply():
     errors.install_size_filter_message()  # over-long sentences: one line, see errors.py
     distributed.install()
     install_diverse_beam_search_fixes()  # --diverse-beam-groups: see its docstring
+    install_no_repeat_ngram_on_cpu()  # --no-repeat-ngram-size: see its docstring

@@ -29,6 +29,10 @@ this order:
 8. fairseq-interactive ``--input`` decodes line by line: the lines before a non-UTF-8 line
    get their hypotheses, then a one-line error names the line
    (:func:`install_interactive_input_reader`).
+9. ``--diverse-beam-groups`` runs and keeps each sentence's own group overlap
+   (:func:`install_diverse_beam_search_fixes`).
+10. ``--no-repeat-ngram-size`` blocks repeated n-grams on CPU too
+    (:func:`install_no_repeat_ngram_on_cpu`).
 """
 import numpy as np
 from fairseq.data import data_utils
@@ -293,6 +297,86 @@ def install_interactive_input_reader():
     _wrap_once(interactive, "buffered_read", wrap_buffered_read)
 
 
+def install_diverse_beam_search_fixes():
+    """``--diverse-beam-groups``: fairseq's ``DiverseBeamSearch`` made to run, and run right.
+
+    fairseq-fixed's ``DiverseBeamSearch`` (from fairseq PR #5069) has two bugs, both seen with
+    every model, fairseq's own ``lstm`` included:
+
+    1. *Overlap rows indexed by dataset ids.* ``step`` keeps ``group_overlap``, one row per
+       sentence of the batch as it was at step 0 (``bsz x groups x groups``), and reads and
+       updates it as ``group_overlap[original_batch_idxs]``. ``SequenceGenerator._generate``
+       passes as ``original_batch_idxs`` the sentences' dataset ids (``sample["id"]``; only a
+       sample without ids gets ``arange(bsz)``), narrowed to the sentences still decoded when
+       finished ones leave the batch. Ids are not row numbers: fairseq-generate and
+       fairseq-interactive stopped at step 1 with ``IndexError: index 16 is out of bounds for
+       dimension 0 with size 4``, and where a batch's ids happened to be ``0..bsz-1`` in some
+       order, each sentence was penalised with another sentence's overlap, silently. Fix: at
+       step 0 remember the batch's ids in row order; at later steps translate the ids fairseq
+       passes into those rows (ids are unique within a batch; for ``arange(bsz)`` this is the
+       identity) and call fairseq's ``step`` with them.
+    2. *Half the candidates the generator needs.* It returns ``beam`` candidates per sentence
+       (``candidate_multiple=1``), but ``SequenceGenerator`` asks every search for ``2 x beam``:
+       each beam can end in </s> at most once, so ``2 x beam`` candidates always hold ``beam``
+       that continue. With ``beam`` only, candidates that end in </s> are finalized *and* kept
+       as live beams, which go on decoding after their </s> and are finalized again later:
+       hypotheses with a </s> inside them (fairseq-generate prints them without it, and their
+       positional scores no longer match their words). Fix: ``candidate_multiple=2``, the
+       setting the class's own docstring gives for its earlier behaviour; the cumulative
+       diversity penalty is unchanged.
+
+    Applied by wrapping ``step`` (the search object serves every batch of a run; step 0 of
+    each batch starts over, as ``group_overlap`` does); idempotent.
+    """
+    import torch
+    from fairseq.search import DiverseBeamSearch
+
+    if getattr(DiverseBeamSearch.step, "_fairseq_wean_fixed", False):
+        return
+    original_step = DiverseBeamSearch.step
+
+    def step(self, step, lprobs, scores, prev_output_tokens=None, original_batch_idxs=None):
+        self.candidate_multiple = max(self.candidate_multiple, 2)  # bug 2
+        if original_batch_idxs is not None:  # bug 1
+            if step == 0:
+                ids = original_batch_idxs.clone()
+                order = ids.argsort()
+                self._fairseq_wean_batch_ids = (ids[order], order)  # sorted ids, their rows
+            else:
+                sorted_ids, rows = self._fairseq_wean_batch_ids
+                original_batch_idxs = rows[torch.searchsorted(sorted_ids, original_batch_idxs)]
+        return original_step(self, step, lprobs, scores, prev_output_tokens, original_batch_idxs)
+
+    step._fairseq_wean_fixed = True
+    step.__doc__ = original_step.__doc__
+    DiverseBeamSearch.step = step
+
+
+def install_no_repeat_ngram_on_cpu():
+    """``--no-repeat-ngram-size N`` blocks repeated n-grams on CPU (fairseq's was a no-op there).
+
+    fairseq's bug: ``SequenceGenerator`` hands ``NGramRepeatBlock`` the whole ``tokens`` buffer
+    (``bsz*beam x max_len+2``, pad after the current step) together with ``step``. The CUDA
+    extension reads only the first ``step + 1`` columns; the Python path used on CPU
+    (``_no_repeat_ngram``) takes "the last n-1 tokens" from the end of the buffer, i.e. pads,
+    which no earlier n-gram starts with: nothing was ever banned and fairseq-generate printed
+    ``w27 w27 w27 ...`` with ``--no-repeat-ngram-size 2``. Fix: give it the tokens decoded so
+    far, ``tokens[:, :step + 1]`` (the first column is the </s> that starts every hypothesis,
+    as fairseq's n-gram positions assume). Idempotent.
+    """
+    from fairseq.ngram_repeat_block import NGramRepeatBlock
+
+    if getattr(NGramRepeatBlock._no_repeat_ngram, "_fairseq_wean_fixed", False):
+        return
+    original = NGramRepeatBlock._no_repeat_ngram
+
+    def _no_repeat_ngram(self, tokens, lprobs, bsz, beam_size, step):
+        return original(self, tokens[:, : step + 1], lprobs, bsz, beam_size, step)
+
+    _no_repeat_ngram._fairseq_wean_fixed = True
+    NGramRepeatBlock._no_repeat_ngram = _no_repeat_ngram
+
+
 def apply():
     if data_utils.batch_by_size is not batch_by_size_keeping_last:
         data_utils.batch_by_size = batch_by_size_keeping_last
@@ -303,3 +387,5 @@ def apply():
     install_binarized_data_checks()
     install_preprocess_input_check()
     install_interactive_input_reader()
+    install_diverse_beam_search_fixes()  # --diverse-beam-groups: see its docstring
+    install_no_repeat_ngram_on_cpu()  # --no-repeat-ngram-size: see its docstring

@@ -31,15 +31,21 @@ Design choices, and why:
   meaning) and scatters them onto the full vocabulary, -inf elsewhere. Every fairseq consumer
   (SequenceGenerator, fairseq's criteria, the scorer) goes through ``get_normalized_probs``;
   ``core_mode_loss`` reads the compact form and never builds a ``B x T x |V|`` tensor.
-* **One full-vocabulary buffer per decoded batch.** fairseq's beam search wants a ``B x |V|`` row
+* **One full-vocabulary buffer per decoded batch.** fairseq's search wants a ``B x |V|`` row
   per step. A fresh -inf-filled tensor every step cost 11% of core_copy's generation time at
   |V| = 50k (``fill_`` in ``python -m bench.profile``; 64 MB per step, above glibc's mmap
   threshold, so every step page-faults it in anew).
-  E is fixed for a batch, so in incremental decoding the -inf buffer is made once and kept in the
-  incremental state, and each step writes only the E columns. The price: the returned tensor is
-  valid until the next decoding step (SequenceGenerator uses each step's row before the next; a
-  caller that keeps rows must clone them). SequenceGenerator writes into it only -inf (pad, NGram
-  blocking, max length) or into columns of E (unk penalty, eos), which the next step overwrites.
+  E is fixed for a batch, so in incremental decoding the buffer is allocated once and kept in
+  the incremental state; each step refills the rows in use with -inf and writes the E columns.
+  The refill is a write to memory that is already paged in (7 ms against 65 ms for a fresh
+  320 x 50k tensor, one thread), and it is needed: the caller owns the returned tensor and
+  fairseq changes it in place. SequenceGenerator writes -inf into it (pad, n-gram blocking, max
+  length), but ``Sampling.step`` (``--sampling``, alone or with ``--sampling-topp``) runs
+  ``exp_()`` on it, which turns the -inf outside E into 0, a log-probability of 0: without the
+  refill the next step samples words outside V_G, and a few steps later (0 -> 1 -> e -> e^e ->
+  inf) the sampler fails on inf. What remains of the price: the returned tensor is valid until
+  the next decoding step (SequenceGenerator uses each step's row before the next; a caller that
+  keeps rows must clone them).
 * **Log space.** eq. 11 is ``logsumexp(logsigmoid(z) + log p_C, logsigmoid(-z) + log p_G)``; its
   backward and that of log p_C are written by hand (:mod:`fairseq_wean.modules.copy_mixture`) so
   that a probability of 0 gives a zero gradient, not NaN, and few B x T x N tensors are kept;
@@ -323,8 +329,8 @@ class CoreDecoder(FairseqIncrementalDecoder):
     is computed once per sentence, batch on dim 0: ``"attention_keys"`` (W_k h_j, B x S x A),
     ``"vocab_masks"`` (generative mask B x N, copy index B x S) and ``"sentence_ids"`` (B), so
     that a reorder within sentences leaves it as it is (``reorder_per_sentence``);
-    ``"full_vocab_buffer"``: rows x |V| float32, -inf outside E, not reordered (its rows are
-    interchangeable; see the module docstring).
+    ``"full_vocab_buffer"``: rows x |V| float32, refilled at every step, not reordered (see
+    the module docstring).
     """
 
     def __init__(
@@ -488,16 +494,16 @@ class CoreDecoder(FairseqIncrementalDecoder):
         return lprobs, extra
 
     def _full_vocab_buffer(self, incremental_state, bsz):
-        """The -inf ``rows x |V|`` float32 tensor that get_normalized_probs scatters E into.
+        """The ``rows x |V|`` float32 tensor that get_normalized_probs writes each step into.
 
         Made at the first step of a batch. Later steps may have fewer rows (finished sentences
-        leave the beam search); every row has -inf outside E and E is rewritten at every step,
-        so the first ``bsz`` rows serve.
+        leave the beam search); get_normalized_probs refills the first ``bsz`` rows at every
+        step, so they serve.
         """
         buffer = self.get_incremental_state(incremental_state, "full_vocab_buffer")
         if buffer is None or buffer.size(0) < bsz:
-            buffer = torch.full((bsz, len(self.dictionary)), float("-inf"), dtype=torch.float32,
-                                device=self.output_bias.device)
+            buffer = torch.empty((bsz, len(self.dictionary)), dtype=torch.float32,
+                                 device=self.output_bias.device)
             self.set_incremental_state(incremental_state, "full_vocab_buffer", buffer)
         return buffer
 
@@ -522,7 +528,9 @@ class CoreDecoder(FairseqIncrementalDecoder):
         bsz, tgt_len, n = lprobs.size()
         buffer = extra.get("full_vocab_buffer")
         if log_probs and buffer is not None and tgt_len == 1:
-            full = buffer[0][:bsz].unsqueeze(1)  # B x 1 x |V|, -inf outside E
+            # Refilled, not trusted: the caller may have changed any column in place since the
+            # last step (Sampling.step exponentiates it; see the module docstring).
+            full = buffer[0][:bsz].fill_(float("-inf")).unsqueeze(1)  # B x 1 x |V|
         else:
             full = lprobs.new_full((bsz, tgt_len, len(self.dictionary)), float("-inf"))
         full.index_copy_(2, vocab, lprobs)

@@ -33,10 +33,14 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def load_model(path, data=None):
+def import_plugin():
     if REPO not in sys.path:
         sys.path.insert(0, REPO)
-    import fairseq_wean  # noqa: F401  (registers the models; safe checkpoint loading)
+    import fairseq_wean  # noqa: F401  (registers the models; safe checkpoint loading; one-line errors)
+
+
+def load_model(path, data=None):
+    import_plugin()
     from fairseq import checkpoint_utils
 
     overrides = {"data": data} if data else {}
@@ -108,12 +112,19 @@ def draw(src_words, tgt_words, one_minus_gate, alpha, beta, output):
         ax.set_yticklabels(src_words, fontsize=8)
         ax.set_title(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(output, format="png", dpi=100)
+    from fairseq_wean.textio import atomic_output
+
+    with atomic_output(output, what="--output", mode="wb") as png:  # no half-written PNG on failure
+        fig.savefig(png, format="png", dpi=100)
     plt.close(fig)
 
 
 def main(argv=None):
     args = parse_args(argv)
+    import_plugin()
+    from fairseq_wean.textio import check_output
+
+    check_output(args.output, (args.path,), "--output")  # before the model is loaded, not after
     model, task = load_model(args.path, args.data)
     src_words, tgt_words, one_minus_gate, alpha, beta = gates_for_sentence(
         model, task, args.source, args.target, args.beam)

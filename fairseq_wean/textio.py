@@ -66,7 +66,8 @@ def read_lines(path, what="input"):
     return list(iter_lines(path, what))
 
 
-def _same_file(a, b):
+def same_file(a, b):
+    """True if paths ``a`` and ``b`` name one file (the same path, a symlink or a hard link)."""
     if os.path.realpath(a) == os.path.realpath(b):
         return True
     try:
@@ -78,7 +79,7 @@ def _same_file(a, b):
 def check_output(path, inputs=(), what="--out"):
     """Refuse, before any work is done, an output that would destroy an input or cannot be written."""
     for given in inputs:
-        if given is not None and given not in STDIN_NAMES and _same_file(path, given):
+        if given is not None and given not in STDIN_NAMES and same_file(path, given):
             raise FairseqWeanError(
                 "{} {} is also an input ({}): writing it would destroy that input; choose another "
                 "output path".format(what, path, given)
@@ -112,6 +113,8 @@ def atomic_output(path, inputs=(), what="--out", mode="w"):
             handle = os.fdopen(fd, mode, encoding="utf-8", newline="\n")
         with handle:
             yield handle
+            handle.flush()
+            os.fsync(handle.fileno())  # the data is on disk before the rename makes it the output
         # mkstemp makes the file private (0600); give it the mode a plain open() would have.
         umask = os.umask(0)
         os.umask(umask)

@@ -38,14 +38,17 @@ raises ``ParallelDataError``; ``clean_prefix(prefix, src_lang, tgt_lang, ...)`` 
 ``PREFIX.SRC`` / ``PREFIX.TGT`` into ``PREFIX.checked.*`` and returns the new prefix.
 """
 import argparse
+import contextlib
 import os
 import sys
-import tempfile
+
+from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.textio import atomic_output, same_file
 
 PROG = "check_parallel"
 
 
-class ParallelDataError(Exception):
+class ParallelDataError(FairseqWeanError):
     """The files cannot be cleaned automatically; the message names the problem and the fix."""
 
 
@@ -80,12 +83,6 @@ def _suffix(path, given, flag):
     return base.rsplit(".", 1)[1]
 
 
-def _same_file(a, b):
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    return os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)
-
-
 def clean(src, tgt, out_prefix=None, max_len=None, truncate=False, src_lang=None, tgt_lang=None):
     """Check SRC and TGT; unless ``out_prefix`` is None write the cleaned pair. Returns the counts.
 
@@ -109,7 +106,7 @@ def clean(src, tgt, out_prefix=None, max_len=None, truncate=False, src_lang=None
         outputs = [out_prefix + "." + src_lang, out_prefix + "." + tgt_lang]
         for out in outputs:
             for given in (src, tgt):
-                if _same_file(out, given):
+                if same_file(out, given):
                     raise ParallelDataError(
                         "--out-prefix {} would overwrite the input {}: choose another prefix (the inputs "
                         "are never modified)".format(out_prefix, given))
@@ -118,13 +115,10 @@ def clean(src, tgt, out_prefix=None, max_len=None, truncate=False, src_lang=None
 
     stats = {"pairs": 0, "written": 0, "empty": 0, "too_long": 0, "truncated": 0,
              "first_empty": [], "first_too_long": [], "outputs": outputs}
-    tmp_paths, handles = [], []
-    try:
-        for out in outputs:
-            fd, tmp = tempfile.mkstemp(prefix=os.path.basename(out) + ".", suffix=".tmp",
-                                       dir=os.path.dirname(os.path.abspath(out)))
-            tmp_paths.append(tmp)
-            handles.append(os.fdopen(fd, "w", encoding="utf-8", newline="\n"))
+    with contextlib.ExitStack() as outputs_in_progress:
+        # temporary files beside the outputs, renamed over them only if the with block completes
+        handles = [outputs_in_progress.enter_context(atomic_output(out, (src, tgt), "--out-prefix"))
+                   for out in outputs]
         src_lines, tgt_lines = _lines(src), _lines(tgt)
         while True:
             a, b = next(src_lines, None), next(tgt_lines, None)
@@ -160,20 +154,6 @@ def clean(src, tgt, out_prefix=None, max_len=None, truncate=False, src_lang=None
             raise ParallelDataError(
                 "no pair left after skipping {} empty and {} over-long pair(s) of {}: check the "
                 "files and --max-len; nothing was written".format(stats["empty"], stats["too_long"], stats["pairs"]))
-        for handle in handles:
-            handle.flush()
-            os.fsync(handle.fileno())
-            handle.close()
-        for tmp, out in zip(tmp_paths, outputs):
-            os.replace(tmp, out)
-        tmp_paths = []
-    finally:
-        for handle in handles:
-            if not handle.closed:
-                handle.close()
-        for tmp in tmp_paths:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
     return stats
 
 
@@ -234,7 +214,7 @@ def main(argv=None):
     args = get_parser().parse_args(argv)
     try:
         stats = clean(args.src, args.tgt, args.out_prefix, args.max_len, args.truncate, args.src_lang, args.tgt_lang)
-    except ParallelDataError as exc:
+    except FairseqWeanError as exc:  # ParallelDataError, and textio's refusals of an output path
         print("{}: error: {}".format(PROG, exc), file=sys.stderr, flush=True)
         return 1
     except OSError as exc:

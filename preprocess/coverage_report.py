@@ -20,28 +20,27 @@ fairseq-preprocess --joined-dictionary counts them.
 import argparse
 import collections
 import json
+import sys
 
-from fairseq_wean.cli.align_table import read_table
-
-MARKER_PREFIX = "<unk-"
+from fairseq_wean.data.align_table import read_table
+from fairseq_wean.data.markers import is_position_marker
+from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.textio import atomic_output, check_input, check_output, iter_lines, read_lines
 
 
 def frequency_order(dict_path=None, train_files=()):
     if dict_path:
-        with open(dict_path, encoding="utf-8") as f:
-            return [line.split()[0] for line in f if line.strip()]
+        return [line.split()[0] for line in iter_lines(dict_path, "--dict") if line.strip()]
     counts = collections.Counter()
     for path in train_files:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                counts.update(line.split())
+        for line in iter_lines(path, "training file"):
+            counts.update(line.split())
     return [w for w, _ in sorted(counts.items(), key=lambda wc: (-wc[1], wc[0]))]
 
 
 def coverage(pairs, table, ranked_words, topk=10, num_frequent=2000, vocab_size=30000):
     """Table 2 numbers. pairs: [(source tokens, target tokens)]; table: {src: [tgt, ...]}."""
-    is_marker = lambda w: w.startswith(MARKER_PREFIX) and w.endswith(">")  # noqa: E731
-    ranked = [w for w in ranked_words if not is_marker(w)]
+    ranked = [w for w in ranked_words if not is_position_marker(w)]
     frequent = set(ranked[:num_frequent])
     plain_vocab = set(ranked[:vocab_size])
     hits = collections.Counter()
@@ -68,10 +67,9 @@ def coverage(pairs, table, ranked_words, topk=10, num_frequent=2000, vocab_size=
 
 
 def read_pairs(src_path, tgt_path):
-    with open(src_path, encoding="utf-8") as fs, open(tgt_path, encoding="utf-8") as ft:
-        src, tgt = fs.read().splitlines(), ft.read().splitlines()
+    src, tgt = read_lines(src_path, "--src"), read_lines(tgt_path, "--tgt")
     if len(src) != len(tgt):
-        raise SystemExit("error: {} has {} lines, {} has {}".format(src_path, len(src), tgt_path, len(tgt)))
+        raise FairseqWeanError("{} has {} lines, {} has {}".format(src_path, len(src), tgt_path, len(tgt)))
     return [(s.split(), t.split()) for s, t in zip(src, tgt)]
 
 
@@ -91,18 +89,34 @@ def main(argv=None):
     args = p.parse_args(argv)
     if not args.dict and not (args.train_src and args.train_tgt):
         p.error("give --dict, or --train-src and --train-tgt")
-    ranked = frequency_order(args.dict, [f for f in (args.train_src, args.train_tgt) if f])
-    report = coverage(read_pairs(args.src, args.tgt), read_table(args.table), ranked,
+    train_files = [f for f in (args.train_src, args.train_tgt) if f]
+    inputs = [args.dict, args.src, args.tgt, args.table] + train_files
+    for path, flag in ((args.dict, "--dict"), (args.train_src, "--train-src"), (args.train_tgt, "--train-tgt"),
+                       (args.src, "--src"), (args.tgt, "--tgt")):
+        if path is not None:
+            check_input(path, flag)
+    if args.json:
+        check_output(args.json, inputs, "--json")  # before the counting, not after
+    ranked = frequency_order(args.dict, train_files)
+    report = coverage(read_pairs(args.src, args.tgt), read_table(args.table, "--table"), ranked,
                       args.topk, args.num_frequent, args.vocab_size)
     print("Vocabulary\tCoverage (%)")
     for key, value in report.items():
         fmt = "{}\t{:.1f}" if isinstance(value, float) else "{}\t{}"
         print(fmt.format(key, value))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
+        with atomic_output(args.json, inputs, "--json") as f:
             json.dump(report, f, indent=1)
     return report
 
 
+def cli_main(argv=None):
+    """``python -m preprocess.coverage_report``: a ``FairseqWeanError`` is one line and exit status 1."""
+    try:
+        main(argv)
+    except FairseqWeanError as exc:
+        sys.exit("fairseq-wean: error: {}".format(exc))
+
+
 if __name__ == "__main__":
-    main()
+    cli_main()

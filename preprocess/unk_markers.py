@@ -20,78 +20,46 @@ fairseq-preprocess, fairseq-generate and fairseq-interactive unchanged, with no 
 Training singletons become markers too (``--min-count 2``), so the model learns to copy markers,
 which is what it must do for words never seen in training. The dictionary keeps the count order
 (fairseq-preprocess keeps a ``--srcdict`` file's order), so U = the most frequent ids is unchanged;
-core_copy never generates a marker, it only copies one.
+core_copy never generates a marker, it only copies one. The marker format and the encoding and
+decoding of a sentence live in :mod:`fairseq_wean.data.markers` (the model uses the same module).
+
+Every output is written to a temporary file and renamed when complete, so an error (e.g. a
+hypothesis with a marker past the end of its source) leaves no partial file and an earlier
+output as it was; an output equal to an input is refused. ``--tgt`` and ``--tgt-out`` go together.
 """
 import argparse
 import collections
-import re
 import sys
 
-MARKER = re.compile(r"^<unk-([0-9]+)>$")
+from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker, marker
+from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.textio import atomic_output, check_input, check_output, iter_lines, read_lines, same_file
+
 SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")
-
-
-def marker(position):
-    return "<unk-{}>".format(position)
 
 
 def count_words(paths):
     counts = collections.Counter()
     for path in paths:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                counts.update(line.split())
+        for line in iter_lines(path):
+            counts.update(line.split())
     return counts
 
 
 def build_vocab(counts, min_count=2, markers=1000):
     """[(word, count)] in fairseq dictionary order: count-sorted words, then the markers."""
-    words = [(w, c) for w, c in counts.items() if c >= min_count and w not in SPECIALS and not MARKER.match(w)]
+    words = [(w, c) for w, c in counts.items()
+             if c >= min_count and w not in SPECIALS and not is_position_marker(w)]
     words.sort(key=lambda wc: (-wc[1], wc[0]))
     return words + [(marker(i), 0) for i in range(markers)]
 
 
-def read_vocab(path):
-    with open(path, encoding="utf-8") as f:
-        return {line.split()[0] for line in f if line.strip()}
+def read_vocab(path, what="--vocab"):
+    """The words of a fairseq dictionary file (first field of each non-empty line)."""
+    return {line.split()[0] for line in iter_lines(path, what) if line.strip()}
 
 
-def encode_pair(source, target, vocabulary, max_markers=None):
-    """Replace out-of-vocabulary words by ``<unk-N>`` (N: first source position of the word).
-
-    source: list of tokens; target: list of tokens or None. Returns (source, target). A word at a
-    position >= max_markers keeps its spelling (fairseq-preprocess makes it ``<unk>``).
-    """
-    first = {}
-    out_src = []
-    for pos, tok in enumerate(source):
-        if tok in vocabulary or (max_markers is not None and first.get(tok, pos) >= max_markers):
-            out_src.append(tok)
-            continue
-        first.setdefault(tok, pos)
-        out_src.append(marker(first[tok]))
-    out_tgt = None if target is None else [marker(first[t]) if t in first else t for t in target]
-    return out_src, out_tgt
-
-
-def decode_hypothesis(source, hypothesis):
-    """Put the source word at position N back for every ``<unk-N>`` (source: unmarked tokens)."""
-    out = []
-    for tok in hypothesis:
-        m = MARKER.match(tok)
-        if m:
-            pos = int(m.group(1))
-            if pos >= len(source):
-                raise ValueError(
-                    "{} points past the end of its {}-word source: the hypotheses and --src are not "
-                    "line-parallel (sort fairseq-generate output by sentence id)".format(tok, len(source))
-                )
-            tok = source[pos]
-        out.append(tok)
-    return out
-
-
-def main(argv=None):
+def get_parser():
     parser = argparse.ArgumentParser(prog="python -m preprocess.unk_markers", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("vocab", help="write a fairseq dictionary: frequent words, then <unk-N> markers")
@@ -103,50 +71,84 @@ def main(argv=None):
     p = sub.add_parser("encode", help="replace out-of-vocabulary words by <unk-N>")
     p.add_argument("--vocab", required=True, help="dictionary written by 'vocab' (or any dict.txt)")
     p.add_argument("--src", required=True)
-    p.add_argument("--tgt", default=None)
+    p.add_argument("--tgt", default=None, help="target to mark as well (needs --tgt-out)")
     p.add_argument("--src-out", required=True)
-    p.add_argument("--tgt-out", default=None)
+    p.add_argument("--tgt-out", default=None, help="where the marked --tgt goes (needs --tgt)")
     p = sub.add_parser("decode", help="replace <unk-N> in hypotheses by source word N")
     p.add_argument("--src", required=True, help="the original (unmarked) source, line-parallel to --hyp")
     p.add_argument("--hyp", required=True, help="hypotheses, one per line")
     p.add_argument("--out", required=True)
-    args = parser.parse_args(argv)
+    return parser
 
-    if args.command == "vocab":
-        entries = build_vocab(count_words([args.src, args.tgt]), args.min_count, args.markers)
-        with open(args.out, "w", encoding="utf-8") as f:
-            for word, count in entries:
-                f.write("{} {}\n".format(word, count))
-    elif args.command == "encode":
-        vocabulary = read_vocab(args.vocab)
-        max_markers = sum(1 for w in vocabulary if MARKER.match(w)) or None
-        with open(args.src, encoding="utf-8") as fs:
-            sources = [line.split() for line in fs]
-        targets = [None] * len(sources)
-        if args.tgt:
-            with open(args.tgt, encoding="utf-8") as ft:
-                targets = [line.split() for line in ft]
-            if len(targets) != len(sources):
-                sys.exit("error: --src and --tgt differ in length")
-        with open(args.src_out, "w", encoding="utf-8") as fs, \
-                open(args.tgt_out or "/dev/null", "w", encoding="utf-8") as ft:
-            for s, t in zip(sources, targets):
-                s, t = encode_pair(s, t, vocabulary, max_markers)
-                fs.write(" ".join(s) + "\n")
-                if t is not None:
-                    ft.write(" ".join(t) + "\n")
-    else:
-        with open(args.src, encoding="utf-8") as fs, open(args.hyp, encoding="utf-8") as fh:
-            sources, hyps = [l.split() for l in fs], [l.split() for l in fh]
-        if len(sources) != len(hyps):
-            sys.exit("error: --src has {} lines, --hyp {}".format(len(sources), len(hyps)))
-        try:
-            with open(args.out, "w", encoding="utf-8") as f:
-                for s, h in zip(sources, hyps):
-                    f.write(" ".join(decode_hypothesis(s, h)) + "\n")
-        except ValueError as exc:
-            sys.exit("error: {}".format(exc))
+
+def vocab(args):
+    check_output(args.out, (args.src, args.tgt), "--out")
+    entries = build_vocab(count_words([args.src, args.tgt]), args.min_count, args.markers)
+    with atomic_output(args.out, (args.src, args.tgt), "--out") as f:
+        for word, count in entries:
+            f.write("{} {}\n".format(word, count))
+
+
+def encode(args):
+    if (args.tgt is None) != (args.tgt_out is None):
+        raise FairseqWeanError(
+            "--tgt and --tgt-out go together (got only {}): give both to mark the target, or "
+            "neither".format("--tgt" if args.tgt else "--tgt-out"))
+    inputs = (args.vocab, args.src, args.tgt)
+    for path, flag in zip(inputs, ("--vocab", "--src", "--tgt")):
+        if path is not None:
+            check_input(path, flag)
+    check_output(args.src_out, inputs, "--src-out")
+    if args.tgt_out is not None:
+        check_output(args.tgt_out, inputs, "--tgt-out")
+        if same_file(args.src_out, args.tgt_out):
+            raise FairseqWeanError(
+                "--src-out and --tgt-out are both {}: give two different files".format(args.src_out))
+    vocabulary = read_vocab(args.vocab)
+    max_markers = sum(1 for w in vocabulary if is_position_marker(w)) or None
+    sources = [line.split() for line in read_lines(args.src, "--src")]
+    targets = [None] * len(sources)
+    if args.tgt:
+        targets = [line.split() for line in read_lines(args.tgt, "--tgt")]
+        if len(targets) != len(sources):
+            raise FairseqWeanError("--src and --tgt differ in length")
+    marked = [encode_pair(s, t, vocabulary, max_markers) for s, t in zip(sources, targets)]
+    with atomic_output(args.src_out, inputs, "--src-out") as f:
+        f.writelines(" ".join(s) + "\n" for s, _ in marked)
+    if args.tgt_out is not None:
+        with atomic_output(args.tgt_out, inputs, "--tgt-out") as f:
+            f.writelines(" ".join(t) + "\n" for _, t in marked)
+
+
+def decode(args):
+    check_input(args.src, "--src")
+    check_input(args.hyp, "--hyp")
+    check_output(args.out, (args.src, args.hyp), "--out")
+    sources = [line.split() for line in read_lines(args.src, "--src")]
+    hyps = [line.split() for line in read_lines(args.hyp, "--hyp")]
+    if len(sources) != len(hyps):
+        raise FairseqWeanError("--src has {} lines, --hyp {}".format(len(sources), len(hyps)))
+    with atomic_output(args.out, (args.src, args.hyp), "--out") as f:
+        for number, (s, h) in enumerate(zip(sources, hyps), start=1):
+            try:
+                f.write(" ".join(decode_hypothesis(s, h)) + "\n")
+            except ValueError as exc:
+                raise FairseqWeanError("--hyp {} line {}: {}; nothing was written".format(
+                    args.hyp, number, exc)) from None
+
+
+def main(argv=None):
+    args = get_parser().parse_args(argv)
+    {"vocab": vocab, "encode": encode, "decode": decode}[args.command](args)
+
+
+def cli_main(argv=None):
+    """``python -m preprocess.unk_markers``: a ``FairseqWeanError`` is one line and exit status 1."""
+    try:
+        main(argv)
+    except FairseqWeanError as exc:
+        sys.exit("fairseq-wean: error: {}".format(exc))
 
 
 if __name__ == "__main__":
-    main()
+    cli_main()

@@ -1,11 +1,13 @@
 """CoRe's preprocessing: alignment table (eflomal), Table 2 coverage report, <unk-N> markers."""
 import json
+import os
 import sys
 
 import pytest
 
 from conftest import REPO
 from fairseq_wean.cli import align_table
+from fairseq_wean.data.align_table import read_table, write_table
 
 if REPO not in sys.path:  # preprocess/ is run as `python -m preprocess.X` from the repository
     sys.path.insert(0, REPO)
@@ -40,7 +42,7 @@ def test_cli_writes_top_k_rewrites_per_source_word(corpus):
     # consecutive lines per source word, so that the model's "first k lines" are the best k
     sources = [r[0] for r in rows]
     assert sources == sorted(sources, key=sources.index)
-    assert align_table.read_table(str(out))["big"][0] == "large"
+    assert read_table(str(out))["big"][0] == "large"
 
 
 def test_markers_and_empty_pairs_never_enter_the_table():
@@ -131,3 +133,74 @@ def test_marker_scripts_and_fairseq_dictionary(tmp_path):
     unk_markers.main(["decode", "--src", str(tmp_path / "test.src"), "--hyp", str(tmp_path / "hyp"),
                       "--out", str(tmp_path / "out")])
     assert (tmp_path / "out").read_text().splitlines() == ["cat", "qux sat", ""]
+
+
+# ------------------------------------------------------------------ align-table outputs never destroy data
+@pytest.fixture(scope="module")
+def refused_runs(tmp_path_factory):
+    """Four bad --out values, run as the real console script at once; the inputs are 300 lines.
+
+    The target lines are empty, so building the table would fail before eflomal runs: had --out
+    been checked only after building the table, the error would be "no non-empty sentence pair".
+    """
+    from conftest import cli_concurrently
+
+    root = tmp_path_factory.mktemp("align-out")
+    src = "big car\n" * 300
+    tgt = "\n" * 300
+    cases = {}
+    for name, out in (("out_is_src", "train.src"), ("out_is_tgt", "train.tgt"),
+                      ("out_in_missing_dir", os.path.join("no-such-dir", "table")), ("out_is_dir", "sub")):
+        d = root / name
+        d.mkdir()
+        (d / "train.src").write_text(src)
+        (d / "train.tgt").write_text(tgt)
+        (d / "sub").mkdir()
+        cases[name] = (d, ["--src", d / "train.src", "--tgt", d / "train.tgt", "--out", d / out])
+    procs = cli_concurrently([("fairseq-wean-align-table", args, {"check": False}) for _, args in cases.values()])
+    return {name: (d, proc, src, tgt) for (name, (d, _)), proc in zip(cases.items(), procs)}
+
+
+@pytest.mark.parametrize("name, message", [
+    ("out_is_src", "train.src is also an input"),
+    ("out_is_tgt", "train.tgt is also an input"),
+    ("out_in_missing_dir", "no-such-dir does not exist; create it first"),
+    ("out_is_dir", "sub is a directory: give a file path"),
+])
+def test_align_table_refuses_a_bad_out_before_aligning(refused_runs, name, message):
+    d, proc, src, tgt = refused_runs[name]
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith("fairseq-wean-align-table: error: --out ") and message in line, proc.stderr[-3000:]
+    assert (d / "train.src").read_text() == src and (d / "train.tgt").read_text() == tgt
+    assert sorted(os.listdir(d)) == ["sub", "train.src", "train.tgt"] and os.listdir(d / "sub") == []
+
+
+def test_write_table_keeps_the_old_table_when_writing_fails(tmp_path):
+    out = tmp_path / "table"
+    out.write_text("old\tone\t1\n")
+
+    class Unprintable:
+        def __format__(self, spec):
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        write_table({"a": [("b", 2)], "c": [("d", Unprintable())]}, str(out))
+    assert out.read_text() == "old\tone\t1\n" and os.listdir(tmp_path) == ["table"]
+    write_table({"a": [("b", 2), ("e", 1)]}, str(out))
+    assert read_table(str(out)) == {"a": ["b", "e"]}
+
+
+def test_table_reader_errors(tmp_path):
+    from fairseq_wean.errors import FairseqWeanError
+
+    table = tmp_path / "t"
+    with pytest.raises(FairseqWeanError, match=r"--table .*t: no such file; build it with fairseq-wean-align-table"):
+        read_table(str(table))
+    for content, message in ((b"a\tb\t1\n\na\tc\n", "line 3 is malformed"), (b"a\tb\tx\n", "line 1 is malformed"),
+                             (b"a\t\t1\n", "line 1 is malformed"), (b"a\tb\t1\n\xff\tb\t1\n", "line 2 is not UTF-8")):
+        table.write_bytes(content)
+        with pytest.raises(FairseqWeanError, match=message):
+            read_table(str(table))
+    table.write_bytes(b"a\tb\t1\r\n\na\tc\t0.5\n")
+    assert read_table(str(table)) == {"a": ["b", "c"]}

@@ -10,7 +10,7 @@ target words with the most links are kept. eflomal is a Gibbs sampler seeded fro
 has no seed option), so two runs on the same text give slightly different tables, and a
 ``core_copy`` model trained on them slightly different scores (docs/RESULTS.md, simplification).
 
-Table format (plain text, UTF-8), one aligned pair per line::
+Table format (:mod:`fairseq_wean.data.align_table`), one aligned pair per line::
 
     SOURCE_WORD <TAB> TARGET_WORD <TAB> SCORE
 
@@ -19,6 +19,10 @@ float, so other tools may write probabilities). ``--arch core_copy --core-align-
 keeps the first ``--core-topk`` targets of each source word, and refuses a table with a word that
 is not in the model's dictionary. Source-position markers ``<unk-N>`` are never written (they are
 copy-only), and neither are empty pairs.
+
+``--out`` is checked before eflomal runs (it must not be ``--src`` or ``--tgt``, nor a directory,
+and its directory must exist) and written through a temporary file renamed at the end, so a
+failed run leaves an earlier table as it was.
 
 Keep this interface stable: other tools call it.
 """
@@ -29,16 +33,13 @@ import os
 import sys
 import tempfile
 
+from fairseq_wean.data.align_table import write_table
+from fairseq_wean.data.markers import is_position_marker
+from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.textio import check_input, check_output, read_lines
+
+PROG = "fairseq-wean-align-table"
 logger = logging.getLogger("fairseq_wean.cli.align_table")
-
-
-def is_position_marker(word):
-    return word.startswith("<unk-") and word.endswith(">") and word[5:-1].isdigit()
-
-
-def read_lines(path):
-    with open(path, encoding="utf-8") as f:
-        return [line.split() for line in f]
 
 
 def eflomal_links(src_sents, tgt_sents, model=3):
@@ -85,24 +86,6 @@ def build_table(src_sents, tgt_sents, topk=10, model=3):
     }
 
 
-def write_table(table, path):
-    with open(path, "w", encoding="utf-8") as f:
-        for src in sorted(table):
-            for tgt, count in table[src]:
-                f.write("{}\t{}\t{}\n".format(src, tgt, count))
-
-
-def read_table(path):
-    """The inverse of :func:`write_table`: {source word: [target words best first]}."""
-    table = collections.defaultdict(list)
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            fields = line.rstrip("\n").split("\t")
-            if len(fields) == 3:
-                table[fields[0]].append(fields[1])
-    return dict(table)
-
-
 def get_parser():
     parser = argparse.ArgumentParser(
         prog="fairseq-wean-align-table",
@@ -118,29 +101,33 @@ def get_parser():
     return parser
 
 
-def cli_main(argv=None):
+def main(argv=None):
     args = get_parser().parse_args(argv)
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
                         level=logging.INFO, stream=sys.stderr)
-    for path in (args.src, args.tgt):
-        if not os.path.isfile(path):
-            sys.exit("fairseq-wean-align-table: error: {}: no such file".format(path))
     if args.topk < 1:
-        sys.exit("fairseq-wean-align-table: error: --topk must be >= 1")
-    sentences = []
-    for path in (args.src, args.tgt):
-        try:
-            sentences.append(read_lines(path))
-        except UnicodeDecodeError:
-            sys.exit("fairseq-wean-align-table: error: {}: not UTF-8 text; find and fix the line with "
-                     "python -m preprocess.check_parallel".format(path))
+        raise FairseqWeanError("--topk must be >= 1")
+    # Everything that can be refused is refused before eflomal runs (minutes on real data).
+    check_input(args.src, "--src")
+    check_input(args.tgt, "--tgt")
+    check_output(args.out, (args.src, args.tgt), "--out")
+    sources = [line.split() for line in read_lines(args.src, "--src")]
+    targets = [line.split() for line in read_lines(args.tgt, "--tgt")]
     try:
-        table = build_table(sentences[0], sentences[1], args.topk, args.model)
+        table = build_table(sources, targets, args.topk, args.model)
     except ValueError as exc:
-        sys.exit("fairseq-wean-align-table: error: {}".format(exc))
-    write_table(table, args.out)
+        raise FairseqWeanError(str(exc)) from None
+    write_table(table, args.out, (args.src, args.tgt), "--out")
     logger.info("wrote %d source words, %d pairs to %s",
                 len(table), sum(len(v) for v in table.values()), args.out)
+
+
+def cli_main(argv=None):
+    """The console script: a ``FairseqWeanError`` becomes one line on stderr and exit status 1."""
+    try:
+        main(argv)
+    except FairseqWeanError as exc:
+        sys.exit("{}: error: {}".format(PROG, str(exc).replace("\n", " ")))
 
 
 if __name__ == "__main__":

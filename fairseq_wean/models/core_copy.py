@@ -55,8 +55,6 @@ Design choices, and why:
 """
 import contextlib
 import logging
-import os
-import re
 
 import torch
 import torch.nn as nn
@@ -68,6 +66,8 @@ from fairseq.models import (
 )
 from omegaconf import OmegaConf, open_dict
 
+from fairseq_wean.data.align_table import read_align_table
+from fairseq_wean.data.markers import marker_ids
 from fairseq_wean.errors import (
     FairseqWeanError,
     require_joined_dictionary,
@@ -86,91 +86,6 @@ from fairseq_wean.modules.rnn_encoder import (
 
 logger = logging.getLogger(__name__)
 
-POSITION_MARKER = re.compile(r"^<unk-[0-9]+>$")
-
-
-def is_position_marker(word):
-    """``<unk-N>``: a source-position marker of :mod:`preprocess.unk_markers`."""
-    return POSITION_MARKER.match(word) is not None
-
-
-# --------------------------------------------------------------------------- alignment table
-def read_align_table(path, dictionary, topk):
-    """Read a table written by ``fairseq-wean-align-table`` into a ``|V| x topk`` id tensor.
-
-    Format (see :mod:`fairseq_wean.cli.align_table`): one ``SOURCE<TAB>TARGET<TAB>SCORE`` line per
-    aligned pair, best first within a source word. The first ``topk`` targets of each source word
-    are kept; missing entries are ``dictionary.pad()``. Position markers and special symbols are
-    skipped (markers are copy-only). Every other word must be in the dictionary.
-    """
-    if not path:
-        raise FairseqWeanError(
-            "--arch core_copy needs --core-align-table TABLE: build it from the tokenized training "
-            "files with fairseq-wean-align-table --src train.src --tgt train.tgt --topk 10 --out TABLE"
-        )
-    if not os.path.isfile(path):
-        raise FairseqWeanError(
-            "--core-align-table {}: no such file; build it with fairseq-wean-align-table --src "
-            "train.src --tgt train.tgt --topk 10 --out {}".format(path, path)
-        )
-    pad = dictionary.pad()
-    specials = {dictionary.pad_word, dictionary.bos_word, dictionary.eos_word, dictionary.unk_word}
-    table = torch.full((len(dictionary), topk), pad, dtype=torch.long)
-    filled = torch.zeros(len(dictionary), dtype=torch.long)
-    unknown = []
-    n_pairs = 0
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError:
-                raise FairseqWeanError(
-                    "--core-align-table {} line {} is not UTF-8 text: rebuild the table with "
-                    "fairseq-wean-align-table from the UTF-8 files given to fairseq-preprocess".format(path, lineno)
-                ) from None
-            if not line:
-                continue
-            fields = line.split("\t")
-            ok = len(fields) == 3 and fields[0] and fields[1]
-            if ok:
-                try:
-                    float(fields[2])
-                except ValueError:
-                    ok = False
-            if not ok:
-                raise FairseqWeanError(
-                    "--core-align-table {} line {} is malformed (expected SOURCE<TAB>TARGET<TAB>SCORE, "
-                    "got {!r}); rebuild it with fairseq-wean-align-table".format(path, lineno, line[:80])
-                )
-            src, tgt = fields[0], fields[1]
-            if src in specials or tgt in specials or is_position_marker(src) or is_position_marker(tgt):
-                continue
-            s, t = dictionary.index(src), dictionary.index(tgt)
-            missing = [w for w, i in ((src, s), (tgt, t)) if i == dictionary.unk()]
-            if missing:
-                unknown.extend(missing)
-                continue
-            if filled[s] < topk:
-                table[s, filled[s]] = t
-                filled[s] += 1
-                n_pairs += 1
-    if unknown:
-        uniq = sorted(set(unknown))
-        raise FairseqWeanError(
-            "--core-align-table {}: {} word(s) are not in the dictionary (e.g. {}); build the table "
-            "from the same tokenized files given to fairseq-preprocess (after preprocess.unk_markers "
-            "if you use it)".format(path, len(uniq), " ".join(uniq[:10]))
-        )
-    if n_pairs == 0:
-        raise FairseqWeanError(
-            "--core-align-table {} holds no usable word pair; rebuild it with "
-            "fairseq-wean-align-table".format(path)
-        )
-    logger.info("core_copy: read %d aligned pairs for %d source words from %s",
-                n_pairs, int(filled.gt(0).sum()), path)
-    return table
-
-
 def frequent_word_mask(dictionary, num_frequent):
     """U as a ``|V|`` bool mask: ids ``nspecial .. nspecial+N`` plus unk and eos, no markers."""
     mask = torch.zeros(len(dictionary), dtype=torch.bool)
@@ -180,10 +95,6 @@ def frequent_word_mask(dictionary, num_frequent):
     for i in marker_ids(dictionary):
         mask[i] = False
     return mask
-
-
-def marker_ids(dictionary):
-    return [i for i, w in enumerate(dictionary.symbols) if is_position_marker(w)]
 
 
 # --------------------------------------------------------------------------- numerics

@@ -18,10 +18,10 @@ import re
 from collections import Counter
 
 from fairseq_wean import textio
-from fairseq_wean.cli.score import GenerateLog
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.scoring import metrics as M
 from fairseq_wean.scoring import sari as sari_lib
+from fairseq_wean.scoring.generate_log import GenerateLog
 
 DEFAULT_METRICS = ("bleu", "sari", "stats")
 METRIC_NAMES = {"bleu": "BLEU", "sari": "SARI", "fkgl": "FKGL", "rouge1": "ROUGE-1 F1",

@@ -83,6 +83,9 @@ class GenerateLog:
             if summary_at is not None:
                 self._two_runs("sentence lines after the summary line {} (line {}: {}-{})".format(
                     summary_at, number, kind, sid))
+            if kind == "G":  # --print-gates writes them after fairseq's blocks, not inside them
+                self.gates.setdefault(sid, rest)
+                continue
             if sid != current:
                 # fairseq prints all lines of a sentence together: a block seen before means a second run
                 if sid in first_line:

@@ -37,7 +37,7 @@ setup(
             "fairseq-wean-score = fairseq_wean.cli.score:cli_main",
             "fairseq-wean-align-table = fairseq_wean.cli.align_table:cli_main",
             "fairseq-wean-report = fairseq_wean.cli.report:cli_main",
-            "fairseq-wean-train-cpu-dist = fairseq_wean.distributed:cli_main",
+            "fairseq-wean-train-cpu-dist = fairseq_wean.cli.train_cpu_dist:cli_main",
             "fairseq-wean-compare = fairseq_wean.compare.cli:cli_main",
         ]
     },

@@ -32,16 +32,12 @@ def replace_unk(hyp, src, alignment, unk="<unk>"):
 
     ``alignment``: (source word index, target word index) pairs from fairseq-generate
     ``--print-alignment`` (the argmax of the attention, fairseq's ``extract_hard_alignment``).
-    fairseq-fixed's own ``--replace-unk`` indexes those pairs as if they were integers and fails,
-    and needs a raw-text dataset, so the recipes apply the same rule to the log afterwards.
+    The rule is ``fairseq_wean.unk_replacement.replace_unk_words``, the one fairseq-generate and
+    fairseq-interactive ``--replace-unk`` use with the plugin loaded.
     """
-    words = hyp.split()
-    src_words = src.split()
-    by_target = {t: s for s, t in alignment}
-    for i, w in enumerate(words):
-        if w == unk and i in by_target and 0 <= by_target[i] < len(src_words):
-            words[i] = src_words[by_target[i]]
-    return " ".join(words)
+    from fairseq_wean.unk_replacement import replace_unk_words
+
+    return " ".join(replace_unk_words(hyp.split(), src.split(), alignment, unk))
 
 
 def write_lines(path, lines):

@@ -12,4 +12,9 @@ from fairseq_wean.report import gate_lines  # noqa: E402
 
 gate_lines.install()  # fairseq-generate --print-gates (G- lines for fairseq-wean-report)
 
+from fairseq_wean import hub, unk_replacement  # noqa: E402
+
+unk_replacement.install()  # --replace-unk on binarized data, with the models' attention
+hub.install()  # --bpe unk_markers in the hub interface and fairseq-interactive
+
 from fairseq_wean import criterions, models, scoring, tasks  # noqa: E402,F401  (registration)

@@ -38,9 +38,9 @@ def safe_globals():
     from omegaconf.nodes import AnyNode
 
     try:
-        from numpy._core.multiarray import scalar as numpy_scalar
+        from numpy._core.multiarray import _reconstruct as numpy_reconstruct, scalar as numpy_scalar
     except ImportError:  # numpy < 2
-        from numpy.core.multiarray import scalar as numpy_scalar
+        from numpy.core.multiarray import _reconstruct as numpy_reconstruct, scalar as numpy_scalar
     numpy_dtypes = [type(np.dtype(t)) for t in (np.float32, np.float64, np.int32, np.int64, np.bool_)]
     return [
         argparse.Namespace,
@@ -60,6 +60,10 @@ def safe_globals():
         AnyNode,
         np.dtype,
         numpy_scalar,
+        # numpy arrays: fairseq's own --eval-bleu keeps its n-gram counts as arrays in the
+        # checkpoint's meters (plain `--task translation --eval-bleu` checkpoints).
+        np.ndarray,
+        numpy_reconstruct,
         *numpy_dtypes,
     ]
 

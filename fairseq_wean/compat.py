@@ -1,8 +1,9 @@
-"""Two fixes to fairseq behaviour, applied once when the plugin is imported.
+"""Fixes to fairseq behaviour, applied once when the plugin is imported (:func:`apply`).
 
-Both happen at import because ``--user-dir`` is the only hook fairseq gives a plugin in
+They happen at import because ``--user-dir`` is the only hook fairseq gives a plugin in
 every process it starts (fairseq-train and its spawned workers, fairseq-generate,
-fairseq-interactive); neither touches a device.
+fairseq-interactive, fairseq-preprocess); none touches a device. :func:`apply` applies, in
+this order:
 
 1. Every sentence is decoded and validated. fairseq's main branch (so ``fairseq-fixed``)
    ends ``data_utils.batch_by_size`` with ``if bsz_mult > 1 and len(b[-1]) % bsz_mult != 0:
@@ -11,17 +12,33 @@ fairseq-interactive); neither touches a device.
    TurkCorpus's 359 test sentences. We restore fairseq 0.12.2's behaviour: the indices that
    no batch covers become one last, smaller batch. This applies to training too, where it
    only means that no training example is skipped either.
-
 2. Checkpoints load under ``torch.load(weights_only=True)`` (torch >= 2.6). See
    :mod:`fairseq_wean.checkpoint_safety`.
-
-3. Distributed training runs on CPU (gloo) with fairseq's default ``--ddp-backend
+3. A sentence longer than the model accepts (validation, fairseq-generate,
+   fairseq-interactive) is a one-line error that counts them and names the fixes
+   (:func:`install_size_filter_message`).
+4. Distributed training runs on CPU (gloo) with fairseq's default ``--ddp-backend
    pytorch_ddp`` and under torchrun. See :mod:`fairseq_wean.distributed`.
+5. Before anything is trained or written: ``--criterion core_mode_loss`` with a model
+   without a copy gate, and a ``--save-dir`` that cannot be written, are one-line errors
+   (:func:`install_build_checks`).
+6. Binarized data fairseq cannot use (an empty set; source and target sides of different
+   lengths) is a one-line error with the fix (:func:`install_binarized_data_checks`).
+7. fairseq-preprocess refuses raw files with a ``\r`` inside a line
+   (:func:`install_preprocess_input_check`).
+8. fairseq-interactive ``--input`` decodes line by line: the lines before a non-UTF-8 line
+   get their hypotheses, then a one-line error names the line
+   (:func:`install_interactive_input_reader`).
+9. ``--diverse-beam-groups`` runs and keeps each sentence's own group overlap
+   (:func:`install_diverse_beam_search_fixes`).
+10. ``--no-repeat-ngram-size`` blocks repeated n-grams on CPU too
+    (:func:`install_no_repeat_ngram_on_cpu`).
 """
 import numpy as np
 from fairseq.data import data_utils
 
-from fairseq_wean import checkpoint_safety, distributed, errors
+from fairseq_wean import checkpoint_safety, distributed
+from fairseq_wean.errors import FairseqWeanError
 
 _original_batch_by_size = data_utils.batch_by_size
 
@@ -41,9 +58,334 @@ def batch_by_size_keeping_last(indices, *args, **kwargs):
     return batches
 
 
+def install_size_filter_message():
+    """One line instead of fairseq's traceback for a sentence longer than the model accepts.
+
+    fairseq skips over-long *training* pairs with a warning that counts them ("N samples have
+    invalid sizes and will be skipped"), but for validation, fairseq-generate and
+    fairseq-interactive it raises ``Exception("Size of sample #i is invalid ...")`` unless
+    ``--skip-invalid-size-inputs-valid-test`` is given (then such sentences get no hypothesis).
+    We keep that behaviour and only make the message a FairseqWeanError that counts the
+    sentences and names the fixes.
+    """
+    from fairseq.tasks import FairseqTask
+
+    original = FairseqTask.filter_indices_by_size
+    if getattr(original, "_fairseq_wean_wrapped", False):
+        return
+
+    def filter_indices_by_size(self, indices, dataset, max_positions=None, ignore_invalid_inputs=False):
+        try:
+            return original(self, indices, dataset, max_positions, ignore_invalid_inputs)
+        except Exception as exc:
+            if not str(exc).startswith("Size of sample #"):
+                raise
+            _, ignored = dataset.filter_indices_by_size(indices, max_positions)
+            size = dataset.size(ignored[0])
+            size = tuple(int(n) for n in size) if hasattr(size, "__len__") else int(size)
+            raise FairseqWeanError(
+                "{} sentence(s) are longer than the model accepts (max positions {}; e.g. sentence #{} "
+                "has length {}): pass --skip-invalid-size-inputs-valid-test to skip them (they get no "
+                "hypothesis), raise --max-source-positions / --max-target-positions, or clean the raw "
+                "files with python -m preprocess.check_parallel --max-len N before "
+                "fairseq-preprocess".format(len(ignored), max_positions, int(ignored[0]), size)
+            ) from exc
+
+    filter_indices_by_size._fairseq_wean_wrapped = True
+    FairseqTask.filter_indices_by_size = filter_indices_by_size
+
+
+def _wrap_once(owner, name, make_wrapper):
+    """Replace ``owner.name`` by ``make_wrapper(original)`` unless that was done already."""
+    original = getattr(owner, name)
+    if getattr(original, "_fairseq_wean_wrapped", False):
+        return
+    wrapper = make_wrapper(original)
+    wrapper._fairseq_wean_wrapped = True
+    setattr(owner, name, wrapper)
+
+
+def require_copy_gate_for_core_mode_loss(model_cfg, model):
+    """``--criterion core_mode_loss`` with a model that has no copy gate: refused when the model is built.
+
+    The criterion itself only finds out in its first forward pass, by which time fairseq's
+    trainer has already saved the whole model to ``SAVE_DIR/crash.pt``.
+    """
+    if getattr(model_cfg, "criterion", None) != "core_mode_loss":
+        return
+    from fairseq_wean.models.core_copy import CoreCopyModel
+
+    if not isinstance(model, CoreCopyModel):
+        raise FairseqWeanError(
+            "--criterion core_mode_loss needs a model with a copy gate and a restricted "
+            "vocabulary: use --arch core_copy (or --criterion cross_entropy for other models)"
+        )
+
+
+def install_build_checks():
+    """Checks made before anything is trained or written, so that a bad option costs no output.
+
+    * ``--criterion core_mode_loss`` with another model than ``core_copy``
+      (:func:`require_copy_gate_for_core_mode_loss`), when fairseq builds the model;
+    * a ``--save-dir`` that cannot be written: fairseq's own check at start-up
+      (``verify_checkpoint_directory``) raises ``PermissionError`` with a traceback.
+    """
+    from fairseq import checkpoint_utils, models
+
+    def wrap_build_model(original):
+        def build_model(cfg, task, *args, **kwargs):
+            model = original(cfg, task, *args, **kwargs)
+            require_copy_gate_for_core_mode_loss(cfg, model)
+            return model
+
+        return build_model
+
+    def wrap_verify(original):
+        def verify_checkpoint_directory(save_dir):
+            try:
+                return original(save_dir)
+            except OSError as exc:
+                raise FairseqWeanError(
+                    "cannot write checkpoints to --save-dir {} ({}): give a directory you can "
+                    "write to".format(save_dir, exc.strerror or exc)
+                ) from None
+
+        return verify_checkpoint_directory
+
+    _wrap_once(models, "build_model", wrap_build_model)
+    _wrap_once(checkpoint_utils, "verify_checkpoint_directory", wrap_verify)
+
+
+def install_binarized_data_checks():
+    """One line for binarized data that fairseq cannot use, with the fix.
+
+    * a set with no sentences (an empty raw file given to fairseq-preprocess): fairseq fails
+      with "ValueError: cannot mmap an empty file";
+    * source and target sides with different numbers of sentences: fairseq fails with an
+      ``AssertionError``. The usual cause is a raw file with a stray ``\r`` inside a line,
+      which fairseq-preprocess (reading with Python's universal newlines) takes as a line
+      break; see :func:`install_preprocess_input_check`.
+    """
+    import os
+
+    from fairseq.data import indexed_dataset
+    from fairseq.tasks import translation
+
+    def wrap_make_dataset(original):
+        def make_dataset(path, impl, *args, **kwargs):
+            data_file = indexed_dataset.data_file_path(path)
+            if os.path.isfile(data_file) and os.path.getsize(data_file) == 0:
+                raise FairseqWeanError(
+                    "{} is empty: this binarized set has no sentences (fairseq-preprocess was "
+                    "given an empty raw file): binarize a file with at least one line".format(data_file)
+                )
+            return original(path, impl, *args, **kwargs)
+
+        return make_dataset
+
+    def wrap_load_langpair_dataset(original):
+        def load_langpair_dataset(data_path, split, src, src_dict, tgt, tgt_dict, *args, **kwargs):
+            try:
+                return original(data_path, split, src, src_dict, tgt, tgt_dict, *args, **kwargs)
+            except AssertionError as exc:
+                if "same number of examples" not in str(exc):
+                    raise
+                raise FairseqWeanError(
+                    "{}.{}-{}.{} and .{} have different numbers of sentences: "
+                    "the raw files given to fairseq-preprocess were not line-parallel (often a stray "
+                    "\\r inside a line, which fairseq-preprocess reads as a line break): clean them "
+                    "with python -m preprocess.check_parallel and binarize again".format(
+                        os.path.join(data_path, split), src, tgt, src, tgt)
+                ) from None
+
+        return load_langpair_dataset
+
+    _wrap_once(indexed_dataset, "make_dataset", wrap_make_dataset)
+    _wrap_once(translation, "load_langpair_dataset", wrap_load_langpair_dataset)
+
+
+def first_stray_carriage_return(path):
+    """The 1-based line number of the first ``\r`` that is not part of a ``\r\n`` line end, or None."""
+    import mmap
+    import os
+    import re
+
+    if not os.path.isfile(path) or os.path.getsize(path) == 0:
+        return None
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        found = re.search(rb"\r(?!\n)", data)
+        if found is None:
+            return None
+        chunk = 1 << 24  # count line ends a slice at a time: the file may be larger than memory
+        return 1 + sum(data[i:min(i + chunk, found.start())].count(b"\n")
+                       for i in range(0, found.start(), chunk))
+
+
+def install_preprocess_input_check():
+    """fairseq-preprocess ``--user-dir fairseq_wean``: refuse raw files with a ``\r`` inside a line.
+
+    fairseq-preprocess opens text files with Python's universal newlines, so a lone ``\r``
+    ends a line: that file gets one sentence more than it has lines, and every later pair is
+    misaligned (silently, when the other file has a stray ``\r`` too). Only patched when the
+    plugin is imported by fairseq-preprocess itself (its ``main`` is looked up after the
+    ``--user-dir`` import).
+    """
+    import os
+    import sys
+
+    preprocess = sys.modules.get("fairseq_cli.preprocess")
+    if preprocess is None:
+        return
+
+    def wrap_main(original):
+        def main(args):
+            langs = [args.source_lang] + ([] if args.only_source or not args.target_lang else [args.target_lang])
+            for option in ("trainpref", "validpref", "testpref"):
+                for prefix in (getattr(args, option, None) or "").split(","):
+                    for lang in langs if prefix else ():
+                        path = "{}.{}".format(prefix, lang) if lang else prefix
+                        line = first_stray_carriage_return(path)
+                        if line is not None:
+                            raise FairseqWeanError(
+                                "{} line {} has a carriage return (\\r) inside the line, which "
+                                "fairseq-preprocess reads as a line break (the source and target "
+                                "files would no longer be line-parallel): clean the raw files with "
+                                "python -m preprocess.check_parallel, which turns it into a space".format(
+                                    os.path.abspath(path), line)
+                            )
+            return original(args)
+
+        return main
+
+    _wrap_once(preprocess, "main", wrap_main)
+
+
+def install_interactive_input_reader():
+    """fairseq-interactive ``--input``: every line before a non-UTF-8 line gets its hypothesis.
+
+    fairseq reads the input through a text decoder that decodes ahead of the lines it hands
+    out, so a non-UTF-8 byte raises ``UnicodeDecodeError`` before the valid lines before it
+    are translated. Lines are decoded one at a time instead (:func:`fairseq_wean.textio.iter_lines`);
+    at the bad line, the lines read so far are translated, then a one-line error names the
+    file and the line. Only patched inside fairseq-interactive.
+    """
+    import sys
+
+    interactive = sys.modules.get("fairseq_cli.interactive")
+    if interactive is None:
+        return
+    from fairseq_wean.textio import iter_lines
+
+    def wrap_buffered_read(original):
+        def buffered_read(input, buffer_size):
+            buffer = []
+            try:
+                for line in iter_lines(input, "fairseq-interactive --input"):
+                    buffer.append(line.strip())
+                    if len(buffer) >= buffer_size:
+                        yield buffer
+                        buffer = []
+            except FairseqWeanError:
+                if buffer:
+                    yield buffer
+                raise
+            if buffer:
+                yield buffer
+
+        return buffered_read
+
+    _wrap_once(interactive, "buffered_read", wrap_buffered_read)
+
+
+def install_diverse_beam_search_fixes():
+    """``--diverse-beam-groups``: fairseq's ``DiverseBeamSearch`` made to run, and run right.
+
+    fairseq-fixed's ``DiverseBeamSearch`` (from fairseq PR #5069) has two bugs, both seen with
+    every model, fairseq's own ``lstm`` included:
+
+    1. *Overlap rows indexed by dataset ids.* ``step`` keeps ``group_overlap``, one row per
+       sentence of the batch as it was at step 0 (``bsz x groups x groups``), and reads and
+       updates it as ``group_overlap[original_batch_idxs]``. ``SequenceGenerator._generate``
+       passes as ``original_batch_idxs`` the sentences' dataset ids (``sample["id"]``; only a
+       sample without ids gets ``arange(bsz)``), narrowed to the sentences still decoded when
+       finished ones leave the batch. Ids are not row numbers: fairseq-generate and
+       fairseq-interactive stopped at step 1 with ``IndexError: index 16 is out of bounds for
+       dimension 0 with size 4``, and where a batch's ids happened to be ``0..bsz-1`` in some
+       order, each sentence was penalised with another sentence's overlap, silently. Fix: at
+       step 0 remember the batch's ids in row order; at later steps translate the ids fairseq
+       passes into those rows (ids are unique within a batch; for ``arange(bsz)`` this is the
+       identity) and call fairseq's ``step`` with them.
+    2. *Half the candidates the generator needs.* It returns ``beam`` candidates per sentence
+       (``candidate_multiple=1``), but ``SequenceGenerator`` asks every search for ``2 x beam``:
+       each beam can end in </s> at most once, so ``2 x beam`` candidates always hold ``beam``
+       that continue. With ``beam`` only, candidates that end in </s> are finalized *and* kept
+       as live beams, which go on decoding after their </s> and are finalized again later:
+       hypotheses with a </s> inside them (fairseq-generate prints them without it, and their
+       positional scores no longer match their words). Fix: ``candidate_multiple=2``, the
+       setting the class's own docstring gives for its earlier behaviour; the cumulative
+       diversity penalty is unchanged.
+
+    Applied by wrapping ``step`` (the search object serves every batch of a run; step 0 of
+    each batch starts over, as ``group_overlap`` does); idempotent.
+    """
+    import torch
+    from fairseq.search import DiverseBeamSearch
+
+    if getattr(DiverseBeamSearch.step, "_fairseq_wean_fixed", False):
+        return
+    original_step = DiverseBeamSearch.step
+
+    def step(self, step, lprobs, scores, prev_output_tokens=None, original_batch_idxs=None):
+        self.candidate_multiple = max(self.candidate_multiple, 2)  # bug 2
+        if original_batch_idxs is not None:  # bug 1
+            if step == 0:
+                ids = original_batch_idxs.clone()
+                order = ids.argsort()
+                self._fairseq_wean_batch_ids = (ids[order], order)  # sorted ids, their rows
+            else:
+                sorted_ids, rows = self._fairseq_wean_batch_ids
+                original_batch_idxs = rows[torch.searchsorted(sorted_ids, original_batch_idxs)]
+        return original_step(self, step, lprobs, scores, prev_output_tokens, original_batch_idxs)
+
+    step._fairseq_wean_fixed = True
+    step.__doc__ = original_step.__doc__
+    DiverseBeamSearch.step = step
+
+
+def install_no_repeat_ngram_on_cpu():
+    """``--no-repeat-ngram-size N`` blocks repeated n-grams on CPU (fairseq's was a no-op there).
+
+    fairseq's bug: ``SequenceGenerator`` hands ``NGramRepeatBlock`` the whole ``tokens`` buffer
+    (``bsz*beam x max_len+2``, pad after the current step) together with ``step``. The CUDA
+    extension reads only the first ``step + 1`` columns; the Python path used on CPU
+    (``_no_repeat_ngram``) takes "the last n-1 tokens" from the end of the buffer, i.e. pads,
+    which no earlier n-gram starts with: nothing was ever banned and fairseq-generate printed
+    ``w27 w27 w27 ...`` with ``--no-repeat-ngram-size 2``. Fix: give it the tokens decoded so
+    far, ``tokens[:, :step + 1]`` (the first column is the </s> that starts every hypothesis,
+    as fairseq's n-gram positions assume). Idempotent.
+    """
+    from fairseq.ngram_repeat_block import NGramRepeatBlock
+
+    if getattr(NGramRepeatBlock._no_repeat_ngram, "_fairseq_wean_fixed", False):
+        return
+    original = NGramRepeatBlock._no_repeat_ngram
+
+    def _no_repeat_ngram(self, tokens, lprobs, bsz, beam_size, step):
+        return original(self, tokens[:, : step + 1], lprobs, bsz, beam_size, step)
+
+    _no_repeat_ngram._fairseq_wean_fixed = True
+    NGramRepeatBlock._no_repeat_ngram = _no_repeat_ngram
+
+
 def apply():
     if data_utils.batch_by_size is not batch_by_size_keeping_last:
         data_utils.batch_by_size = batch_by_size_keeping_last
     checkpoint_safety.install()
-    errors.install_size_filter_message()  # over-long sentences: one line, see errors.py
+    install_size_filter_message()
     distributed.install()
+    install_build_checks()
+    install_binarized_data_checks()
+    install_preprocess_input_check()
+    install_interactive_input_reader()
+    install_diverse_beam_search_fixes()  # --diverse-beam-groups: see its docstring
+    install_no_repeat_ngram_on_cpu()  # --no-repeat-ngram-size: see its docstring

@@ -65,11 +65,14 @@ def test_checkpoint_reloads_and_training_resumes(wean_run, data_bin, tmp_path):
 
 
 def test_plain_fairseq_checkpoint_loads_with_the_plugin(data_bin, tmp_path):
-    """torch >= 2.6 weights-only loading: fairseq's own lstm checkpoints load too, no env vars."""
+    """torch >= 2.6 weights-only loading: fairseq's own lstm checkpoints load too, no env vars.
+
+    With fairseq's --eval-bleu, whose meters keep numpy arrays in the checkpoint.
+    """
     cli("fairseq-train", *train_args(data_bin, tmp_path, "lstm", "--encoder-layers", 1, "--decoder-layers", 1,
                                      "--encoder-embed-dim", 16, "--decoder-embed-dim", 16,
                                      "--encoder-hidden-size", 16, "--decoder-hidden-size", 16,
-                                     "--decoder-out-embed-dim", 16, epochs=1))
+                                     "--decoder-out-embed-dim", 16, "--eval-bleu", epochs=1))
     proc = cli("fairseq-generate", data_bin, "--user-dir", USER_DIR, "--path", tmp_path / "checkpoint_last.pt",
                "--gen-subset", "test", "--beam", 2, "--cpu")
     assert len(generated_hypotheses(proc.stdout)) == 13

@@ -10,7 +10,8 @@ from fairseq.sequence_generator import SequenceGenerator
 import fairseq_wean  # noqa: F401  (registers the models and criteria)
 from fairseq_wean.criterions.core_mode_loss import CoreModeLossCriterion, gold_copy_labels
 from fairseq_wean.errors import FairseqWeanError
-from fairseq_wean.models.core_copy import CoreCopyModel, base_architecture, log_mixture, masked_log
+from fairseq_wean.models.core_copy import CoreCopyModel, base_architecture
+from fairseq_wean.modules.copy_mixture import log_mixture, masked_log
 from model_checks import assert_batched_beam_equals_single, assert_incremental_equals_full
 from conftest import (
     USER_DIR, FakeTask, cli, cli_concurrently, generated_hypotheses, make_dictionary, random_batch,
@@ -319,6 +320,274 @@ def test_position_markers_are_copy_only_and_read_the_unk_embedding(tmp_path):
     assert m1 in vocab.tolist() and not generative[0, vocab.tolist().index(m1)]
     lp = model.get_normalized_probs(model(src, torch.tensor([3]), torch.tensor([[d.eos()]])), True)
     assert torch.isfinite(lp[0, 0, m1]) and torch.isinf(lp[0, 0, m0])
+
+
+def decoder_internals(model, prev, enc):
+    """extract_features' outputs and the s_t and c_t it computed (caught by forward hooks)."""
+    caught = {}
+
+    def catch(name):
+        def hook(module, inputs, output):
+            caught[name] = output[0]  # returns None: the output is left as it is
+        return hook
+
+    hooks = [model.decoder.rnn.register_forward_hook(catch("states")),
+             model.decoder.attention.register_forward_hook(catch("context"))]
+    try:
+        features, gate_logit, attn = model.decoder.extract_features(prev, enc)
+    finally:
+        for h in hooks:
+            h.remove()
+    return features, gate_logit, attn, caught["states"], caught["context"]
+
+
+@pytest.mark.parametrize("psi", ["tanh", "affine"])
+def test_psi_reads_the_previous_word_the_state_and_the_context(dictionary, table, psi):
+    """psi(y_t-1, s_t, c_t) of eq. 9 by explicit sums: tanh(W[e(y_t-1); s_t; c_t] + b), or the
+    affine map alone with --core-psi affine."""
+    model = build(dictionary, table, core_psi=psi)
+    model.eval()
+    src, lengths, prev, _ = random_batch(dictionary)
+    dec = model.decoder
+    with torch.no_grad():
+        enc = model.encoder(src, src_lengths=lengths)
+        features, _, _, states, context = decoder_internals(model, prev, enc)
+        parts = [dec.embed_tokens(prev), states, context]
+        W, b = dec.readout.weight, dec.readout.bias
+        reference = b.clone().expand(*prev.shape, -1).clone()
+        start = 0
+        for part in parts:  # W [e; s; c] = W_e e + W_s s + W_c c
+            reference += part @ W[:, start:start + part.size(-1)].t()
+            start += part.size(-1)
+        if psi == "tanh":
+            reference = torch.tanh(reference)
+    assert start == W.size(1) and features.shape == (*prev.shape, 10)
+    torch.testing.assert_close(features, reference, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("psi", ["tanh", "affine"])
+def test_generative_logits_are_w_y_psi_plus_the_word_bias(dictionary, table, psi):
+    """eq. 9 word by word: p_G(y) = exp(w_y . psi + b_y) / sum over V_G, with b_y trained (tanh,
+    dl4mt's output layer) or absent (affine, eq. 9 as written)."""
+    model = build(dictionary, table, core_psi=psi)
+    model.eval()
+    dec = model.decoder
+    if psi == "tanh":
+        with torch.no_grad():
+            dec.output_bias.normal_(generator=torch.Generator().manual_seed(2))  # not its zero init
+    else:
+        assert "decoder.output_bias" not in dict(model.named_parameters())
+        assert "decoder.output_bias" not in model.state_dict() and dec.output_bias.eq(0).all()
+    src, lengths, prev, _ = random_batch(dictionary)
+    with torch.no_grad():
+        enc = model.encoder(src, src_lengths=lengths)
+        psi_t, _, _ = dec.extract_features(prev, enc)
+        vocab, generative, _ = dec.restricted_vocabulary(enc["src_tokens"])
+        log_pg = dec.generative_log_probs(psi_t, *dec.output_rows(vocab), generative)
+    for b in range(src.size(0)):
+        vg = vocab[generative[b]].tolist()
+        for t in range(prev.size(1)):
+            logits = torch.tensor([float((dec.output_weight[y] * psi_t[b, t]).sum())
+                                   + (float(dec.output_bias[y]) if psi == "tanh" else 0.0) for y in vg])
+            expected = logits - torch.logsumexp(logits, 0)
+            got = log_pg[b, t, generative[b]]
+            torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
+            assert torch.isneginf(log_pg[b, t, ~generative[b]]).all()
+
+
+def test_gate_is_the_sigmoid_of_w_c_times_the_decoder_state(dictionary, table):
+    """eq. 10: lambda_t = sigma(w_C s_t), no bias; s_t is the GRU output that also attends."""
+    model = build(dictionary, table)
+    model.eval()
+    src, lengths, prev, _ = random_batch(dictionary)
+    dec = model.decoder
+    with torch.no_grad():
+        enc = model.encoder(src, src_lengths=lengths)
+        _, gate_logit, _, states, _ = decoder_internals(model, prev, enc)
+        out = model.decoder(prev, enc)
+    w_c = dec.copy_gate.weight.squeeze(0)
+    assert dec.copy_gate.bias is None and w_c.shape == (states.size(-1),)
+    reference = (states * w_c).sum(-1)
+    torch.testing.assert_close(gate_logit, reference, atol=1e-6, rtol=0)
+    torch.testing.assert_close(out[1]["copy_gate"][0], 1 / (1 + torch.exp(-reference)), atol=1e-6, rtol=0)
+
+
+def test_affine_psi_is_affine_and_tanh_psi_is_not(dictionary, table):
+    """--core-psi affine: psi(a u + (1 - a) v) = a psi(u) + (1 - a) psi(v) for any inputs u, v."""
+    g = torch.Generator().manual_seed(4)
+    u = [torch.randn(2, 3, n, generator=g) * 3 for n in (16, 14, 24)]  # e(y_t-1), s_t, c_t
+    v = [torch.randn(2, 3, n, generator=g) * 3 for n in (16, 14, 24)]
+    a = 0.3
+    mixed = [a * x + (1 - a) * y for x, y in zip(u, v)]
+    for psi in ("affine", "tanh"):
+        dec = build(dictionary, table, core_psi=psi).decoder
+        with torch.no_grad():
+            lhs = dec.readout_features(*mixed)
+            rhs = a * dec.readout_features(*u) + (1 - a) * dec.readout_features(*v)
+        assert lhs.shape == (2, 3, 10)
+        if psi == "affine":
+            torch.testing.assert_close(lhs, rhs, atol=1e-5, rtol=0)
+        else:
+            assert (lhs - rhs).abs().max() > 1e-2
+
+
+def test_affine_psi_model_shapes_gradients_and_incremental_decoding(dictionary, table):
+    model = build(dictionary, table, core_psi="affine", dropout=0.1)
+    dec = model.decoder
+    assert dec.output_layer_num_parameters() == len(dictionary) * 10  # no per-word bias
+    model.train()
+    sample = make_sample(dictionary)
+    loss, _, _ = criterion(dictionary, label_smoothing=0.1)(model, sample)
+    loss.backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() and p.grad.abs().sum() > 0
+               for p in model.parameters())
+    out = model(**sample["net_input"])
+    assert out[0].shape[:2] == sample["target"].shape and out[0].size(2) == out[1]["vocab"][0].numel()
+    fresh = build(dictionary, table, core_psi="affine")
+    assert_incremental_equals_full(fresh, random_batch(dictionary), atol=1e-5)
+
+
+def test_unknown_option_values_are_refused(dictionary, table):
+    with pytest.raises(FairseqWeanError, match="--core-psi 'relu': choose one of tanh, affine"):
+        build(dictionary, table, core_psi="relu")
+    with pytest.raises(FairseqWeanError, match="--core-frequent-from 'source': choose one of joined, target"):
+        build(dictionary, table, core_frequent_from="source")
+
+
+# ------------------------------------------------------------------------ U (eq. 8)
+class DataTask(FakeTask):
+    """A task with a data directory, as fairseq's translation task has in ``cfg``."""
+
+    def __init__(self, dictionary, data=None, src="src", tgt="tgt"):
+        super().__init__(dictionary)
+        self.cfg = argparse.Namespace(data=data and str(data), source_lang=src, target_lang=tgt)
+
+
+@pytest.fixture(scope="module")
+def skewed_data_bin(tmp_path_factory):
+    """Binarized train split (as fairseq-preprocess --joined-dictionary writes it) in which the
+    joined and the target-side counts rank words differently: ``s*`` words fill the sources and
+    are always deleted, ``t*`` words are the targets' rewrites, ``w*`` words are copied."""
+    import random
+
+    from fairseq.data import Dictionary, indexed_dataset
+
+    rng = random.Random(7)
+    pick = lambda prefix, rate, n: "{}{}".format(prefix, min(int(rng.expovariate(rate)), n - 1))  # noqa: E731
+    pairs = []
+    for _ in range(300):
+        shared = [pick("w", 0.25, 20) for _ in range(rng.randint(2, 6))]
+        src = shared + [pick("s", 0.4, 10) for _ in range(rng.randint(2, 6))]
+        rng.shuffle(src)
+        pairs.append((src, shared + [pick("t", 0.4, 10) for _ in range(rng.randint(0, 3))]))
+    d = Dictionary()
+    for src, tgt in pairs:
+        for w in src + tgt:
+            d.add_symbol(w)
+    d.finalize(padding_factor=8)  # fairseq-preprocess's: count order, madeupword fillers
+    out = tmp_path_factory.mktemp("skewed-bin")
+    for lang, side in (("src", 0), ("tgt", 1)):
+        d.save(str(out / "dict.{}.txt".format(lang)))
+        builder = indexed_dataset.make_builder(str(out / "train.src-tgt.{}.bin".format(lang)), "mmap", len(d))
+        for pair in pairs:
+            builder.add_item(d.encode_line(" ".join(pair[side]), add_if_not_exist=False))
+        builder.finalize(str(out / "train.src-tgt.{}.idx".format(lang)))
+    return out, [pair[1] for pair in pairs]
+
+
+def target_side_model(data, tmp_path, num_frequent, **overrides):
+    from fairseq.data import Dictionary
+
+    d = Dictionary.load(str(data / "dict.src.txt"))
+    args = argparse.Namespace(arch="core_copy", embed_dim=16, encoder_hidden_size=12,
+                              decoder_hidden_size=14, decoder_out_embed_dim=10, dropout=0.0,
+                              core_align_table=str(write_table(tmp_path / "table.txt", d)), core_topk=2,
+                              core_num_frequent=num_frequent, core_frequent_from="target")
+    for key, value in overrides.items():
+        setattr(args, key, value)
+    torch.manual_seed(0)
+    return CoreCopyModel.build_model(args, DataTask(d, data)), d, args
+
+
+def test_target_side_u_is_the_most_frequent_training_target_words(skewed_data_bin, tmp_path):
+    """--core-frequent-from target: U = the N words most frequent in the training targets (the
+    paper's U), plus unk and eos; the joined dictionary's order gives another set."""
+    from collections import Counter
+
+    from fairseq_wean.models.core_copy import frequent_word_mask
+
+    data, targets = skewed_data_bin
+    n = 8
+    model, d, _ = target_side_model(data, tmp_path, n)
+    counts = Counter(w for t in targets for w in t)
+    ranked = sorted(counts, key=lambda w: (-counts[w], d.index(w)))
+    assert counts[ranked[n - 1]] > counts[ranked[n]]  # no tie at the cut: the set is unambiguous
+    expected = {d.index(w) for w in ranked[:n]} | {d.unk(), d.eos()}
+    got = set(model.decoder.frequent_mask.nonzero().squeeze(1).tolist())
+    assert got == expected
+    joined = set(frequent_word_mask(d, n).nonzero().squeeze(1).tolist())
+    assert any(d[i].startswith("s") for i in joined) and len(joined - got) >= 2  # the default differs
+    # V_G of a sentence holds that U
+    vocab, generative, _ = model.decoder.restricted_vocabulary(torch.tensor([[d.index("w3"), d.eos()]]))
+    assert expected <= set(vocab[generative[0]].tolist())
+
+
+def test_target_side_u_is_stored_in_the_checkpoint(skewed_data_bin, tmp_path):
+    data, _ = skewed_data_bin
+    model, d, args = target_side_model(data, tmp_path, 8)
+    assert "decoder.frequent_mask" in model.state_dict()
+    assert args.core_align_table_in_checkpoint
+    # fairseq-generate rebuilds from the saved arguments, with no training data at hand
+    torch.manual_seed(1)
+    reloaded = CoreCopyModel.build_model(args, DataTask(d, tmp_path / "no-data"))
+    assert not torch.equal(reloaded.decoder.frequent_mask, model.decoder.frequent_mask)  # a placeholder ...
+    reloaded.load_state_dict(model.state_dict())
+    assert torch.equal(reloaded.decoder.frequent_mask, model.decoder.frequent_mask)  # ... until loaded
+    # the default (joined) U is not saved: checkpoints of earlier versions still load
+    d20 = make_dictionary(20)
+    assert "decoder.frequent_mask" not in build(d20, write_table(tmp_path / "t20", d20)).state_dict()
+
+
+def test_target_side_u_without_training_data_names_the_fix(skewed_data_bin, tmp_path):
+    data, _ = skewed_data_bin
+    with pytest.raises(FairseqWeanError, match=r"no binarized training target side missing.src-tgt.tgt.*"
+                                               r"fairseq-preprocess --trainpref.*--core-frequent-from joined"):
+        target_side_model(data, tmp_path, 6, train_subset="missing")
+    from fairseq.data import Dictionary
+
+    d = Dictionary.load(str(data / "dict.src.txt"))
+    args = argparse.Namespace(arch="core_copy", core_align_table=str(write_table(tmp_path / "t2", d)),
+                              core_frequent_from="target")
+    with pytest.raises(FairseqWeanError, match="needs the translation task's data directory"):
+        CoreCopyModel.build_model(args, FakeTask(d))
+
+
+def test_target_side_u_through_fairseqs_own_task_setup(skewed_data_bin, tmp_path):
+    """The options as fairseq-train parses them, the task as fairseq builds it (task.cfg)."""
+    from fairseq import options, tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    from fairseq_wean.models.core_copy import frequent_mask_from_counts
+
+    data, _ = skewed_data_bin
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, input_args=[
+        str(data), "--user-dir", USER_DIR, "--arch", "core_copy", "--criterion", "core_mode_loss",
+        "--core-align-table", str(write_table(tmp_path / "t.txt", make_dictionary(20))),
+        "--core-frequent-from", "target", "--core-psi", "affine", "--core-num-frequent", "8",
+        "--embed-dim", "8", "--encoder-hidden-size", "8", "--decoder-hidden-size", "8",
+        "--decoder-out-embed-dim", "8", "--cpu"])
+    cfg = convert_namespace_to_omegaconf(args)
+    task = tasks.setup_task(cfg.task)
+    model = task.build_model(cfg.model)
+    d = task.source_dictionary
+    task.load_dataset("train")
+    train = task.datasets["train"]
+    counts = torch.zeros(len(d), dtype=torch.long)
+    for i in range(len(train)):
+        counts += torch.bincount(train[i]["target"], minlength=len(d))
+    assert torch.equal(model.decoder.frequent_mask, frequent_mask_from_counts(d, counts, 8))
+    assert model.decoder.psi_kind == "affine" and cfg.model.core_frequent_from == "target"
 
 
 # ------------------------------------------------------------------------ alignment table

@@ -1,4 +1,4 @@
-"""Data-parallel training on CPU: two gloo ranks through ``fairseq_wean.distributed``.
+"""Data-parallel training on CPU: two gloo ranks through ``fairseq-wean-train-cpu-dist``.
 
 What is exactly comparable: fairseq gives rank r the batches r, r+W, r+2W, ... of the epoch's
 batch list (``ShardedIterator``), and one process with ``--update-freq W`` groups batches
@@ -32,8 +32,8 @@ ARCH_SIZES = {
 }
 BATCH = 16  # sentences per rank; 400 training pairs -> 25 batches -> 13 updates on 2 ranks
 UPDATES = 13
-# = the console script fairseq-wean-train-cpu-dist (python -m fairseq_wean.distributed works too)
-LAUNCHER = [sys.executable, "-c", "from fairseq_wean.distributed import cli_main; cli_main()"]
+# = the console script fairseq-wean-train-cpu-dist (python -m fairseq_wean.cli.train_cpu_dist works too)
+LAUNCHER = [sys.executable, "-c", "from fairseq_wean.cli.train_cpu_dist import cli_main; cli_main()"]
 ENV = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
 
 
@@ -203,3 +203,93 @@ def test_every_parameter_gets_a_gradient_on_every_batch(arch, options, data_bin,
         (loss * scale).backward()
         missing = [n for n, p in model.named_parameters() if p.requires_grad and p.grad is None]
         assert not missing
+
+
+def run_launcher(*launcher_args):
+    """The launcher with fairseq-train arguments it never gets to use: it must refuse its own options first."""
+    return subprocess.run(LAUNCHER + [str(a) for a in launcher_args] + ["--", "data-bin", "--arch", "wean_lstm"],
+                          cwd=REPO, env=ENV, capture_output=True, text=True, timeout=120)
+
+
+def test_bad_launcher_options_are_refused_before_any_rank_starts():
+    """Before: -1 trained nothing and exited 0, 0 raised ZeroDivisionError, --node-rank 5 of 2
+    waited for gloo's 30-minute time-out, a busy --master-port gave a traceback."""
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        cases = {
+            "--nproc-per-node must be at least 1 (got -1)": ["--nproc-per-node", -1],
+            "--nproc-per-node must be at least 1 (got 0)": ["--nproc-per-node", 0],
+            "--nnodes must be at least 1 (got 0)": ["--nnodes", 0],
+            "--node-rank 5 is outside 0..1 (--nnodes 2)": ["--nnodes", 2, "--node-rank", 5, "--master-port", 29999],
+            "--master-port {} is already in use on 127.0.0.1".format(port): ["--master-port", port],
+        }
+        for message, args in cases.items():
+            proc = run_launcher(*args)
+            assert proc.returncode == 1, (args, proc.stderr[-2000:])
+            assert "Traceback" not in proc.stderr and "started rank" not in proc.stderr, proc.stderr[-2000:]
+            lines = proc.stderr.strip().splitlines()
+            assert lines[-1].startswith("fairseq-wean-train-cpu-dist: error: " + message), (args, lines[-3:])
+
+
+def process_alive(pid):
+    """Whether ``pid`` runs (a zombie left for a non-reaping init counts as dead)."""
+    try:
+        with open("/proc/{}/stat".format(pid)) as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux only")
+def test_ranks_die_with_the_launcher(data_bin, tmp_path):
+    """kill -9 and kill -HUP of the launcher: before, both ranks trained on, orphaned, until --max-epoch."""
+    launchers = {}
+    for name in ("KILL", "HUP"):
+        args = train_args(data_bin, tmp_path / name, "wean_lstm", None, "--no-save")
+        args[args.index("--max-epoch") + 1] = "100000"
+        args[args.index("--log-interval") + 1] = "5"
+        proc = subprocess.Popen(LAUNCHER + ["--kill-grace", "3", "--"] + args, cwd=REPO, env=ENV,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        lines = []
+        threading.Thread(target=lambda p=proc, out=lines: out.extend(iter(p.stdout.readline, "")),
+                         daemon=True).start()
+        launchers[name] = (proc, lines)
+    pids = {name: {} for name in launchers}
+    try:
+        deadline = time.monotonic() + 120
+        for name, (proc, lines) in launchers.items():
+            while True:
+                text = "".join(lines)
+                pids[name] = {int(r): int(p) for r, p in re.findall(r"started rank (\d) of 2 \(pid (\d+)\)", text)}
+                if len(pids[name]) == 2 and re.search(r"\[rank 0\] .*train_inner ", text):
+                    break
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    pytest.fail("training did not start:\n" + text[-5000:])
+                time.sleep(0.2)
+        for name, (proc, _) in launchers.items():
+            os.kill(proc.pid, getattr(signal, "SIG" + name))
+        for name, (proc, lines) in launchers.items():
+            proc.wait(timeout=30)
+            gone_by = time.monotonic() + 10
+            while any(process_alive(pid) for pid in pids[name].values()) and time.monotonic() < gone_by:
+                time.sleep(0.1)
+            assert not any(process_alive(pid) for pid in pids[name].values()), (name, pids[name])
+        hup, hup_log = launchers["HUP"]
+        # a hang-up is handled like Ctrl-C: ranks stopped, status 128 + SIGHUP
+        assert hup.returncode == 128 + signal.SIGHUP, "".join(hup_log)[-3000:]
+        assert "received signal {}".format(int(signal.SIGHUP)) in "".join(hup_log)
+        assert launchers["KILL"][0].returncode == -signal.SIGKILL
+    finally:
+        for name, (proc, _) in launchers.items():
+            if proc.poll() is None:
+                proc.kill()
+            for pid in pids[name].values():
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass

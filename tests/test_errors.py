@@ -21,6 +21,7 @@ import json
 import os
 import re
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -58,6 +59,21 @@ def write_evil_checkpoint(path, marker):
     return path
 
 
+def unwritable_dir(work):
+    """A directory that this process cannot create files in, or None (root writes through mode 0555)."""
+    locked = work / "read-only"
+    locked.mkdir()
+    locked.chmod(0o555)
+    candidates = [locked / "save"] if not os.access(locked, os.W_OK) else [Path("/sys/fairseq-wean-test-save")]
+    for path in candidates:  # /sys (sysfs) refuses new directories even to root
+        try:
+            os.makedirs(path)
+        except OSError:
+            return path
+        os.rmdir(path)
+    return None
+
+
 def write_table(path, words):
     with open(path, "w", encoding="utf-8") as f:
         for w in words:
@@ -87,6 +103,22 @@ def runs(data_bin, raw_dir, tmp_path_factory):
     with open(work / "cr.tgt", "a") as f:
         f.write("w2 w3\nw4\n")
     checked = check_parallel("--src", work / "cr.src", "--tgt", work / "cr.tgt", "--out-prefix", work / "checked")
+    (work / "empty.src").write_text("")
+    (work / "empty.tgt").write_text("")
+    save_unwritable = unwritable_dir(work)
+
+    def binarize(destdir, trainpref, *extra):
+        return ("fairseq-preprocess", ["--source-lang", "src", "--target-lang", "tgt", "--trainpref", trainpref,
+                                       "--validpref", raw_dir / "valid", "--destdir", destdir, "--workers", 1,
+                                       "--joined-dictionary", *extra], {"check": False})
+
+    names0 = ["binarize_empty", "binarize_cr", "preprocess_cr_plugin"]
+    stage0 = cli_concurrently([
+        binarize(work / "empty-bin", work / "empty"),
+        binarize(work / "cr-bin", work / "cr"),  # fairseq alone: 33 source sentences, 32 target
+        binarize(work / "cr-plugin-bin", work / "cr", "--user-dir", USER_DIR),
+    ])
+    assert stage0[0].returncode == 0 and stage0[1].returncode == 0, (stage0[0].stderr[-2000:], stage0[1].stderr[-2000:])
 
     def core(save, *extra):
         return ("fairseq-train", train_args(data_bin, work / save, "core_copy", *TINY_CORE, *extra, epochs=1),
@@ -98,7 +130,8 @@ def runs(data_bin, raw_dir, tmp_path_factory):
 
     names = ["tiny", "no_table", "missing_table", "malformed_table", "latin1_table", "other_dict_table",
              "core_cross_entropy", "criterion_without_gate", "train_evil", "restore_missing",
-             "train_too_long", "train_too_long_skipped", "preprocess_checked"]
+             "train_too_long", "train_too_long_skipped", "preprocess_checked",
+             "train_empty_set", "train_not_parallel", "train_unwritable_save_dir"]
     stage1 = cli_concurrently([
         ("fairseq-train", train_args(data_bin, tiny, "wean_lstm", *TINY_WEAN, epochs=1)),
         core("e1"),
@@ -115,8 +148,15 @@ def runs(data_bin, raw_dir, tmp_path_factory):
         ("fairseq-preprocess", ["--source-lang", "src", "--target-lang", "tgt", "--trainpref", work / "checked",
                                 "--destdir", work / "checked-bin", "--workers", 1, "--joined-dictionary",
                                 "--only-source"], {"check": False}),
+        ("fairseq-train", train_args(work / "empty-bin", work / "e12", "wean_lstm", *TINY_WEAN, epochs=1),
+         {"check": False}),
+        ("fairseq-train", train_args(work / "cr-bin", work / "e13", "wean_lstm", *TINY_WEAN, epochs=1),
+         {"check": False}),
+        ("fairseq-train", train_args(data_bin, save_unwritable or work / "e14", "wean_lstm", *TINY_WEAN, epochs=1),
+         {"check": False}),
     ])
-    result = dict(zip(names, stage1), check_parallel_cr=checked)
+    result = dict(zip(names, stage1), check_parallel_cr=checked, save_unwritable=save_unwritable)
+    result.update(zip(names0, stage0))
 
     best = tiny / "checkpoint_best.pt"
     data = best.read_bytes()
@@ -134,6 +174,8 @@ def runs(data_bin, raw_dir, tmp_path_factory):
         "tests": {}, "gen_args": ["--cpu", "--beam", "1"], "out": str(work / "result.json"),
     }))
     long_line = " ".join("w{}".format(i % 40) for i in range(1100))  # > the default 1024 positions
+    latin1_input = work / "latin1-input.txt"
+    latin1_input.write_bytes(b"w1 w2 w3\nw4 w5\nw6 caf\xe9\nw7\n")
 
     def generate(path, *extra):
         return ("fairseq-generate", [data_bin, "--user-dir", USER_DIR, "--path", path, "--gen-subset", "test",
@@ -141,7 +183,7 @@ def runs(data_bin, raw_dir, tmp_path_factory):
 
     names2 = ["to_word_attn_gated", "to_core_copy", "generate_truncated", "generate_flipped",
               "train_truncated", "generate_too_long", "generate_too_long_skipped", "interactive_too_long",
-              "figure3_evil", "evaluate_system_evil"]
+              "figure3_evil", "evaluate_system_evil", "interactive_latin1_input"]
     stage2 = cli_concurrently([
         ("fairseq-train", train_args(data_bin, work / "f1", "word_attn_gated", *TINY_GATED, "--restore-file", best,
                                      epochs=2), {"check": False}),
@@ -158,6 +200,9 @@ def runs(data_bin, raw_dir, tmp_path_factory):
         ("python", [os.path.join(REPO, "examples", "word_attention_figure3.py"), "--path", evil,
                     "--source", "w1 w2", "--output", work / "fig.png"], {"check": False}),
         ("python", [os.path.join(REPO, "examples", "evaluate_system.py"), plan], {"check": False}),
+        ("fairseq-interactive", [data_bin, "--user-dir", USER_DIR, "--path", best, "--source-lang", "src",
+                                 "--target-lang", "tgt", "--beam", 2, "--cpu", "--input", latin1_input, "--buffer-size", 4],
+         {"check": False}),
     ])
     result.update(zip(names2, stage2))
     result.update(work=work, marker=marker, best=best, truncated=truncated, flipped=flipped)
@@ -196,6 +241,10 @@ def test_core_copy_refuses_a_criterion_with_infinite_loss(runs):
 def test_core_mode_loss_with_a_model_without_copy_gate(runs):
     line = last_error_line(runs["criterion_without_gate"])
     assert "--criterion core_mode_loss needs a model with a copy gate" in line and "--arch core_copy" in line
+    # refused when the model is built, before a training step: fairseq writes crash.pt (the
+    # whole model) when a step fails; --save-dir is created, and stays empty
+    assert "num. shared model params" not in runs["criterion_without_gate"].stdout
+    assert os.listdir(runs["work"] / "e7") == []
 
 
 # ------------------------------------------------------------------ checkpoints
@@ -365,3 +414,46 @@ def test_word_attn_gated_refuses_a_checkpoint_of_other_dictionaries():
     old = {k: v for k, v in state.items() if k != "dictionary_fingerprint"}
     build(src, tgt).load_state_dict(old)  # written before models kept the fingerprint
     assert torch.equal(old["dictionary_fingerprint"], state["dictionary_fingerprint"])
+
+
+# ------------------------------------------------------------------ fairseq's own errors, on plugin runs
+def test_empty_binarized_training_set(runs):
+    """fairseq alone: "ValueError: cannot mmap an empty file" with a traceback."""
+    line = last_error_line(runs["train_empty_set"])
+    assert "empty-bin/train.src-tgt.src.bin is empty" in line and "no sentences" in line
+    assert os.listdir(runs["work"] / "e12") == []
+
+
+def test_stray_carriage_return_in_raw_files(runs):
+    """fairseq-preprocess reads a \\r inside a line as a line break; the plugin refuses such files."""
+    line = last_error_line(runs["preprocess_cr_plugin"])
+    assert "{} line 31 has a carriage return".format(runs["work"] / "cr.src") in line
+    assert "preprocess.check_parallel" in line
+    assert not (runs["work"] / "cr-plugin-bin").exists()
+    # binarized without the plugin: 33 source sentences for 32 target ones; training says so in one line
+    log = (runs["work"] / "cr-bin" / "preprocess.log").read_text()
+    assert "cr.src: 33 sents" in log and "cr.tgt: 32 sents" in log, log
+    line = last_error_line(runs["train_not_parallel"])
+    assert "cr-bin/train.src-tgt.src and .tgt have different numbers of sentences" in line
+    assert "preprocess.check_parallel" in line
+
+
+def test_unwritable_save_dir_is_refused_at_start(runs):
+    if runs["save_unwritable"] is None:
+        pytest.skip("no directory here that this user cannot write to")
+    proc = runs["train_unwritable_save_dir"]
+    line = last_error_line(proc)
+    assert "cannot write checkpoints to --save-dir {}".format(runs["save_unwritable"]) in line
+    assert "num. shared model params" not in proc.stdout  # before the model is even built
+
+
+def test_interactive_input_with_a_non_utf8_line(runs):
+    """The lines before the bad one get their hypotheses (also when they wait in a --buffer-size batch);
+    then one line names the file and the line. Before, no line got a hypothesis."""
+    proc = runs["interactive_latin1_input"]
+    line = last_error_line(proc)
+    assert "latin1-input.txt line 3 is not UTF-8" in line
+    sources = re.findall(r"^S-(\d+)\t(.*)$", proc.stdout, flags=re.M)
+    assert sources == [("0", "w1 w2 w3"), ("1", "w4 w5")], proc.stdout[-2000:]
+    assert sorted(generated_hypotheses(proc.stdout)) == [0, 1]
+

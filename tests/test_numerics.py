@@ -6,9 +6,9 @@ zeros), targets that are all copied, one-word and empty sources (the source is o
 ``</s>``), all-``<unk>`` sentences, sources and targets of the maximum length the model
 accepts, and (as an fp16-like extreme) every weight scaled up so that softmaxes saturate.
 Each batch mixes lengths, so padding is exercised too. Models are built as fairseq builds
-them (``build_model``) and trained with their criteria: ``core_copy`` with ``core_mode_loss``
-(with and without label smoothing), the others with ``cross_entropy`` and
-``label_smoothed_cross_entropy``.
+them (``build_model``) and trained with their criteria: ``core_copy`` (``--core-psi`` tanh and
+affine) with ``core_mode_loss`` (with and without label smoothing), the others with
+``cross_entropy`` and ``label_smoothed_cross_entropy``.
 """
 import argparse
 
@@ -44,7 +44,7 @@ def build(arch, dictionary, tmp_path):
                                   encoder_layers=2, decoder_layers=2, **common)
         wean_lstm.base_architecture(args)
         cls = wean_lstm.WeanLSTMModel
-    elif arch == "core_copy":
+    elif arch in ("core_copy", "core_copy_affine"):  # affine: --core-psi affine, psi unbounded
         table = tmp_path / "align.table"
         words = ["w{}".format(i) for i in range(N_WORDS)]
         with open(table, "w") as f:  # w_i -> w_(3i mod 30), w_(i+1): some targets reachable, most not
@@ -52,7 +52,9 @@ def build(arch, dictionary, tmp_path):
                 f.write("{}\t{}\t2\n{}\t{}\t1\n".format(w, words[(3 * i) % N_WORDS], w, words[(i + 1) % N_WORDS]))
         args = argparse.Namespace(arch=arch, embed_dim=16, encoder_hidden_size=12, decoder_hidden_size=14,
                                   decoder_out_embed_dim=10, core_align_table=str(table), core_topk=2,
-                                  core_num_frequent=3, **common)
+                                  core_num_frequent=3, core_psi="tanh" if arch == "core_copy" else "affine",
+                                  **common)
+        args.arch = "core_copy"
         core_copy.base_architecture(args)
         cls = core_copy.CoreCopyModel
     else:
@@ -67,7 +69,7 @@ def build(arch, dictionary, tmp_path):
 
 
 def criteria(arch, task):
-    if arch == "core_copy":
+    if arch.startswith("core_copy"):
         return {"core_mode_loss": CoreModeLossCriterion(task),
                 "core_mode_loss+ls": CoreModeLossCriterion(task, label_smoothing=0.1)}
     return {"cross_entropy": CrossEntropyCriterion(task, sentence_avg=False),
@@ -94,7 +96,8 @@ def adversarial_pairs(case, d):
 
 
 CASES = ["targets_never_in_source", "targets_all_copied", "length_1_sources", "all_unk", "max_length"]
-ARCHS = ["wean_lstm", "core_copy", "word_attn_gated", "word_attn_ungated", "word_attn_rnnsearch"]
+ARCHS = ["wean_lstm", "core_copy", "core_copy_affine", "word_attn_gated", "word_attn_ungated",
+         "word_attn_rnnsearch"]
 
 
 def make_sample(pairs, d):

@@ -25,6 +25,8 @@ from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.report import build
 from fairseq_wean.scoring import metrics as M
 from fairseq_wean.scoring import sari
+from fairseq_wean.scoring import score as library_score
+from fairseq_wean.scoring.generate_log import GenerateLog
 
 SCRIPT_PAYLOAD = '<script>document.title="pwned"</script>'
 ATTR_PAYLOAD = '"><img src=x onerror="document.title=\'pwned\'">'
@@ -211,6 +213,30 @@ def test_token_classes_by_hand():
     assert [s for s in segments if s[1]] == [("我", "copied"), ("爱", "copied"), ("NLP", "invented"),
                                              ("猫", "generated")]
     assert deleted == ["北", "京"]
+
+
+def test_invented_colour_is_the_scorers_invented_word(tmp_path):
+    """The words coloured invented on the page are the scorer's invented words (metrics.invented_words:
+    lowercased, punctuation not special), so their count matches ``stats``' invented_pct."""
+    segments, _ = build.classify_tokens("The Mat. mat zorg , Zorg UNK", "the cat", ["a mat ."])
+    assert [s for s in segments if s[1]] == [("The", "generated"), ("Mat.", "invented"), ("mat", "generated"),
+                                             ("zorg", "invented"), (",", "invented"), ("Zorg", "invented"),
+                                             ("UNK", "unk")]
+    hyps = ["The Cat sat on a RUG !", "zz zz <unk> mat.", "a b", "x y"]
+    src = ["the cat sat on the mat .", "mat", "a", "q"]
+    refs = [["a cat sat .", "", "c", "x"], ["", "", "", "q y"]]
+    paths = {}
+    for name, lines in [("sys", hyps), ("src", src), ("ref0", refs[0]), ("ref1", refs[1])]:
+        paths[name] = tmp_path / name
+        paths[name].write_text("\n".join(lines) + "\n")
+    page = tmp_path / "page.html"
+    report_cli.main(["--sys", str(paths["sys"]), "--orig", str(paths["src"]), "--refs", str(paths["ref0"]),
+                     str(paths["ref1"]), "--out", str(page), "--metrics", "stats"])
+    coloured = re.findall(r'<span class="tok invented" title="[^"]*">([^<]*)</span>', page.read_text())
+    expected = [w for h, s, r0, r1 in zip(hyps, src, *refs) for w in M.invented_words(h, s, [r0, r1])]
+    assert [w.lower() for w in coloured] == expected == ["rug", "!", "zz", "zz", "mat.", "b"]
+    stats = library_score(hyps, sources=src, references=refs, metrics="stats")["stats"]
+    assert stats["invented_pct"] == pytest.approx(100 * len(coloured) / sum(len(h.split()) for h in hyps))
 
 
 def test_tokens_are_coloured_in_the_page(page):
@@ -438,7 +464,7 @@ def test_generate_print_gates_writes_g_lines_the_report_shows(data_bin, tmp_path
     assert [line for line in with_gates.stdout.splitlines() if not line.startswith("G-")] == \
         without.stdout.splitlines()
     lines = with_gates.stdout.splitlines()
-    tables = build.parse_token_lines(lines)
+    tables = build.token_values(GenerateLog("gen.log", lines))
     hyps = generated_hypotheses(with_gates.stdout)
     sources = dict((int(line[2:].split("\t")[0]), line.split("\t", 1)[1]) for line in lines if line.startswith("S-"))
     assert sorted(tables["G"]) == sorted(hyps) == list(range(13))

@@ -1,7 +1,8 @@
 """The shared encoder: beam-search reordering that skips copies when rows stay in their sentences."""
 import torch
 
-from fairseq_wean.modules.rnn_encoder import RNNEncoder, reorder_per_sentence, rows_stay_in_their_sentences
+from fairseq_wean.modules.decoder_state import reorder_per_sentence, rows_stay_in_their_sentences
+from fairseq_wean.modules.rnn_encoder import RNNEncoder
 from conftest import make_dictionary, random_batch
 
 

@@ -52,8 +52,83 @@ def test_output_scores_are_eq5_against_shared_embeddings():
     torch.testing.assert_close(logits, expected, atol=1e-5, rtol=1e-5)
     assert logits.shape == (src.size(0), prev.size(1), len(d))
     assert extra["attn"][0].shape == (src.size(0), prev.size(1), src.size(1))
-    # q_t = tanh(...) (eq. 4): bounded
-    assert q.abs().max() <= 1.0
+
+
+def test_query_is_eq4_of_state_and_attention_context():
+    """q_t = tanh(W_c [s_t; c_t]) (eq. 4), c_t = sum_i alpha_ti h_i with alpha = softmax_i s_t^T W_a h_i
+    (eq. 1-2, 'general'), recomputed from the model's weights; s_t from the model's LSTM."""
+    d = make_dictionary()
+    model = build(d, attention_score="general").eval()
+    src, lengths, prev, _ = random_batch(d)
+    dec = model.decoder
+    with torch.no_grad():
+        for param in model.parameters():  # uniform(-0.1, 0.1) gives near-uniform attention: sharpen it
+            param.mul_(8)
+        enc = model.encoder(src, src_lengths=lengths)
+        q, _ = dec.extract_features(prev, enc)
+        h, pad = enc["encoder_states"], enc["encoder_padding_mask"]
+        s0 = torch.tanh(dec.init_state_proj(enc["final_state"])).expand(dec.num_layers, -1, -1).contiguous()
+        s, _ = dec.rnn(dec.embed_tokens(prev), (s0, torch.zeros_like(s0)))  # s_t: B x T x H
+        scores = torch.einsum("bth,kh,bsk->bts", s, dec.attention.score.query_to_key.weight, h)
+        alpha = torch.softmax(scores.masked_fill(pad[:, None], float("-inf")), dim=-1)
+        c = torch.einsum("bts,bsk->btk", alpha, h)
+        expected = torch.tanh(torch.einsum("btj,kj->btk", torch.cat([s, c], dim=-1), dec.query_proj.weight))
+    torch.testing.assert_close(q, expected, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("score", ["dot", "general", "concat"])
+def test_word_probabilities_are_eq5_eq6_over_the_shared_embeddings(score):
+    """p(y_t = i) = softmax_i f(q_t, e_i) over every row e_i of the one embedding matrix, with
+    f = q^T e (dot), q^T W_a e (general) or v^T tanh(W_q q + W_k e) (concat), by hand."""
+    d = make_dictionary()
+    model = build(d, wean_score=score).eval()
+    src, lengths, prev, _ = random_batch(d)
+    f = model.decoder.output_score
+    with torch.no_grad():
+        enc = model.encoder(src, src_lengths=lengths)
+        q, _ = model.decoder.extract_features(prev, enc)
+        e = model.encoder.embed_tokens.weight  # the encoder's input embeddings: shared
+        if score == "dot":
+            logits = torch.einsum("btk,vk->btv", q, e)
+        elif score == "general":
+            logits = torch.einsum("btk,jk,vj->btv", q, f.query_to_key.weight, e)
+        else:
+            hidden = torch.tanh(f.query_proj(q)[:, :, None] + (e @ f.key_proj.weight.t())[None, None])
+            logits = torch.einsum("btva,a->btv", hidden, f.v)
+        expected = torch.log_softmax(logits, dim=-1)
+        lprobs = model.get_normalized_probs(model(src, lengths, prev), log_probs=True)
+    torch.testing.assert_close(lprobs, expected, atol=1e-5, rtol=0)
+
+
+def test_output_layer_gradient_reaches_the_shared_embedding_rows():
+    """WEAN trains the embeddings through the word generator too (they are its keys e_i).
+
+    The loss's gradient on the embedding matrix, minus the gradient when the output layer sees
+    a detached copy of it, is the output layer's term; by hand (general score, summed NLL):
+    dL/de_v = sum_{b,t} (p_btv - [y_bt = v]) W_a^T q_bt.
+    """
+    d = make_dictionary()
+    src, lengths, prev, target = random_batch(d)
+
+    def embedding_grad(detach_output_keys):
+        model = build(d, wean_score="general").eval()
+        if detach_output_keys:
+            keys = lambda features: model.decoder.output_score(  # noqa: E731
+                features, model.decoder.embed_tokens.weight.detach())
+            model.decoder.output_layer = keys
+        logits, _ = model(src, lengths, prev)
+        lprobs = torch.log_softmax(logits, dim=-1)
+        torch.nn.functional.nll_loss(lprobs.view(-1, lprobs.size(-1)), target.view(-1), reduction="sum").backward()
+        enc = model.encoder(src, src_lengths=lengths)
+        q, _ = model.decoder.extract_features(prev, enc)
+        return model.encoder.embed_tokens.weight.grad, lprobs.detach(), model.decoder.output_score.query_to_key(q).detach()
+
+    full, lprobs, query_keys = embedding_grad(False)
+    without_output_term, _, _ = embedding_grad(True)
+    residual = lprobs.exp() - torch.nn.functional.one_hot(target, len(d)).float()  # B x T x V
+    expected = torch.einsum("btv,btk->vk", residual, query_keys)
+    torch.testing.assert_close(full - without_output_term, expected, atol=1e-5, rtol=1e-4)
+    assert expected.abs().max() > 1e-2
 
 
 @pytest.mark.parametrize("score,expected", [("dot", 0), ("general", 16 * 16), ("concat", 2 * 16 * 16 + 16)])
@@ -123,3 +198,31 @@ def test_attention_is_returned_in_the_input_source_order():
     assert attn.masked_select(pad).abs().max() == 0
     torch.testing.assert_close(attn.sum(-1), torch.ones_like(attn.sum(-1)))
     torch.testing.assert_close(attn[2][:, src[2].ne(d.pad())], alone[0], atol=1e-6, rtol=0)
+
+
+def test_model_option_errors_are_one_line_via_fairseq_train(data_bin, tmp_path):
+    """Sizes, depths and dropout that cannot build a model: one line from build_model, status 1,
+    for all three models (the check is written once, in fairseq_wean.modules.model_options)."""
+    from conftest import cli_concurrently, train_args
+
+    cases = [
+        ("wean_lstm", ["--encoder-layers", "0"], "--encoder-layers must be a positive whole number, got 0"),
+        ("wean_lstm", ["--decoder-layers", "0"], "--decoder-layers must be a positive whole number, got 0"),
+        ("wean_lstm", ["--embed-dim", "0"], "--embed-dim must be a positive whole number, got 0"),
+        ("wean_lstm", ["--dropout", "1.5"], "--dropout must be a probability in [0, 1), got 1.5"),
+        ("wean_lstm", ["--attention-score", "dot", "--decoder-hidden-size", "12", "--encoder-hidden-size", "8"],
+         "--attention-score dot needs the decoder state and the encoder states to have one size"),
+        ("word_attn_gated", ["--decoder-out-embed-dim", "0"], "--decoder-out-embed-dim must be a positive whole"),
+        ("word_attn_gated", ["--encoder-hidden-size", "-3"], "--encoder-hidden-size must be a positive whole"),
+        ("core_copy", ["--decoder-hidden-size", "0", "--criterion", "core_mode_loss"],
+         "--decoder-hidden-size must be a positive whole number, got 0"),
+    ]
+    procs = cli_concurrently([
+        ("fairseq-train", train_args(data_bin, tmp_path / str(i), arch, *extra, epochs=1), {"check": False})
+        for i, (arch, extra, _) in enumerate(cases)
+    ])
+    for i, ((arch, extra, message), proc) in enumerate(zip(cases, procs)):
+        assert proc.returncode == 1, (arch, extra, proc.stderr[-2000:])
+        assert "fairseq-wean: error: " + message in proc.stderr, (arch, extra, proc.stderr[-2000:])
+        assert "Traceback" not in proc.stderr
+        assert not list((tmp_path / str(i)).glob("*.pt"))  # refused before training started

@@ -9,15 +9,8 @@ import torch.nn.functional as F
 
 import fairseq_wean  # noqa: F401  (registers the models)
 from fairseq_wean.errors import FairseqWeanError
-from fairseq_wean.models.word_attn_gated import (
-    WordAttnGatedModel,
-    ablation_parameter_counts,
-    attention_step,
-    base_architecture,
-    word_attn_gated_iwslt,
-    word_attn_gated_wmt,
-    word_attn_rnnsearch_iwslt,
-)
+from fairseq.models import ARCH_CONFIG_REGISTRY
+from fairseq_wean.models.word_attn_gated import WordAttnGatedModel, attention_step, base_architecture
 from fairseq_wean.modules.attention import SourceAttention
 from model_checks import assert_batched_beam_equals_single, assert_incremental_equals_full
 from conftest import (
@@ -126,7 +119,8 @@ def test_gate_values_lie_in_open_interval_with_documented_shape():
     bsz, tgt_len, src_len = src.size(0), prev.size(1), src.size(1)
     C = 2 * SMALL["encoder_hidden_size"]  # bidirectional encoder: size of c^alpha_i
     assert extra["gate"].shape == (bsz, tgt_len, C)
-    assert (extra["gate"] > 0).all() and (extra["gate"] < 1).all()
+    torch.testing.assert_close(extra["gate"][:, 0], first_step_by_hand(model, src, lengths, prev)["o"],
+                               atol=1e-6, rtol=0)
     assert extra["gate"].std() > 0  # a function of the step, not a constant
     assert extra["word_attn"].shape == (bsz, tgt_len, src_len)
     assert extra["attn"][0].shape == (bsz, tgt_len, src_len)
@@ -134,15 +128,17 @@ def test_gate_values_lie_in_open_interval_with_documented_shape():
     assert baseline_extra["gate"] is None and baseline_extra["word_attn"] is None
 
 
-def test_first_step_matches_the_equations_by_hand():
-    """Step 1 recomputed from the poster: beta (section 3), c^beta, o_1 (section 4)."""
-    d = make_dictionary()
-    model = build(d, "gated", left_pad_source=False)  # source positions as the encoder sees them
-    src, lengths, prev, _ = random_batch(d, bsz=2, left_pad=False)
+def first_step_by_hand(model, src, lengths, prev):
+    """Decoder step 1 recomputed from the poster's equations with the model's own weights.
+
+    Hidden and word attention, c^alpha, c^beta (section 3), o_1 and the gated state update
+    s_1 = f(s_0, y_0, o*c^alpha, (1-o)*V_b c^beta) (section 4; f is the model's GRU cell), and
+    the output layer W_out g(y_0; s_1; contexts). Attention maps are over the encoder's
+    right-padded positions.
+    """
     dec = model.decoder
     with torch.no_grad():
         enc = model.encoder(src, src_lengths=lengths)
-        _, extra = dec(prev, enc)
         s0 = torch.tanh(dec.init_state_proj(enc["final_state"]))  # top layer's s_0
         x, h, pad = enc["src_embeddings"], enc["encoder_states"], enc["encoder_padding_mask"]
         y0 = dec.embed_tokens(prev[:, 0])
@@ -152,13 +148,49 @@ def test_first_step_matches_the_equations_by_hand():
             e = torch.einsum("bsa,a->bs", hidden, score.v)
             return F.softmax(e.masked_fill(pad, float("-inf")), dim=-1)
 
-        alpha, beta = attend(dec.attention.score, h), attend(dec.word_attention.score, x)
-        c_alpha, c_beta = torch.einsum("bs,bsc->bc", alpha, h), torch.einsum("bs,bse->be", beta, x)
-        g = dec.gate
-        o = torch.sigmoid(g.w_o(y0) + g.u_o(s0) + g.c_alpha_o(c_alpha) + g.c_beta_o(c_beta))
-    torch.testing.assert_close(extra["attn"][0][:, 0], alpha, atol=1e-6, rtol=0)
-    torch.testing.assert_close(extra["word_attn"][:, 0], beta, atol=1e-6, rtol=0)
-    torch.testing.assert_close(extra["gate"][:, 0], o, atol=1e-6, rtol=0)
+        alpha = attend(dec.attention.score, h)
+        c_alpha = torch.einsum("bs,bsc->bc", alpha, h)
+        step = {"alpha": alpha, "contexts": [c_alpha]}
+        if dec.word_attention is not None:
+            beta = attend(dec.word_attention.score, x)
+            c_beta = torch.einsum("bs,bse->be", beta, x)
+            step.update(beta=beta, contexts=[c_alpha, c_beta])
+        if dec.gate is not None:
+            g = dec.gate
+            o = torch.sigmoid(g.w_o(y0) + g.u_o(s0) + g.c_alpha_o(c_alpha) + g.c_beta_o(c_beta))
+            word_context = c_beta if g.word_context_proj is None else g.word_context_proj(c_beta)  # V_b
+            step.update(o=o, contexts=[o * c_alpha, (1 - o) * word_context])
+        contexts = torch.cat(step["contexts"], dim=-1)
+        s1 = dec.layers[0](torch.cat([y0, contexts], dim=-1), s0)  # f, one GRU layer
+        g_out = torch.tanh(dec.readout(torch.cat([y0, s1, contexts], dim=-1)))  # g
+        step["logits"] = dec.fc_out(g_out)  # W_out
+    return step
+
+
+@pytest.mark.parametrize("word_attention", ABLATIONS)
+def test_first_step_matches_the_equations_by_hand(word_attention):
+    """Step 1 from the poster: beta, c^beta (section 3), o_1 and the gated update (section 4), g."""
+    d = make_dictionary()
+    model = build(d, word_attention, left_pad_source=False)  # source positions as the encoder sees them
+    with torch.no_grad():
+        # uniform(-0.1, 0.1) weights keep o_1 near 0.5, where o and 1 - o are alike: larger
+        # weights and a gate bias of 1 move it away, so o <-> 1 - o mix-ups show.
+        for param in model.parameters():
+            param.mul_(8)
+        if model.decoder.gate is not None:
+            model.decoder.gate.w_o.bias.fill_(1.0)
+    src, lengths, prev, _ = random_batch(d, bsz=2, left_pad=False)
+    with torch.no_grad():
+        logits, extra = model(src, lengths, prev)
+    step = first_step_by_hand(model, src, lengths, prev)
+    torch.testing.assert_close(extra["attn"][0][:, 0], step["alpha"], atol=1e-6, rtol=0)
+    torch.testing.assert_close(logits[:, 0], step["logits"], atol=1e-5, rtol=0)
+    if word_attention != "none":
+        torch.testing.assert_close(extra["word_attn"][:, 0], step["beta"], atol=1e-6, rtol=0)
+    if word_attention == "gated":
+        torch.testing.assert_close(extra["gate"][:, 0], step["o"], atol=1e-6, rtol=0)
+        # the reference checks the gated update only if o is neither 1 (nor 0) nor 0.5 everywhere
+        assert (step["o"] - 0.5).abs().mean() > 0.1 and ((step["o"] - 1).abs() > 0.01).all()
 
 
 def test_stepwise_attention_equals_source_attention():
@@ -203,9 +235,19 @@ def test_gate_forced_to_one_reduces_to_rnnsearch():
     assert_incremental_equals_full(gated, (src, lengths, prev, None))
 
 
+def load_parameter_counts_example():
+    import importlib.util
+
+    path = os.path.join(REPO, "examples", "word_attention_parameter_counts.py")
+    spec = importlib.util.spec_from_file_location("word_attention_parameter_counts", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_ablation_parameter_counts_follow_table3_pattern():
     """Differences at the IWSLT preset (they do not depend on the vocabularies)."""
-    counts = ablation_parameter_counts("word_attn_gated_iwslt", src_vocab=50, tgt_vocab=40)
+    counts = load_parameter_counts_example().ablation_parameter_counts("word_attn_gated_iwslt", src_vocab=50, tgt_vocab=40)
     E, H, C = 256, 256, 512
     word_attention = 2 * H * E + E  # W_b, U_b, v_b
     widen_f_and_g = 3 * H * E + E * E  # GRU input and g's input grow by c^beta (E)
@@ -220,14 +262,14 @@ def test_ablation_parameter_counts_follow_table3_pattern():
 
 def test_presets():
     iwslt = argparse.Namespace()
-    word_attn_rnnsearch_iwslt(iwslt)
+    ARCH_CONFIG_REGISTRY["word_attn_rnnsearch_iwslt"](iwslt)
     assert (iwslt.encoder_layers, iwslt.decoder_layers) == (2, 2)
     assert (iwslt.word_attention, iwslt.rnn_cell) == ("none", "gru")
     iwslt = argparse.Namespace(word_attention="ungated")  # the command line wins over the preset
-    word_attn_gated_iwslt(iwslt)
+    ARCH_CONFIG_REGISTRY["word_attn_gated_iwslt"](iwslt)
     assert iwslt.word_attention == "ungated"
     wmt = argparse.Namespace()
-    word_attn_gated_wmt(wmt)
+    ARCH_CONFIG_REGISTRY["word_attn_gated_wmt"](wmt)
     assert (wmt.encoder_layers, wmt.decoder_layers) == (4, 4)
     assert (wmt.encoder_embed_dim, wmt.decoder_hidden_size) == (620, 1000)
     assert wmt.word_attention == "gated"

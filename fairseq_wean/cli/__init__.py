@@ -1,1 +1,1 @@
-"""Console scripts: fairseq-wean-score, fairseq-wean-align-table, ..."""
+"""Console scripts: fairseq-wean-score, fairseq-wean-align-table, fairseq-wean-train-cpu-dist, ..."""

@@ -18,11 +18,11 @@ import argparse
 import sys
 
 from fairseq_wean import textio
-from fairseq_wean.cli.score import parse_metrics
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.report import build, render
 from fairseq_wean.scoring import metrics as M
 from fairseq_wean.scoring import sari as sari_lib
+from fairseq_wean.scoring.scores import parse_metrics
 
 PROG = "fairseq-wean-report"
 

@@ -27,6 +27,7 @@ from fairseq_wean.scoring import metrics as M
 from fairseq_wean.scoring import sari as sari_lib
 from fairseq_wean.scoring import scores
 from fairseq_wean.scoring.generate_log import GenerateLog
+from fairseq_wean.scoring.scores import parse_metrics
 
 PROG = "fairseq-wean-score"
 _NAMES = {"bleu": "BLEU", "sari": "SARI", "fkgl": "FKGL", "rouge1": "ROUGE-1 F1", "rouge2": "ROUGE-2 F1",
@@ -45,15 +46,6 @@ def read_system(path, what, n=None):
         return lines, None
     log = GenerateLog(path, lines)
     return log.hypotheses(n), log
-
-
-def parse_metrics(text):
-    names = [m.strip() for m in text.split(",") if m.strip()]
-    bad = [m for m in names if m not in M.METRICS]
-    if bad or not names:
-        raise argparse.ArgumentTypeError(
-            "unknown metric(s) {}: choose from {}".format(", ".join(bad) or "(none)", ",".join(M.METRICS)))
-    return list(dict.fromkeys(names))
 
 
 def get_parser():

@@ -1,16 +1,18 @@
-"""CoRe: joint Copying and Restricted generation (Cao et al., AAAI 2017).
+"""CoRe: joint Copying and Restricted generation (Cao et al. 2017).
 
-Paper: ``shared/papers/core_cao2017_copying_restricted_generation.txt``. Two decoders share
-one GRU decoder state s_t and one attention; a gate mixes them:
+Paper: "Joint Copying and Restricted Generation for Paraphrase" (AAAI 2017, arXiv:1611.09235);
+equation numbers are the paper's. Two decoders share one GRU decoder state s_t and one
+attention; a gate mixes them:
 
     h_tau   = biGRU(x_tau, h_tau-1)                      (eq. 1)  -> RNNEncoder(cell_type="gru")
     alpha_t = softmax_tau eta(s_t, h_tau)                (eq. 5)  -> SourceAttention ("concat" score)
     c_t     = sum_tau alpha_t,tau h_tau                  (eq. 6)
-    p_C(y)  = sum_{tau: x_tau = y} alpha_t,tau           (eq. 7)  -> CoreDecoder.copy_log_probs
+    p_C(y)  = sum_{tau: x_tau = y} alpha_t,tau           (eq. 7)  -> copy_mixture.copy_log_probs
     V_G     = A(X) u U                                   (eq. 8)  -> CoreDecoder.restricted_vocabulary
-    p_G(y)  = softmax over V_G of w_y psi(y_t-1,s_t,c_t) (eq. 9)  -> CoreDecoder.generative_log_probs
+    psi     = tanh(W [y_t-1; s_t; c_t] + b)  (eq. 9, --core-psi) -> CoreDecoder.readout_features
+    p_G(y)  = softmax over V_G of w_y psi + b_y          (eq. 9)  -> copy_mixture.restricted_log_softmax
     lambda_t = sigma(w_C s_t)                            (eq. 10) -> CoreDecoder.copy_gate
-    p(y)    = lambda_t p_C + (1 - lambda_t) p_G          (eq. 11) -> log_mixture
+    p(y)    = lambda_t p_C + (1 - lambda_t) p_G          (eq. 11) -> copy_mixture.log_mixture
     loss    = CE (eq. 14) + BCE(lambda_t, lambda*_t) (eq. 12, 15) -> criterion ``core_mode_loss``
 
 Design choices, and why:
@@ -29,36 +31,70 @@ Design choices, and why:
   meaning) and scatters them onto the full vocabulary, -inf elsewhere. Every fairseq consumer
   (SequenceGenerator, fairseq's criteria, the scorer) goes through ``get_normalized_probs``;
   ``core_mode_loss`` reads the compact form and never builds a ``B x T x |V|`` tensor.
-* **One full-vocabulary buffer per decoded batch.** fairseq's beam search wants a ``B x |V|`` row
+* **One full-vocabulary buffer per decoded batch.** fairseq's search wants a ``B x |V|`` row
   per step. A fresh -inf-filled tensor every step cost 11% of core_copy's generation time at
   |V| = 50k (``fill_`` in ``python -m bench.profile``; 64 MB per step, above glibc's mmap
   threshold, so every step page-faults it in anew).
-  E is fixed for a batch, so in incremental decoding the -inf buffer is made once and kept in the
-  incremental state, and each step writes only the E columns. The price: the returned tensor is
-  valid until the next decoding step (SequenceGenerator uses each step's row before the next; a
-  caller that keeps rows must clone them). SequenceGenerator writes into it only -inf (pad, NGram
-  blocking, max length) or into columns of E (unk penalty, eos), which the next step overwrites.
+  E is fixed for a batch, so in incremental decoding the buffer is allocated once and kept in
+  the incremental state; each step refills the rows in use with -inf and writes the E columns.
+  The refill is a write to memory that is already paged in (7 ms against 65 ms for a fresh
+  320 x 50k tensor, one thread), and it is needed: the caller owns the returned tensor and
+  fairseq changes it in place. SequenceGenerator writes -inf into it (pad, n-gram blocking, max
+  length), but ``Sampling.step`` (``--sampling``, alone or with ``--sampling-topp``) runs
+  ``exp_()`` on it, which turns the -inf outside E into 0, a log-probability of 0: without the
+  refill the next step samples words outside V_G, and a few steps later (0 -> 1 -> e -> e^e ->
+  inf) the sampler fails on inf. What remains of the price: the returned tensor is valid until
+  the next decoding step (SequenceGenerator uses each step's row before the next; a caller that
+  keeps rows must clone them).
 * **Log space.** eq. 11 is ``logsumexp(logsigmoid(z) + log p_C, logsigmoid(-z) + log p_G)``; its
-  backward and that of log p_C are written by hand (``_LogMixture``, ``_MaskedLog``) so that a
-  probability of 0 gives a zero gradient, not NaN, and few B x T x N tensors are kept; every row
-  keeps unk and eos (always in U), so no row is all -inf.
+  backward and that of log p_C are written by hand (:mod:`fairseq_wean.modules.copy_mixture`) so
+  that a probability of 0 gives a zero gradient, not NaN, and few B x T x N tensors are kept;
+  every row keeps unk and eos (always in U), so no row is all -inf.
 * **The alignment table A ships in the model** as a persistent buffer (``align_table``,
   ``|V| x topk`` ids, pad = no entry). It is read from ``--core-align-table`` once, when the model
   is first built for training; ``args.core_align_table_in_checkpoint`` then records that the
   checkpoint carries it, so fairseq-generate and fairseq-interactive never read the file.
-* **U** is the ``--core-num-frequent`` most frequent words: dictionary ids
-  ``nspecial .. nspecial+N`` (fairseq-preprocess sorts its dictionary by count), plus unk and eos.
+* **psi and the output bias (eq. 9): a departure, ``--core-psi``.** The paper calls psi "an affine
+  transformation" and scores w_y^T psi. The default, ``tanh``, is psi = tanh(W [y_t-1; s_t; c_t] + b)
+  and the logit w_y psi + b_y: the readout of dl4mt (github.com/nyu-dl/dl4mt-tutorial,
+  ``session2/nmt.py``: ``tanh(ff_logit_lstm + ff_logit_prev + ff_logit_ctx)``, then the ``ff_logit``
+  layer with its bias), on which the paper says its implementation is built. It stays the default
+  so that the published numbers (docs/RESULTS.md) stay valid. ``--core-psi affine`` is eq. 9 as
+  written: no tanh, no b_y (``output_bias`` is then a zero buffer, not a parameter). Evidence: on
+  4,000 simplification pairs (``prepare_simplification --tiny --max-sentences 4000 --max-eval 60
+  --variants word-pg``), ``core_copy_small`` with 1+1 layers, 3 epochs (375 updates), seeds 1 and
+  2: validation loss (bits per token) 3.44 / 3.54 with tanh, 3.25 / 3.40 with affine; SARI on the
+  60 validation sources 33.9 / 33.3 and 35.0 / 33.6. A short run, so no reason to change the
+  default, but no sign that the paper's form is worse; README.md gives the command.
+* **U (eq. 8): a departure, ``--core-frequent-from``.** U is the ``--core-num-frequent`` most
+  frequent words, plus unk (the paper's footnote 1) and eos, never markers. The default, ``joined``,
+  takes dictionary ids ``nspecial .. nspecial+N``: fairseq-preprocess sorts the joined dictionary
+  by source + target count, so a word frequent in the sources only can enter U. ``target`` counts
+  the binarized training target side (``DATA/train.SRC-TGT.TGT``, with fairseq's ``train1``...
+  shards) when training starts: the frequent words of the text the generative decoder writes, as a
+  separate target dictionary (dl4mt's) gives them. That U is saved in the checkpoint (buffer
+  ``frequent_mask``; the joined one is recomputed from the dictionary, so older checkpoints load).
+  Evidence: on 10,000 Gigaword pairs (``prepare_gigaword --tiny --max-sentences 20000 --max-eval
+  500 --variants word-pg``) the two U share 1,525 of 2,002 words (simplification:
+  1,924) and cover 94.01% (joined) and 94.24% (target) of the validation target tokens with X u
+  A(X) u U; 400 updates of ``core_copy_small`` (seed 1) give ROUGE-1/2/L 30.51 / 9.13 / 29.21
+  (joined) and 30.58 / 9.55 / 29.30 (target) on the 500 validation pairs (their validation losses,
+  6.31 and 6.36, differ in which targets are scored as unk, so they do not compare).
 * **Rare and unseen words** are copied through source-position markers ``<unk-N>``
   (:mod:`preprocess.unk_markers`, fairseq's pointer-generator recipe). Markers are copy-only (never
   in V_G) and share the ``<unk>`` input embedding, so a marker for a position never seen in
   training behaves like the trained ones.
 """
 import contextlib
+import itertools
 import logging
+import os
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from fairseq import utils
+from fairseq.data import data_utils, indexed_dataset
 from fairseq.models import (
     FairseqIncrementalDecoder,
     register_model,
@@ -74,14 +110,19 @@ from fairseq_wean.errors import (
 )
 from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SCORE_CHOICES, SourceAttention
+from fairseq_wean.modules.copy_mixture import copy_log_probs, log_mixture, restricted_log_softmax
+from fairseq_wean.modules.marker_embedding import MarkerEmbedding
 from fairseq_wean.modules.layers import RNN, Linear
+from fairseq_wean.modules.model_options import check_model_options
+from fairseq_wean.modules.decoder_state import (
+    attention_in_input_order,
+    initial_decoder_state,
+    reorder_per_sentence,
+)
 from fairseq_wean.modules.rnn_encoder import (
     DEFAULT_MAX_POSITIONS,
     RNNEncoder,
     add_rnn_seq2seq_args,
-    attention_in_input_order,
-    initial_decoder_state,
-    reorder_per_sentence,
 )
 
 logger = logging.getLogger(__name__)
@@ -97,94 +138,78 @@ def frequent_word_mask(dictionary, num_frequent):
     return mask
 
 
-# --------------------------------------------------------------------------- numerics
-class _MaskedLog(torch.autograd.Function):
-    """log p with -inf where p == 0; the gradient there is 0 (not NaN). Saves only p."""
-
-    @staticmethod
-    def forward(ctx, p):
-        ctx.save_for_backward(p)
-        return p.log()  # log(0) = -inf
-
-    @staticmethod
-    def backward(ctx, grad):
-        (p,) = ctx.saved_tensors
-        return (grad / p).masked_fill_(p == 0, 0.0)  # one B x T x N tensor, not four
-
-
-def masked_log(p):
-    """log p with -inf where p == 0, and a zero (not NaN) gradient there."""
-    return _MaskedLog.apply(p)
-
-
-class _LogMixture(torch.autograd.Function):
-    """eq. 11 in log space, with a hand-written backward that keeps only the inputs and the output.
-
-    out = log(lambda e^lc + (1 - lambda) e^lg), lambda = sigmoid(z). With the posterior weights
-    w_C = lambda e^lc / e^out and w_G = (1 - lambda) e^lg / e^out (they sum to 1):
-    d out / d lc = w_C, d out / d lg = w_G, d out / d z = (1 - lambda) w_C - lambda w_G.
-    Where both parts are -inf, out is -inf and every gradient is 0 (w_C = w_G = 0).
-    Autograd through the same formula kept about eight B x T x N intermediates per batch
-    (1.35x fairseq lstm's training memory at 8k words); this keeps three, which the loss
-    needs anyway.
-    """
-
-    @staticmethod
-    def forward(ctx, gate_logit, log_p_copy, log_p_gen):
-        out = torch.logaddexp(F.logsigmoid(gate_logit).unsqueeze(-1) + log_p_copy,
-                              F.logsigmoid(-gate_logit).unsqueeze(-1) + log_p_gen)
-        ctx.save_for_backward(gate_logit, log_p_copy, log_p_gen, out)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        # In place where possible: the two weight tensors become the two returned gradients.
-        gate_logit, log_p_copy, log_p_gen, out = ctx.saved_tensors
-        # w = exp(log part - out); where out = -inf the difference is NaN (-inf - -inf): w = 0
-        grad_copy = (log_p_copy - out).add_(F.logsigmoid(gate_logit).unsqueeze(-1)).exp_().nan_to_num_(0.0)
-        grad_gen = (log_p_gen - out).add_(F.logsigmoid(-gate_logit).unsqueeze(-1)).exp_().nan_to_num_(0.0)
-        grad_copy.mul_(grad)  # d out / d lc = w_C
-        grad_gen.mul_(grad)  # d out / d lg = w_G
-        lam = torch.sigmoid(gate_logit)
-        grad_gate = (1 - lam) * grad_copy.sum(-1) - lam * grad_gen.sum(-1)
-        return grad_gate, grad_copy, grad_gen
-
-
-def log_mixture(gate_logit, log_p_copy, log_p_gen):
-    """eq. 11 in log space: log(lambda p_C + (1 - lambda) p_G), lambda = sigmoid(gate_logit).
-
-    gate_logit: B x T; log_p_copy, log_p_gen: B x T x N (-inf = probability 0). Entries where both
-    parts are -inf stay -inf, and their gradient is 0 rather than NaN (autograd through
-    torch.logaddexp would give NaN there): see :class:`_LogMixture`.
-    """
-    return _LogMixture.apply(gate_logit, log_p_copy, log_p_gen)
-
-
-class MarkerEmbedding(nn.Embedding):
-    """Word embeddings in which every ``<unk-N>`` marker reads the ``<unk>`` row.
-
-    As in fairseq's pointer-generator: a marker says "some rare word at source position N"; the
-    copy distribution (eq. 7) distinguishes markers by their ids, the embedding does not need to.
-    """
-
-    def __init__(self, dictionary, embedding_dim):
-        super().__init__(len(dictionary), embedding_dim, padding_idx=dictionary.pad())
-        nn.init.uniform_(self.weight, -0.1, 0.1)
-        nn.init.constant_(self.weight[dictionary.pad()], 0)
-        lookup = torch.arange(len(dictionary))
-        markers = marker_ids(dictionary)
-        if markers:
-            lookup[markers] = dictionary.unk()
-        self.has_markers = bool(markers)
-        self.register_buffer("lookup", lookup, persistent=False)
-
-    def forward(self, tokens):
-        if self.has_markers:
-            tokens = self.lookup[tokens]
-        return super().forward(tokens)
-
-
 # --------------------------------------------------------------------------- model
+PSI_CHOICES = ("tanh", "affine")
+FREQUENT_FROM_CHOICES = ("joined", "target")
+
+
+def count_training_target_words(args, task, dictionary):
+    """Word counts (``|V|`` long tensor) of the binarized training target side.
+
+    Reads ``DATA/{train}.{src}-{tgt}.{tgt}`` (or ``{tgt}-{src}``), with fairseq's shards
+    ``train1``, ``train2``, ... and every ``:``-separated data directory, as the translation task
+    would load them. DATA and the languages come from the task (``task.cfg``), the split from
+    ``--train-subset``.
+    """
+    cfg = getattr(task, "cfg", None)
+    data = getattr(cfg, "data", None) or getattr(args, "data", None)
+    src = getattr(cfg, "source_lang", None) or getattr(args, "source_lang", None)
+    tgt = getattr(cfg, "target_lang", None) or getattr(args, "target_lang", None)
+    split = getattr(args, "train_subset", None) or "train"
+    if not (data and src and tgt):
+        raise FairseqWeanError(
+            "--core-frequent-from target needs the translation task's data directory and language "
+            "pair (--source-lang, --target-lang) to count the training targets; or use "
+            "--core-frequent-from joined"
+        )
+    counts = torch.zeros(len(dictionary), dtype=torch.long)
+    read = []
+    for data_path in utils.split_paths(data):
+        for k in itertools.count():
+            split_k = split + (str(k) if k > 0 else "")
+            prefixes = [os.path.join(data_path, "{}.{}-{}.{}".format(split_k, a, b, tgt))
+                        for a, b in ((src, tgt), (tgt, src))]
+            prefix = next((p for p in prefixes if indexed_dataset.dataset_exists(p, impl=None)), None)
+            if prefix is None:
+                break
+            dataset = data_utils.load_indexed_dataset(prefix, dictionary)
+            for start in range(0, len(dataset), 10000):  # one bincount per 10k sentences
+                ids = torch.cat([dataset[i] for i in range(start, min(start + 10000, len(dataset)))])
+                if ids.numel() and int(ids.max()) >= len(dictionary):
+                    raise FairseqWeanError(
+                        "{}: token id {} is outside the dictionary ({} words): binarize the data "
+                        "again with this dictionary".format(prefix, int(ids.max()), len(dictionary)))
+                counts += torch.bincount(ids, minlength=len(dictionary))
+            read.append(prefix)
+    if not read:
+        raise FairseqWeanError(
+            "--core-frequent-from target: no binarized training target side {}.{}-{}.{}(.bin/.idx) "
+            "in {}; binarize the training data with fairseq-preprocess --trainpref, or use "
+            "--core-frequent-from joined".format(split, src, tgt, tgt, data)
+        )
+    logger.info("core_copy: counted %d target tokens in %s", int(counts.sum()), ", ".join(read))
+    return counts
+
+
+def frequent_mask_from_counts(dictionary, counts, num_frequent):
+    """U as a ``|V|`` bool mask: the ``num_frequent`` words with the highest counts, plus unk and eos.
+
+    Ties go to the lower id (the joined dictionary's order). Special symbols and position
+    markers never count (markers are copy-only), nor do words with count 0.
+    """
+    eligible = counts.gt(0)
+    eligible[: dictionary.nspecial] = False
+    eligible[marker_ids(dictionary)] = False
+    key = torch.where(eligible, counts, counts.new_full((), -1))
+    order = torch.sort(key, descending=True, stable=True).indices[:num_frequent]
+    order = order[eligible[order]]
+    mask = torch.zeros(len(dictionary), dtype=torch.bool)
+    mask[order] = True
+    mask[dictionary.unk()] = True
+    mask[dictionary.eos()] = True
+    return mask
+
+
 @register_model("core_copy")
 class CoreCopyModel(CheckedEncoderDecoderModel):
     """Bidirectional GRU encoder, GRU decoder with a copying and a restricted generative decoder."""
@@ -209,21 +234,38 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
                             help="aligned target words kept per source word in A(X) (paper: 10)")
         parser.add_argument("--core-num-frequent", type=int, metavar="N",
                             help="|U|: the N most frequent words always in V_G (paper: 2000)")
+        parser.add_argument("--core-frequent-from", choices=FREQUENT_FROM_CHOICES,
+                            help="which counts rank the words for U: 'joined' (default) = the "
+                                 "joined dictionary's order (source and target counted together); "
+                                 "'target' = word counts of the binarized training target side, "
+                                 "the paper's frequent target words (stored in the checkpoint)")
+        parser.add_argument("--core-psi", choices=PSI_CHOICES,
+                            help="psi(y_t-1, s_t, c_t) of eq. 9: 'tanh' (default) = tanh(W[y_t-1; "
+                                 "s_t; c_t] + b) and a per-word output bias, dl4mt's readout; "
+                                 "'affine' = W[y_t-1; s_t; c_t] + b and no per-word bias, eq. 9 as "
+                                 "written")
 
     @classmethod
     def build_model(cls, args, task):
         base_architecture(args)
+        check_model_options(args, ("embed_dim", "decoder_out_embed_dim"), encoder_directions=2)
         require_joined_dictionary(task, args.arch)
         if args.core_topk < 1 or args.core_num_frequent < 0:
             raise FairseqWeanError("--core-topk must be >= 1 and --core-num-frequent >= 0")
+        for option, value, choices in (("--core-psi", args.core_psi, PSI_CHOICES),
+                                       ("--core-frequent-from", args.core_frequent_from, FREQUENT_FROM_CHOICES)):
+            if value not in choices:
+                raise FairseqWeanError("{} {!r}: choose one of {}".format(option, value, ", ".join(choices)))
         if args.share_decoder_input_output_embed and args.decoder_out_embed_dim != args.embed_dim:
             raise FairseqWeanError(
                 "--share-decoder-input-output-embed needs --decoder-out-embed-dim ({}) equal to "
                 "--embed-dim ({})".format(args.decoder_out_embed_dim, args.embed_dim)
             )
         dictionary = task.source_dictionary
+        frequent_mask = frequent_word_mask(dictionary, args.core_num_frequent)
         if getattr(args, "core_align_table_in_checkpoint", False):
-            # Built to load a checkpoint (generate, interactive): the table comes from its state.
+            # Built to load a checkpoint (generate, interactive): the table comes from its state,
+            # and so does a target-side U (frequent_mask above is then only a placeholder).
             table = torch.full((len(dictionary), args.core_topk), dictionary.pad(), dtype=torch.long)
         else:
             # Built for training. fairseq's cross_entropy and label_smoothed_cross_entropy score
@@ -237,10 +279,13 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
                     "loss would be infinite)".format(criterion)
                 )
             table = read_align_table(args.core_align_table, dictionary, args.core_topk)
+            if args.core_frequent_from == "target":
+                counts = count_training_target_words(args, task, dictionary)
+                frequent_mask = frequent_mask_from_counts(dictionary, counts, args.core_num_frequent)
             # Saved with the model's arguments: later builds take A from the checkpoint.
             with open_dict(args) if OmegaConf.is_config(args) else contextlib.nullcontext():
                 args.core_align_table_in_checkpoint = True
-        embed_tokens = MarkerEmbedding(dictionary, args.embed_dim)
+        embed_tokens = MarkerEmbedding(dictionary, args.embed_dim, marker_ids(dictionary))
         # CoRe's encoder: a bidirectional GRU (eq. 1)
         encoder = RNNEncoder.from_args(args, dictionary, embed_tokens, cell_type="gru", bidirectional=True)
         decoder = CoreDecoder(
@@ -248,7 +293,9 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
             embed_tokens,
             encoder_output_units=encoder.output_units,
             align_table=table,
-            frequent_mask=frequent_word_mask(dictionary, args.core_num_frequent),
+            frequent_mask=frequent_mask,
+            frequent_mask_in_checkpoint=args.core_frequent_from == "target",
+            psi=args.core_psi,
             hidden_size=args.decoder_hidden_size,
             num_layers=args.decoder_layers,
             out_embed_dim=args.decoder_out_embed_dim,
@@ -282,8 +329,8 @@ class CoreDecoder(FairseqIncrementalDecoder):
     is computed once per sentence, batch on dim 0: ``"attention_keys"`` (W_k h_j, B x S x A),
     ``"vocab_masks"`` (generative mask B x N, copy index B x S) and ``"sentence_ids"`` (B), so
     that a reorder within sentences leaves it as it is (``reorder_per_sentence``);
-    ``"full_vocab_buffer"``: rows x |V| float32, -inf outside E, not reordered (its rows are
-    interchangeable; see the module docstring).
+    ``"full_vocab_buffer"``: rows x |V| float32, refilled at every step, not reordered (see
+    the module docstring).
     """
 
     def __init__(
@@ -293,6 +340,8 @@ class CoreDecoder(FairseqIncrementalDecoder):
         encoder_output_units,
         align_table,
         frequent_mask,
+        frequent_mask_in_checkpoint=False,
+        psi="tanh",
         hidden_size=512,
         num_layers=1,
         out_embed_dim=256,
@@ -314,17 +363,23 @@ class CoreDecoder(FairseqIncrementalDecoder):
         self.rnn = RNN("gru", embed_dim, hidden_size, num_layers=num_layers,
                        dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
         self.attention = SourceAttention(hidden_size, encoder_output_units, attention_score)  # eq. 5
-        # psi(y_t-1, s_t, c_t) of eq. 9: an affine map of the three, then tanh.
+        # psi(y_t-1, s_t, c_t) of eq. 9: an affine map of the three, then tanh unless psi == "affine".
+        self.psi_kind = psi
         self.readout = Linear(embed_dim + hidden_size + encoder_output_units, out_embed_dim)
         self.share_input_output_embed = share_input_output_embed
         if not share_input_output_embed:
             self.output_weight = nn.Parameter(torch.empty(len(dictionary), out_embed_dim).uniform_(-0.1, 0.1))
-        self.output_bias = nn.Parameter(torch.zeros(len(dictionary)))
+        if psi == "tanh":
+            self.output_bias = nn.Parameter(torch.zeros(len(dictionary)))  # b_y, as dl4mt's ff_logit
+        else:
+            # eq. 9 as written has no per-word bias: b_y = 0, not trained, not saved
+            self.register_buffer("output_bias", torch.zeros(len(dictionary)), persistent=False)
         self.copy_gate = Linear(hidden_size, 1, bias=False)  # w_C of eq. 10
         # A (eq. 8): persistent, so that a checkpoint is self-contained.
         self.register_buffer("align_table", align_table)
-        # U (eq. 8): derived from the dictionary and --core-num-frequent, so not saved.
-        self.register_buffer("frequent_mask", frequent_mask, persistent=False)
+        # U (eq. 8): with --core-frequent-from joined derived from the dictionary and
+        # --core-num-frequent, so not saved; from training target counts it is saved.
+        self.register_buffer("frequent_mask", frequent_mask, persistent=frequent_mask_in_checkpoint)
         # see "One full-vocabulary buffer per decoded batch" in the module docstring
         self.reuse_full_vocab_buffer = True
 
@@ -358,27 +413,20 @@ class CoreDecoder(FairseqIncrementalDecoder):
         return weight.index_select(0, vocab), self.output_bias.index_select(0, vocab)
 
     # ---------------------------------------------------------------- eq. 7, 9
-    @staticmethod
-    def copy_log_probs(attn, copy_index, num_candidates):
-        """eq. 7: log p_C over the candidates; weights of repeated source words add up.
+    def readout_features(self, prev_embedded, states, context):
+        """psi(y_t-1, s_t, c_t) of eq. 9: ``W [y_t-1; s_t; c_t] + b``, then tanh unless ``psi="affine"``.
 
-        attn: B x T x S, copy_index: B x S -> B x T x N (-inf for words not in the source).
+        prev_embedded: B x T x E, states: B x T x H, context: B x T x C -> B x T x D.
         """
-        bsz, tgt_len, src_len = attn.size()
-        p_copy = attn.new_zeros(bsz, tgt_len, num_candidates)
-        p_copy.scatter_add_(2, copy_index.unsqueeze(1).expand(bsz, tgt_len, src_len), attn)
-        return masked_log(p_copy)
+        features = self.readout(torch.cat([prev_embedded, states, context], dim=-1))
+        if self.psi_kind == "tanh":
+            features = torch.tanh(features)  # dl4mt's readout (see --core-psi)
+        return features
 
-    @staticmethod
-    def generative_log_probs(features, weight, bias, generative_mask):
-        """eq. 9: log-softmax of w_y psi over V_G only.
-
-        features: B x T x D; weight: N x D and bias: N (the gathered rows); generative_mask:
-        B x N. Returns B x T x N, -inf outside V_G.
-        """
-        logits = F.linear(features, weight, bias).float()
-        logits = logits.masked_fill(~generative_mask.unsqueeze(1), float("-inf"))
-        return F.log_softmax(logits, dim=-1)
+    # eq. 7: attn B x T x S, copy_index B x S, N -> log p_C, B x T x N (-inf: not in the source)
+    copy_log_probs = staticmethod(copy_log_probs)
+    # eq. 9: psi B x T x D, rows N x D and N, V_G mask B x N -> log p_G, B x T x N (-inf: not in V_G)
+    generative_log_probs = staticmethod(restricted_log_softmax)
 
     # ---------------------------------------------------------------- forward
     def extract_features(self, prev_output_tokens, encoder_out, incremental_state=None, **unused):
@@ -404,7 +452,7 @@ class CoreDecoder(FairseqIncrementalDecoder):
 
         context, attn = self.attention(  # eq. 5-6
             states, enc, enc, encoder_out["encoder_padding_mask"], projected_keys=keys)
-        features = torch.tanh(self.readout(torch.cat([x, states, context], dim=-1)))  # psi of eq. 9
+        features = self.readout_features(x, states, context)  # psi of eq. 9
         gate_logit = self.copy_gate(states).squeeze(-1)  # eq. 10, before the sigmoid
         return self.dropout(features), gate_logit, attn.float()
 
@@ -446,16 +494,16 @@ class CoreDecoder(FairseqIncrementalDecoder):
         return lprobs, extra
 
     def _full_vocab_buffer(self, incremental_state, bsz):
-        """The -inf ``rows x |V|`` float32 tensor that get_normalized_probs scatters E into.
+        """The ``rows x |V|`` float32 tensor that get_normalized_probs writes each step into.
 
         Made at the first step of a batch. Later steps may have fewer rows (finished sentences
-        leave the beam search); every row has -inf outside E and E is rewritten at every step,
-        so the first ``bsz`` rows serve.
+        leave the beam search); get_normalized_probs refills the first ``bsz`` rows at every
+        step, so they serve.
         """
         buffer = self.get_incremental_state(incremental_state, "full_vocab_buffer")
         if buffer is None or buffer.size(0) < bsz:
-            buffer = torch.full((bsz, len(self.dictionary)), float("-inf"), dtype=torch.float32,
-                                device=self.output_bias.device)
+            buffer = torch.empty((bsz, len(self.dictionary)), dtype=torch.float32,
+                                 device=self.output_bias.device)
             self.set_incremental_state(incremental_state, "full_vocab_buffer", buffer)
         return buffer
 
@@ -465,7 +513,8 @@ class CoreDecoder(FairseqIncrementalDecoder):
         With a tied output layer only the bias counts: the weights are the input embeddings.
         """
         weight = 0 if self.share_input_output_embed else self.output_weight.numel()
-        return weight + self.output_bias.numel()
+        bias = self.output_bias.numel() if isinstance(self.output_bias, nn.Parameter) else 0
+        return weight + bias
 
     def get_normalized_probs(self, net_output, log_probs, sample=None):
         """B x T x |V| (log-)probs: the mixture re-normalised (for --temperature), -inf outside E.
@@ -479,7 +528,9 @@ class CoreDecoder(FairseqIncrementalDecoder):
         bsz, tgt_len, n = lprobs.size()
         buffer = extra.get("full_vocab_buffer")
         if log_probs and buffer is not None and tgt_len == 1:
-            full = buffer[0][:bsz].unsqueeze(1)  # B x 1 x |V|, -inf outside E
+            # Refilled, not trusted: the caller may have changed any column in place since the
+            # last step (Sampling.step exponentiates it; see the module docstring).
+            full = buffer[0][:bsz].fill_(float("-inf")).unsqueeze(1)  # B x 1 x |V|
         else:
             full = lprobs.new_full((bsz, tgt_len, len(self.dictionary)), float("-inf"))
         full.index_copy_(2, vocab, lprobs)
@@ -512,6 +563,8 @@ def base_architecture(args):
     args.core_align_table = getattr(args, "core_align_table", None)
     args.core_topk = getattr(args, "core_topk", 10)
     args.core_num_frequent = getattr(args, "core_num_frequent", 2000)
+    args.core_frequent_from = getattr(args, "core_frequent_from", "joined")
+    args.core_psi = getattr(args, "core_psi", "tanh")
     args.max_source_positions = getattr(args, "max_source_positions", DEFAULT_MAX_POSITIONS)
     args.max_target_positions = getattr(args, "max_target_positions", DEFAULT_MAX_POSITIONS)
 

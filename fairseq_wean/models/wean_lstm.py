@@ -1,6 +1,8 @@
 """WEAN: Word Embedding Attention Network (Ma et al., NAACL 2018).
 
-Paper: ``shared/papers/wean_ma2018_query_and_output.txt``, section 2. The decoder does not
+Paper: "Query and Output: Generating Words by Querying Distributed Word Representations for
+Paraphrase Generation" (NAACL-HLT 2018, ACL Anthology N18-1018, arXiv:1803.01465), section 2;
+equation numbers are the paper's. The decoder does not
 end in a vocabulary-sized softmax layer W s_t (eq. 3). It forms a query from the decoder
 state and the attention context and *retrieves* a word by scoring the query against every
 word embedding of the shared embedding matrix:
@@ -22,25 +24,22 @@ teacher-forced training runs the LSTM over the whole target at once and attends 
 steps in one batched product; incremental decoding runs the same LSTM one step at a time.
 """
 import torch
-import torch.nn as nn
 from fairseq.models import (
-    FairseqIncrementalDecoder,
     register_model,
     register_model_architecture,
 )
 
-from fairseq_wean.errors import FairseqWeanError, require_joined_dictionary
+from fairseq_wean.errors import require_joined_dictionary
 from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SCORE_CHOICES, ScoreFunction, SourceAttention
+from fairseq_wean.modules.decoder_state import RecurrentDecoder, current_step
 from fairseq_wean.modules.layers import RNN, Embedding, Linear
+from fairseq_wean.modules.model_options import check_choice, check_model_options
 from fairseq_wean.modules.rnn_encoder import (
     DEFAULT_MAX_POSITIONS,
     RNNEncoder,
     add_rnn_seq2seq_args,
-    attention_in_input_order,
-    initial_decoder_state,
 )
-
 
 
 @register_model("wean_lstm")
@@ -62,11 +61,10 @@ class WeanLSTMModel(CheckedEncoderDecoderModel):
     @classmethod
     def build_model(cls, args, task):
         base_architecture(args)
+        check_choice(args, "attention_score", SCORE_CHOICES)
+        check_choice(args, "wean_score", SCORE_CHOICES)
+        check_model_options(args, ("embed_dim",), encoder_directions=2 if args.encoder_bidirectional else 1)
         require_joined_dictionary(task, args.arch)
-        if args.wean_score not in SCORE_CHOICES:
-            raise FairseqWeanError(
-                "unknown --wean-score {!r}: choose one of {}".format(args.wean_score, ", ".join(SCORE_CHOICES))
-            )
         dictionary = task.source_dictionary
         embed_tokens = Embedding(len(dictionary), args.embed_dim, dictionary.pad())
         encoder = RNNEncoder.from_args(
@@ -87,7 +85,7 @@ class WeanLSTMModel(CheckedEncoderDecoderModel):
         return cls(encoder, decoder, dictionary)
 
 
-class WeanDecoder(FairseqIncrementalDecoder):
+class WeanDecoder(RecurrentDecoder):
     """LSTM decoder with Luong attention and the WEAN word generator.
 
     Shapes: ``prev_output_tokens`` B x T; returns scores ``B x T x V`` (unnormalised
@@ -110,14 +108,9 @@ class WeanDecoder(FairseqIncrementalDecoder):
         max_target_positions=DEFAULT_MAX_POSITIONS,
         left_pad_source=True,
     ):
-        super().__init__(dictionary)
-        self.embed_tokens = embed_tokens
-        self.left_pad_source = left_pad_source
+        super().__init__(dictionary, embed_tokens, encoder_output_units, hidden_size, num_layers,
+                         dropout, left_pad_source, max_target_positions)
         embed_dim = embed_tokens.embedding_dim
-        self.num_layers = num_layers
-        self.max_target_positions = max_target_positions
-        self.dropout = nn.Dropout(dropout)
-        self.init_state_proj = Linear(encoder_output_units, hidden_size)
         self.rnn = RNN(
             "lstm", embed_dim, hidden_size, num_layers=num_layers,
             dropout=dropout if num_layers > 1 else 0.0, batch_first=True,
@@ -134,19 +127,17 @@ class WeanDecoder(FairseqIncrementalDecoder):
 
     def forward(self, prev_output_tokens, encoder_out, incremental_state=None, **unused):
         features, attn = self.extract_features(prev_output_tokens, encoder_out, incremental_state)
-        attn = attention_in_input_order(attn, encoder_out["encoder_padding_mask"], self.left_pad_source)
+        attn = self.attention_in_input_order(attn, encoder_out)
         return self.output_layer(features), {"attn": [attn]}
 
     def extract_features(self, prev_output_tokens, encoder_out, incremental_state=None, **unused):
         """Returns the queries q_t (B x T x k, eq. 4) and the attention (B x T x S, over the
         encoder's right-padded positions)."""
-        if incremental_state is not None:
-            prev_output_tokens = prev_output_tokens[:, -1:]
-        x = self.dropout(self.embed_tokens(prev_output_tokens))  # B x T x k
+        x = self.dropout(self.embed_tokens(current_step(prev_output_tokens, incremental_state)))  # B x T x k
 
         cached = self.get_incremental_state(incremental_state, "cached_state")
         if cached is None:
-            hidden = initial_decoder_state(self.init_state_proj, encoder_out["final_state"], self.num_layers)
+            hidden = self.initial_hidden(encoder_out)
             state = (hidden, torch.zeros_like(hidden))
         else:
             state = cached
@@ -169,9 +160,6 @@ class WeanDecoder(FairseqIncrementalDecoder):
             return
         reordered = tuple(t.index_select(1, new_order) for t in cached)  # L x B x H: batch is dim 1
         self.set_incremental_state(incremental_state, "cached_state", reordered)
-
-    def max_positions(self):
-        return self.max_target_positions
 
 
 @register_model_architecture("wean_lstm", "wean_lstm")

@@ -1,6 +1,8 @@
-"""Word Attention with contextual gates (Wu, Tian, Zhao, Lai and Liu; poster).
+"""Word Attention with contextual gates (Wu, Tian, Zhao, Lai and Liu, AAAI 2018).
 
-Paper: ``shared/papers/word_attention_wu_contextual_gates.txt``. An RNNsearch (Bahdanau et
+Paper: "Word Attention for Sequence to Sequence Text Understanding" (AAAI 2018,
+doi:10.1609/aaai.v32i1.11971; no arXiv version), as summarised by its poster, whose equations
+are unnumbered: they are cited by the poster's sections 3 and 4. An RNNsearch (Bahdanau et
 al. 2015) whose decoder attends twice at every step i, both times with the previous state
 s_{i-1} as the query:
 
@@ -33,6 +35,16 @@ Design choices the poster leaves open (each documented where it is made):
 * g is one ``tanh`` layer over ``[y_{i-1}; s_i; contexts]`` (RNNsearch uses a maxout layer),
   followed by the vocabulary projection W_out, optionally tied with the decoder's input
   embeddings (``--share-decoder-input-output-embed``).
+* **g reads the gated contexts** ``o*c^a_i, (1-o)*V_b c^b_i``, the same vector f reads, although
+  the poster writes g(y_{i-1}; s_i; c^a_i; c^b_i) in section 3 and shows the gate only in f's
+  equation (section 4). Why: the poster's section 3 is the ungated model, where f and g read the
+  same (raw) contexts; section 4 replaces the contexts of f by their gated versions and says
+  the gates "combine hidden and word context", i.e. select the context the decoder uses. Feeding
+  g the same gated vector keeps (a) the "+Contextual Gates" row a pure addition to "+Word
+  Attention" (the gate only rescales what both layers read; g's parameter count is that of
+  the ungated model when E == C) and (b) the RNNsearch equivalence above (with o = 1 the
+  gated model is exactly the baseline, which would not hold if g saw the raw c^b). The
+  poster is silent on this point; the paper's full text is not among our sources.
 * The gate is element-wise with the size C of c^a_i; see
   :mod:`fairseq_wean.modules.contextual_gate` for V_b when the embedding size E != C.
 * Inputs are concatenated in the order ``[y; c^a; c^b]`` (f) and ``[y; s; c^a; c^b]`` (g), so
@@ -49,7 +61,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from fairseq.models import (
-    FairseqIncrementalDecoder,
     register_model,
     register_model_architecture,
 )
@@ -58,14 +69,13 @@ from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SourceAttention
 from fairseq_wean.modules.contextual_gate import ContextualGate
+from fairseq_wean.modules.decoder_state import RecurrentDecoder, current_step, reorder_per_sentence
 from fairseq_wean.modules.layers import Embedding, Linear, RNNCell
+from fairseq_wean.modules.model_options import check_choice, check_model_options
 from fairseq_wean.modules.rnn_encoder import (
     DEFAULT_MAX_POSITIONS,
     RNNEncoder,
     add_rnn_seq2seq_args,
-    attention_in_input_order,
-    initial_decoder_state,
-    reorder_per_sentence,
 )
 
 WORD_ATTENTION_CHOICES = ("none", "ungated", "gated")
@@ -97,12 +107,10 @@ class WordAttnGatedModel(CheckedEncoderDecoderModel):
     @classmethod
     def build_model(cls, args, task):
         base_architecture(args)
-        if args.word_attention not in WORD_ATTENTION_CHOICES:
-            raise FairseqWeanError("unknown --word-attention {!r}: choose one of {}".format(
-                args.word_attention, ", ".join(WORD_ATTENTION_CHOICES)))
-        if args.rnn_cell not in RNN_CELL_CHOICES:
-            raise FairseqWeanError("unknown --rnn-cell {!r}: choose one of {}".format(
-                args.rnn_cell, ", ".join(RNN_CELL_CHOICES)))
+        check_choice(args, "word_attention", WORD_ATTENTION_CHOICES)
+        check_choice(args, "rnn_cell", RNN_CELL_CHOICES)
+        check_model_options(args, ("encoder_embed_dim", "decoder_embed_dim", "decoder_out_embed_dim"),
+                            encoder_directions=2)
         if args.share_decoder_input_output_embed and args.decoder_out_embed_dim != args.decoder_embed_dim:
             raise FairseqWeanError(
                 "--share-decoder-input-output-embed needs --decoder-out-embed-dim ({}) equal to "
@@ -141,7 +149,7 @@ def attention_step(attention, query, projected_keys, values, padding_mask):
     return context.squeeze(1), weights.squeeze(1)
 
 
-class WordAttnGatedDecoder(FairseqIncrementalDecoder):
+class WordAttnGatedDecoder(RecurrentDecoder):
     """Recurrent decoder with hidden attention, word attention and contextual gates.
 
     ``forward(prev_output_tokens B x T, encoder_out)`` returns logits ``B x T x V``
@@ -177,16 +185,12 @@ class WordAttnGatedDecoder(FairseqIncrementalDecoder):
         left_pad_source=True,
         max_target_positions=DEFAULT_MAX_POSITIONS,
     ):
-        super().__init__(dictionary)
+        embed_tokens = Embedding(len(dictionary), embed_dim, dictionary.pad())
+        super().__init__(dictionary, embed_tokens, hidden_context_dim, hidden_size, num_layers,
+                         dropout, left_pad_source, max_target_positions)
         self.word_attention_mode = word_attention
         self.cell_type = cell_type
-        self.num_layers = num_layers
-        self.left_pad_source = left_pad_source
-        self.max_target_positions = max_target_positions
         self.forced_gate = None
-        self.dropout = nn.Dropout(dropout)
-        self.embed_tokens = Embedding(len(dictionary), embed_dim, dictionary.pad())
-        self.init_state_proj = Linear(hidden_context_dim, hidden_size)  # s_0 = tanh(W_s h_final)
 
         # e^a_ij = v_a^T tanh(W_a s_{i-1} + U_a h_j)
         self.attention = SourceAttention(hidden_size, hidden_context_dim, kind="concat")
@@ -218,8 +222,7 @@ class WordAttnGatedDecoder(FairseqIncrementalDecoder):
 
     def extract_features(self, prev_output_tokens, encoder_out, incremental_state=None, **unused):
         """Returns g's output (B x T x out_embed_dim) and ``extra`` (see the class docstring)."""
-        if incremental_state is not None:
-            prev_output_tokens = prev_output_tokens[:, -1:]
+        prev_output_tokens = current_step(prev_output_tokens, incremental_state)
         y = self.dropout(self.embed_tokens(prev_output_tokens))  # y_{i-1}: B x T x E_tgt
         annotations = encoder_out["encoder_states"]  # h_j: B x S x C
         words = encoder_out["src_embeddings"]  # x_j: B x S x E
@@ -270,9 +273,9 @@ class WordAttnGatedDecoder(FairseqIncrementalDecoder):
         contexts = torch.stack(steps["contexts"], dim=1)  # B x T x contexts_dim
         features = torch.tanh(self.readout(torch.cat([y, s, contexts], dim=-1)))  # g
         extra = {
-            "attn": [attention_in_input_order(torch.stack(steps["alpha"], dim=1), padding_mask, self.left_pad_source)],
+            "attn": [self.attention_in_input_order(torch.stack(steps["alpha"], dim=1), encoder_out)],
             "word_attn": (
-                attention_in_input_order(torch.stack(steps["beta"], dim=1), padding_mask, self.left_pad_source)
+                self.attention_in_input_order(torch.stack(steps["beta"], dim=1), encoder_out)
                 if steps["beta"] else None
             ),
             "gate": torch.stack(steps["gate"], dim=1) if steps["gate"] else None,
@@ -281,7 +284,7 @@ class WordAttnGatedDecoder(FairseqIncrementalDecoder):
 
     def initial_state(self, encoder_out):
         """s_0 = tanh(W_s h_final) for every layer, and the key projections U_a h_j, U_b x_j."""
-        hidden = initial_decoder_state(self.init_state_proj, encoder_out["final_state"], self.num_layers)
+        hidden = self.initial_hidden(encoder_out)
         cache = {
             "hidden": hidden,  # L x B x H
             "attention_keys": self.attention.project_keys(encoder_out["encoder_states"]),  # B x S x C
@@ -311,9 +314,6 @@ class WordAttnGatedDecoder(FairseqIncrementalDecoder):
         reordered = dict(reorder_per_sentence(per_sentence, new_order), **recurrent)
         self.set_incremental_state(incremental_state, "cached_state", reordered)
 
-    def max_positions(self):
-        return self.max_target_positions
-
 
 @register_model_architecture("word_attn_gated", "word_attn_gated")
 def base_architecture(args):
@@ -333,106 +333,41 @@ def base_architecture(args):
     args.max_target_positions = getattr(args, "max_target_positions", DEFAULT_MAX_POSITIONS)
 
 
-@register_model_architecture("word_attn_gated", "word_attn_rnnsearch")
-def word_attn_rnnsearch(args):
-    """Ablation row 'RNNsearch': no word attention."""
-    args.word_attention = getattr(args, "word_attention", "none")
-    base_architecture(args)
+# The presets: one per (ablation row, sizes), each setting --word-attention's default and then
+# its sizes' defaults (getattr: options given on the command line win), then the base's.
+ABLATION_ARCHS = {"none": "word_attn_rnnsearch", "ungated": "word_attn_ungated", "gated": "word_attn_gated"}
+SIZE_PRESETS = {
+    # base_architecture's sizes: one layer each side.
+    "": {},
+    # Table 3 (IWSLT'14 De-En, "2-layer models"). The poster gives no sizes; 256 units and a
+    # 2-layer bidirectional encoder put a word-level RNNsearch near its 24.3M parameters
+    # (see examples/word_attention_parameter_counts.py).
+    "_iwslt": {"dropout": 0.3, "encoder_layers": 2, "decoder_layers": 2},
+    # Table 4 (WMT'14 En-Fr, "4-4 RNNsearch"). Sizes are RNNsearch's (620-dim embeddings,
+    # 1000 units); the poster does not state them. '+Word Attention' is not a row of Table 4.
+    "_wmt": {
+        "dropout": 0.2, "encoder_embed_dim": 620, "encoder_hidden_size": 1000, "encoder_layers": 4,
+        "decoder_embed_dim": 620, "decoder_hidden_size": 1000, "decoder_layers": 4,
+    },
+}
 
 
-@register_model_architecture("word_attn_gated", "word_attn_ungated")
-def word_attn_ungated(args):
-    """Ablation row '+Word Attention': both contexts, no gate."""
-    args.word_attention = getattr(args, "word_attention", "ungated")
-    base_architecture(args)
+def _register_preset(word_attention, suffix, sizes):
+    name = ABLATION_ARCHS[word_attention] + suffix
+
+    def preset(args):
+        args.word_attention = getattr(args, "word_attention", word_attention)
+        for option, value in sizes.items():
+            setattr(args, option, getattr(args, option, value))
+        base_architecture(args)
+
+    preset.__name__ = name
+    preset.__doc__ = "--word-attention {} with the sizes {} (base_architecture's otherwise).".format(
+        word_attention, sizes or "of base_architecture")
+    register_model_architecture("word_attn_gated", name)(preset)
 
 
-# Table 3 (IWSLT'14 De-En, "2-layer models"). The poster gives no sizes; 256 units and a
-# 2-layer bidirectional encoder put a word-level RNNsearch near its 24.3M parameters
-# (see ablation_parameter_counts).
-@register_model_architecture("word_attn_gated", "word_attn_gated_iwslt")
-def word_attn_gated_iwslt(args):
-    """Table 3, '+Contextual Gates': 2-2 layers, 256 units, dropout 0.3."""
-    args.dropout = getattr(args, "dropout", 0.3)
-    args.encoder_layers = getattr(args, "encoder_layers", 2)
-    args.decoder_layers = getattr(args, "decoder_layers", 2)
-    base_architecture(args)
-
-
-@register_model_architecture("word_attn_gated", "word_attn_rnnsearch_iwslt")
-def word_attn_rnnsearch_iwslt(args):
-    """Table 3, '2-2 RNNsearch'."""
-    args.word_attention = getattr(args, "word_attention", "none")
-    word_attn_gated_iwslt(args)
-
-
-@register_model_architecture("word_attn_gated", "word_attn_ungated_iwslt")
-def word_attn_ungated_iwslt(args):
-    """Table 3, '+Word Attention'."""
-    args.word_attention = getattr(args, "word_attention", "ungated")
-    word_attn_gated_iwslt(args)
-
-
-# Table 4 (WMT'14 En-Fr, "4-4 RNNsearch"). Sizes are RNNsearch's (620-dim embeddings,
-# 1000 units); the poster does not state them.
-@register_model_architecture("word_attn_gated", "word_attn_gated_wmt")
-def word_attn_gated_wmt(args):
-    """Table 4, '+Contextual Gates': 4-4 layers, 620-dim embeddings, 1000 units."""
-    args.dropout = getattr(args, "dropout", 0.2)
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 620)
-    args.encoder_hidden_size = getattr(args, "encoder_hidden_size", 1000)
-    args.encoder_layers = getattr(args, "encoder_layers", 4)
-    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 620)
-    args.decoder_hidden_size = getattr(args, "decoder_hidden_size", 1000)
-    args.decoder_layers = getattr(args, "decoder_layers", 4)
-    base_architecture(args)
-
-
-@register_model_architecture("word_attn_gated", "word_attn_rnnsearch_wmt")
-def word_attn_rnnsearch_wmt(args):
-    """Table 4, '4-4 RNNsearch'."""
-    args.word_attention = getattr(args, "word_attention", "none")
-    word_attn_gated_wmt(args)
-
-
-@register_model_architecture("word_attn_gated", "word_attn_ungated_wmt")
-def word_attn_ungated_wmt(args):
-    """'+Word Attention' at the Table 4 sizes (not a row of Table 4)."""
-    args.word_attention = getattr(args, "word_attention", "ungated")
-    word_attn_gated_wmt(args)
-
-
-# Table 3's parameter counts (word-level column) and their differences.
-PAPER_TABLE3_WORD = {"none": 24.3e6, "ungated": 24.9e6, "gated": 25.6e6}
-
-
-def ablation_parameter_counts(arch="word_attn_gated_iwslt", src_vocab=32010, tgt_vocab=22823, **overrides):
-    """{word_attention: parameter count} of the three ablations of ``arch``'s preset.
-
-    The default vocabularies are the word-level IWSLT'14 De-En ones of Ranzato et al. (2016),
-    used by the NPMT baseline of Table 3; the poster does not state its own, so only the
-    differences (which do not depend on the vocabularies) compare with Table 3's
-    +0.6M (word attention) and +0.7M (gates).
-    """
-    import argparse
-
-    from fairseq.data import Dictionary
-    from fairseq.models import ARCH_CONFIG_REGISTRY
-
-    def dictionary(size):
-        d = Dictionary()
-        for i in range(size - len(d)):
-            d.add_symbol("w{}".format(i))
-        return d
-
-    class _Task:
-        source_dictionary = dictionary(src_vocab)
-        target_dictionary = dictionary(tgt_vocab)
-
-    counts = {}
-    for mode in WORD_ATTENTION_CHOICES:
-        args = argparse.Namespace(arch=arch, word_attention=mode, **overrides)
-        ARCH_CONFIG_REGISTRY[arch](args)
-        model = WordAttnGatedModel.build_model(args, _Task)
-        counts[mode] = sum(p.numel() for p in model.parameters())
-    return counts
+for _mode in WORD_ATTENTION_CHOICES:
+    for _suffix, _sizes in SIZE_PRESETS.items():
+        if (_mode, _suffix) != ("gated", ""):  # that one is base_architecture itself
+            _register_preset(_mode, _suffix, _sizes)

@@ -1,6 +1,7 @@
 """The contextual gate of Wu et al. (poster section 4, "Contextual Gates").
 
-Paper: ``shared/papers/word_attention_wu_contextual_gates.txt``. At decoder step i the
+Paper: "Word Attention for Sequence to Sequence Text Understanding" (AAAI 2018,
+doi:10.1609/aaai.v32i1.11971), cited by its poster's section 4 (unnumbered). At decoder step i the
 gate mixes the hidden context c^alpha_i (attention over encoder states) and the word
 context c^beta_i (attention over source word embeddings)::
 

@@ -15,6 +15,7 @@ import torch.nn as nn
 from fairseq import utils
 from fairseq.models import FairseqEncoder
 
+from fairseq_wean.modules.decoder_state import reorder_per_sentence
 from fairseq_wean.modules.layers import RNN
 
 DEFAULT_MAX_POSITIONS = 1024
@@ -150,67 +151,3 @@ class RNNEncoder(FairseqEncoder):
 
     def max_positions(self):
         return self.max_source_positions
-
-
-def rows_stay_in_their_sentences(sentence_ids, new_order):
-    """True when ``index_select(0, new_order)`` sends every row to a row of its own sentence.
-
-    sentence_ids: B (None when unknown), new_order: B'. Rows of one sentence only ever arise as
-    copies of that sentence's row (beam expansion, reordering), so tensors that hold per-sentence
-    data (encoder states, key projections, masks over the source) are unchanged by such a
-    reorder, and need not be copied. fairseq's beam search reorders at every step, mostly within
-    each sentence's beam; the batch shrinks (a real reorder) only when sentences finish.
-    """
-    if sentence_ids is None or new_order.numel() != sentence_ids.numel():
-        return False
-    return torch.equal(sentence_ids.index_select(0, new_order), sentence_ids)
-
-
-def reorder_per_sentence(per_sentence, new_order):
-    """``index_select(0, new_order)`` on every entry of a dict of per-sentence data, or the dict
-    itself when every row stays within its sentence (nothing to copy).
-
-    per_sentence: {name: batch-first tensor (B x ...), a tuple of them, or None}, with
-    ``"sentence_ids"`` (B) among them; without it every reorder copies. Serves the encoder output
-    and the decoders' caches of what is computed once per sentence (key projections, masks).
-    """
-    if rows_stay_in_their_sentences(per_sentence.get("sentence_ids"), new_order):
-        return per_sentence
-    return {key: _select_rows(value, new_order) for key, value in per_sentence.items()}
-
-
-def _select_rows(value, new_order):
-    if value is None:
-        return None
-    if isinstance(value, tuple):
-        return tuple(v.index_select(0, new_order) for v in value)
-    return value.index_select(0, new_order)
-
-
-def attention_in_input_order(weights, padding_mask, left_pad):
-    """Attention over the encoder's right-padded positions -> the caller's source order.
-
-    weights: B x T x S over right-padded positions; padding_mask: B x S (right-padded).
-    fairseq's ``--print-alignment`` reads ``extra["attn"][0]`` against the ``src_tokens`` it
-    passed in (left-padded by default), so each row is shifted back by its sentence's number
-    of pads. Weight 0 lands on padding.
-    """
-    if not left_pad:
-        return weights
-    src_len = padding_mask.size(1)
-    num_pads = padding_mask.long().sum(dim=1, keepdim=True)  # B x 1
-    positions = torch.arange(src_len, device=weights.device).unsqueeze(0)  # 1 x S
-    # left-padded position p holds right-padded position p - num_pads; padding positions wrap
-    # onto right-padded padding, whose weight is 0.
-    index = (positions - num_pads) % src_len  # B x S
-    return weights.gather(2, index.unsqueeze(1).expand_as(weights))
-
-
-def initial_decoder_state(init_proj, final_state, num_layers):
-    """s_0 = tanh(W_s h_final) for every decoder layer: L x B x H.
-
-    Using the top encoder layer's final state works for any encoder/decoder layer counts
-    (the LCSTS setting of WEAN has a 2-layer encoder and a 1-layer decoder).
-    """
-    s0 = torch.tanh(init_proj(final_state))
-    return s0.unsqueeze(0).expand(num_layers, -1, -1).contiguous()

@@ -8,29 +8,31 @@ not given). From a log the report also keeps, per sentence, the per-token values
 printed for that first hypothesis: ``P-`` (positional log2-probabilities, one per token plus
 ``</s>``) and ``G-`` (copy or contextual gates, the same shape), shown when hovering a token.
 
-Corpus scores are computed by the library functions ``fairseq-wean-score`` calls
-(:func:`fairseq_wean.scoring.metrics.build_metrics`, ``output_stats_rows``, ``paired_bootstrap``)
-so that the numbers are the same; per-sentence scores by :func:`sentence_scores`, the one place
-that computes them.
+Nothing here scores or parses on its own: logs are read by the project's one generate-log parser
+(:class:`fairseq_wean.scoring.generate_log.GenerateLog`, which keeps ``P-``/``G-`` lines too),
+corpus scores and p-values come from :func:`fairseq_wean.scoring.score` (what
+``fairseq-wean-score`` prints), per-sentence scores from
+:func:`fairseq_wean.scoring.sentence_scores`, and a token is coloured "invented" by
+:func:`fairseq_wean.scoring.metrics.is_invented`, the test behind the scorer's ``invented_pct``.
 """
 import os
 import re
 from collections import Counter
 
 from fairseq_wean import textio
-from fairseq_wean.cli.score import GenerateLog
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.scoring import metrics as M
-from fairseq_wean.scoring import sari as sari_lib
+from fairseq_wean.scoring import scores
+from fairseq_wean.scoring.generate_log import GenerateLog, parse_token_values
 
 DEFAULT_METRICS = ("bleu", "sari", "stats")
 METRIC_NAMES = {"bleu": "BLEU", "sari": "SARI", "fkgl": "FKGL", "rouge1": "ROUGE-1 F1",
                 "rouge2": "ROUGE-2 F1", "rougeL": "ROUGE-L F1"}
 STATS_NAMES = {"avg_len": "average length", "unk_pct": "% <unk>", "copy_pct": "% copied tokens",
-               "exact_copy_pct": "% exact copies"}
+               "exact_copy_pct": "% exact copies", "invented_pct": "% invented words",
+               "invented_sent_pct": "% sentences with invented words"}
 # token classes, in legend order
 TOKEN_CLASSES = ("copied", "generated", "unk", "invented", "deleted")
-_TOKEN_LINE = re.compile(r"^([PG])-(\d+)\t(.*)$")
 # a page unit: a word (whitespace token), or with --rouge-chars an ASCII letter/digit run or one
 # other character (as ROUGE's character tokenizer counts them); whitespace is kept as it is
 _WORD_UNITS = re.compile(r"\S+|\s+")
@@ -51,19 +53,14 @@ class SystemOutput:
         return self.token_values.get(kind, {}).get(sid)
 
 
-def parse_token_lines(lines):
-    """{"P": {id: [float]}, "G": {id: [float]}}: the first ``P-``/``G-`` line per sentence id
-    (the one that follows the best hypothesis of an n-best list)."""
-    out = {"P": {}, "G": {}}
-    for line in lines:
-        m = _TOKEN_LINE.match(line)
-        if not m:
-            continue
-        try:
-            values = [float(v) for v in m.group(3).split()]
-        except ValueError:
-            continue  # not a line fairseq-generate wrote; ignore it as GenerateLog ignores others
-        out[m.group(1)].setdefault(int(m.group(2)), values)
+def token_values(log):
+    """{"P": {id: [float]}, "G": {id: [float]}}: the log's first ``P-``/``G-`` line per sentence id
+    (the one that follows the best hypothesis of an n-best list); a line that is not a list of
+    numbers is left out."""
+    out = {}
+    for kind, table in (("P", log.positional), ("G", log.gates)):
+        parsed = ((sid, parse_token_values(text)) for sid, text in table.items())
+        out[kind] = {sid: values for sid, values in parsed if values is not None}
     return out
 
 
@@ -73,10 +70,7 @@ def read_system(path, name, n=None):
     if not GenerateLog.looks_like_log(lines):
         return SystemOutput(name, path, lines)
     log = GenerateLog(path, lines)
-    if n is None:
-        n = max(log.hyp) + 1
-    sentences = log.ordered(log.hyp, n, "hypothesis (H- line)")
-    return SystemOutput(name, path, sentences, log, parse_token_lines(lines))
+    return SystemOutput(name, path, log.hypotheses(n), log, token_values(log))
 
 
 def units(text, chars=False):
@@ -88,16 +82,25 @@ def classify_tokens(hyp, src, refs, chars=False):
     """Token classes of one output, and the source words it deleted.
 
     Returns ``(segments, deleted)``: ``segments`` is ``hyp`` cut into units and whitespace, as
-    ``(text, cls)`` with cls one of ``copied`` (the unit is in the source), ``generated`` (in a
-    reference but not in the source), ``unk`` (``<unk>``/``UNK``), ``invented`` (in neither) and
-    None for whitespace; ``deleted`` lists, in source order, the source units that the output
-    does not contain (counted with multiplicity: a word twice in the source and once in the
-    output is deleted once). Units are compared exactly (case-sensitive), as the ``stats``
-    metric's copy percentage does.
+    ``(text, cls)`` with cls one of ``unk`` (``<unk>``/``UNK``), ``copied`` (the unit is in the
+    source, compared exactly as the ``stats`` metric's copy percentage does), ``invented``
+    (in neither the source nor a reference, by :func:`fairseq_wean.scoring.metrics.is_invented`:
+    lowercased, punctuation not special, so that the words coloured invented are those the
+    scorer's ``invented_pct`` counts), ``generated`` (any other unit: in a reference, or in the
+    source only up to case) and None for whitespace; ``deleted`` lists, in source order, the
+    source units that the output does not contain (counted with multiplicity: a word twice in
+    the source and once in the output is deleted once).
+
+    With ``chars`` the units are characters (ASCII runs kept whole) and a unit is invented if it
+    is in no source or reference unit, lowercased: the scorer's invented words are whitespace
+    tokens, which unsegmented Chinese text does not have.
     """
     src_units = units(src, chars)
     src_set = set(src_units)
-    ref_set = set(u for r in refs for u in units(r, chars))
+    if chars:
+        known = set(u.lower() for text in [src] + list(refs) for u in units(text, chars))
+    else:
+        known = M.known_words(src, refs)
     segments = []
     for seg in (_CHAR_UNITS if chars else _WORD_UNITS).findall(hyp):
         if seg.isspace():
@@ -106,10 +109,10 @@ def classify_tokens(hyp, src, refs, chars=False):
             segments.append((seg, "unk"))
         elif seg in src_set:
             segments.append((seg, "copied"))
-        elif seg in ref_set:
-            segments.append((seg, "generated"))
-        else:
+        elif M.is_invented(seg, known):
             segments.append((seg, "invented"))
+        else:
+            segments.append((seg, "generated"))
     left = Counter(units(hyp, chars))
     deleted = []
     for u in src_units:
@@ -122,49 +125,48 @@ def classify_tokens(hyp, src, refs, chars=False):
 
 def sentence_scores(sys_sents, orig, refs, columns, sari_mode="default", rouge_chars=False,
                     rouge_stemmer=True):
-    """Per-sentence scores of one system: {column: [float per sentence]}.
+    """Per-sentence scores of one system: {column: [float per sentence]}, from
+    :func:`fairseq_wean.scoring.sentence_scores`.
 
-    ``columns`` among ``sari`` (EASSE's sentence SARI in ``sari_mode``: the corpus formula on one
-    sentence's statistics), ``rougeL`` (rouge-score F1 x 100, best reference), ``bleu``
-    (sacrebleu ``sentence_bleu``, exponential smoothing, all references) and ``len_ratio``
-    (output units / source units; 0 for an empty source).
-
-    This is the only place the page computes per-sentence scores: swap it for the scoring
-    API's per-sentence scores when that exists.
+    ``columns`` among ``sari``, ``rougeL``, ``bleu`` and ``len_ratio`` (output units / source
+    units, 0 for an empty source: the library's whitespace-token ratio, or with ``rouge_chars``
+    the ratio of the page's character units).
     """
+    opts = dict(sources=orig, references=refs, sari_mode=sari_mode, rouge_chars=rouge_chars,
+                rouge_stemmer=rouge_stemmer)
+    main = [c for c in columns if c in scores.SENTENCE_METRICS] or ["sari"]
+    rows = {m: scores.sentence_scores(sys_sents, metric=m, **opts) for m in main}
+    first = rows[main[0]]
     out = {}
-    if "sari" in columns:
-        rows = sari_lib.corpus_stats(orig, sys_sents, refs, mode=sari_mode)
-        out["sari"] = [sari_lib.sari_from_stats(row, mode=sari_mode) for row in rows]
-    if "rougeL" in columns:
-        per_sent = M.rouge_sentence_scores(sys_sents, refs, ("rougeL",), rouge_chars, rouge_stemmer)
-        out["rougeL"] = [float(v) for v in per_sent["rougeL"]]
-    if "bleu" in columns:
-        import sacrebleu
-
-        out["bleu"] = [sacrebleu.sentence_bleu(h, [r[i] for r in refs]).score for i, h in enumerate(sys_sents)]
-    if "len_ratio" in columns:
-        out["len_ratio"] = []
-        for h, s in zip(sys_sents, orig):
-            n_src = len(units(s, rouge_chars))
-            out["len_ratio"].append(len(units(h, rouge_chars)) / n_src if n_src else 0.0)
+    for c in columns:
+        if c in rows:
+            out[c] = [r[c] for r in rows[c]]
+        elif c == "bleu":
+            out[c] = [r["bleu"] for r in first]
+        elif c == "len_ratio" and rouge_chars:
+            out[c] = [len(units(h, True)) / len(units(s, True)) if units(s, True) else 0.0
+                      for h, s in zip(sys_sents, orig)]
+        elif c == "len_ratio":
+            out[c] = [r["length_ratio"] or 0.0 for r in first]
     return out
 
 
-def corpus_scores(metrics, sys_sents, orig, refs, sari_mode="default", rouge_chars=False,
-                  rouge_stemmer=True):
-    """``({metric: CorpusMetric}, {metric: value})`` exactly as ``fairseq-wean-score`` computes
-    them (``stats`` is a dict of its four values)."""
-    corpus = M.build_metrics(metrics, sys_sents, orig, refs, sari_mode=sari_mode, rouge_chars=rouge_chars,
-                             rouge_stemmer=rouge_stemmer)
-    values = {}
-    for m in metrics:
-        if m == "stats":
-            rows = M.output_stats_rows(sys_sents, orig)
-            values[m] = M.output_stats_from_stats(rows.sum(axis=0), len(sys_sents))
-        else:
-            values[m] = float(corpus[m].score())
-    return corpus, values
+def corpus_scores(metrics, systems, orig, refs, sari_mode="default", rouge_chars=False, rouge_stemmer=True,
+                  bootstrap_samples=M.BOOTSTRAP_SAMPLES):
+    """Per system ``{"values": {metric: value}, "p_values": {metric: p}}``: what
+    :func:`fairseq_wean.scoring.score` returns for it (``stats`` a dict of its values) and, for
+    system k > 0, its paired-bootstrap p-values against system 0, as
+    ``fairseq-wean-score --sys K --compare-to FIRST`` prints them."""
+    out = []
+    for k, system in enumerate(systems):
+        result = scores.score(system.sentences, sources=orig, references=refs, metrics=metrics,
+                              sari_mode=sari_mode, rouge_chars=rouge_chars, rouge_stemmer=rouge_stemmer,
+                              compare_to=systems[0].sentences if k else None,
+                              bootstrap_samples=bootstrap_samples)
+        p_values = result.pop("p_values", {})
+        result.pop("compare_to", None)
+        out.append({"values": result, "p_values": p_values})
+    return out
 
 
 def sentence_columns(metrics):
@@ -224,15 +226,7 @@ def build_report(systems, orig, refs, metrics=DEFAULT_METRICS, sari_mode="defaul
     """
     columns = sentence_columns(metrics)
     opts = dict(sari_mode=sari_mode, rouge_chars=rouge_chars, rouge_stemmer=rouge_stemmer)
-    corpus, first = [], None
-    for k, system in enumerate(systems):
-        metric_objs, values = corpus_scores(metrics, system.sentences, orig, refs, **opts)
-        entry = {"values": values, "p_values": {}}
-        if k == 0:
-            first = metric_objs
-        else:
-            entry["p_values"] = M.paired_bootstrap(metric_objs, first, n_samples=bootstrap_samples)
-        corpus.append(entry)
+    corpus = corpus_scores(metrics, systems, orig, refs, bootstrap_samples=bootstrap_samples, **opts)
     sentences = []
     per_system_scores = [sentence_scores(s.sentences, orig, list(refs), columns, **opts) for s in systems]
     for i, src in enumerate(orig):

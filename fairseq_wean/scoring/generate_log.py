@@ -7,6 +7,7 @@ order), one block of tab-separated lines keyed by the sentence id::
     H-<id>  <score>  hypothesis (tokenized, once per n-best entry, best first)
     D-<id>  <score>  detokenized hypothesis
     P-<id>  positional scores  A-<id>  alignment (--print-alignment)
+    G-<id>  gates (this plugin's models, fairseq_wean.compat)
 
 and ends with a summary line ``Generate <subset> with beam=<k>: <scores>``. ``GenerateLog``
 keeps the first line of every kind per id (for ``H``: the best of an n-best list) and puts
@@ -25,7 +26,7 @@ from fairseq_wean.errors import FairseqWeanError
 SENTENCE_LINE = re.compile(r"^([A-Z])-(\d+)\t(.*)$")
 SUMMARY_LINE = re.compile(r"^Generate \S+ with beam=\d+: ")
 HEADER_LINE = re.compile(r"\| fairseq_cli\.\w+ \| loading model\(s\) from ")
-_KINDS = {"S": "src", "T": "tgt", "H": "hyp", "D": "detok", "A": "align"}
+_KINDS = {"S": "src", "T": "tgt", "H": "hyp", "D": "detok", "A": "align", "P": "positional", "G": "gates"}
 
 
 def looks_like_log(lines):
@@ -38,18 +39,30 @@ def parse_hard_alignment(text):
     return [tuple(int(x) for x in pair.split("-")) for pair in text.split()]
 
 
-class GenerateLog:
-    """The S-, T-, H-, D- and A- lines of one fairseq-generate log, by sentence id.
+def parse_token_values(text):
+    """``"-0.12 -1.5"`` (a ``P-`` or ``G-`` line) -> [floats]; None if it is not such a line's text."""
+    try:
+        return [float(v) for v in text.split()]
+    except ValueError:
+        return None
 
-    Attributes ``src``, ``tgt``, ``hyp``, ``detok``, ``align``: {sentence id: text}. ``hyp`` and
-    ``detok`` hold the hypothesis text without the score (the first, i.e. best, per id; an
-    empty hypothesis is ``""``); ``align`` holds the raw ``A-`` text (see
-    ``parse_hard_alignment``).
+
+class GenerateLog:
+    """The S-, T-, H-, D-, A-, P- and G- lines of one fairseq-generate log, by sentence id.
+
+    Attributes ``src``, ``tgt``, ``hyp``, ``detok``, ``align``, ``positional``, ``gates``:
+    {sentence id: text}. ``hyp`` and ``detok`` hold the hypothesis text without the score (the
+    first, i.e. best, per id; an empty hypothesis is ``""``); ``align`` holds the raw ``A-`` text
+    (see ``parse_hard_alignment``); ``positional`` and ``gates`` the raw text of the first ``P-``
+    (positional log2-probabilities, one per token plus ``</s>``) and ``G-`` line (copy or
+    contextual gates, printed by this plugin's models) per id, i.e. those of the best hypothesis
+    (see ``parse_token_values``).
     """
 
     def __init__(self, path, lines):
         self.path = path
         self.src, self.tgt, self.hyp, self.detok, self.align = {}, {}, {}, {}, {}
+        self.positional, self.gates = {}, {}
         first_line = {}  # sentence id -> line number of its block's first line
         current = None
         summary_at = header_at = None
@@ -70,6 +83,9 @@ class GenerateLog:
             if summary_at is not None:
                 self._two_runs("sentence lines after the summary line {} (line {}: {}-{})".format(
                     summary_at, number, kind, sid))
+            if kind == "G":  # --print-gates writes them after fairseq's blocks, not inside them
+                self.gates.setdefault(sid, rest)
+                continue
             if sid != current:
                 # fairseq prints all lines of a sentence together: a block seen before means a second run
                 if sid in first_line:
@@ -79,7 +95,7 @@ class GenerateLog:
                 current = sid
             table = getattr(self, _KINDS[kind]) if kind in _KINDS else None
             if table is None or sid in table:
-                continue  # P-, I-, ... lines; later n-best entries
+                continue  # I-, ... lines; later n-best entries
             if kind in ("H", "D"):
                 rest = rest.split("\t", 1)[1] if "\t" in rest else ""  # <score>\t<text>
             table[sid] = rest

@@ -170,10 +170,22 @@ def invented_words(hyp, src, refs):
 
     Returns the invented tokens (lowercased) in output order.
     """
+    known = known_words(src, refs)
+    return [t.lower() for t in hyp.split() if is_invented(t, known)]
+
+
+def known_words(src, refs):
+    """The lowercased whitespace tokens of a source and its references (see ``invented_words``)."""
     known = set(src.lower().split())
     for ref in refs:
         known.update(ref.lower().split())
-    return [t.lower() for t in hyp.split() if t not in UNK_TOKENS and t.lower() not in known]
+    return known
+
+
+def is_invented(token, known):
+    """True if the output token ``token`` is invented given ``known = known_words(src, refs)``:
+    the one test behind ``invented_words`` (and the HTML report's "invented" colour)."""
+    return token not in UNK_TOKENS and token.lower() not in known
 
 
 def output_stats_rows(sys_sents, orig_sents, refs_streams=None):

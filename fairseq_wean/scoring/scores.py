@@ -14,6 +14,8 @@ and prints exactly the dict ``score`` returns (``--json``).
 Bad input (no sentences, streams of different lengths, a metric without the inputs it needs,
 an unknown metric or option) raises ``FairseqWeanError`` with a one-line message.
 """
+import argparse
+
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.scoring import metrics as M
 from fairseq_wean.scoring import sari as sari_lib
@@ -195,3 +197,14 @@ def options_from_score_args(args):
             raise FairseqWeanError("unknown score option {!r} in score_args: use --sari-mode MODE, --rouge-chars "
                                    "or --rouge-no-stemmer".format(arg))
     return options
+
+
+def parse_metrics(text):
+    """``--metrics`` of ``fairseq-wean-score`` and ``fairseq-wean-report`` (an argparse ``type``):
+    a comma list of :data:`metrics.METRICS` names -> list without repeats, in the given order."""
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    bad = [m for m in names if m not in M.METRICS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(
+            "unknown metric(s) {}: choose from {}".format(", ".join(bad) or "(none)", ",".join(M.METRICS)))
+    return list(dict.fromkeys(names))

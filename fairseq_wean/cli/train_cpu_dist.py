@@ -1,0 +1,357 @@
+"""``fairseq-wean-train-cpu-dist``: data-parallel training on CPU, N gloo ranks, each one ``fairseq-train``.
+
+Why a launcher of our own: see :mod:`fairseq_wean.distributed` (fairseq's own ways of
+starting distributed training die without CUDA; one process per rank works, with the
+plugin's patches).
+
+Usage (``python -m fairseq_wean.cli.train_cpu_dist`` works too)::
+
+    fairseq-wean-train-cpu-dist --nproc-per-node 2 -- \\
+        data-bin --user-dir fairseq_wean --arch wean_lstm --max-tokens 4000 ...
+
+starts one ``fairseq-train`` per rank (:func:`rank_main`: fairseq's own ``cli_main``, in a
+process that imported the plugin, so :func:`fairseq_wean.compat.apply` has patched fairseq)
+with ``--cpu --distributed-backend gloo --distributed-init-method tcp://ADDR:PORT
+--distributed-world-size W --distributed-rank R --distributed-no-spawn --device-id 0`` added
+(and ``--user-dir`` pointing to this plugin if none is given, so that checkpoints record it),
+streams every rank's output prefixed with ``[rank R]`` and, if any rank exits with an error or
+is killed, stops the others (SIGTERM, then SIGKILL after ``--kill-grace`` seconds) and exits
+non-zero. A rank that is left running ``--finish-timeout`` seconds after another finished
+cleanly, or a job longer than ``--timeout``, is stopped the same way: the job never hangs on a
+lost peer (gloo itself would wait up to 30 minutes in a rendezvous or a collective).
+
+The ranks never outlive the launcher: SIGINT (Ctrl-C), SIGTERM and SIGHUP (a closed terminal
+or ssh session) stop them as above, and on Linux each rank asks the kernel
+(``prctl(PR_SET_PDEATHSIG, SIGKILL)``) to kill it when the launcher dies in a way it cannot
+handle (``kill -9``, a crash, the OOM killer). A killed rank loses nothing already saved:
+checkpoints are written to a temporary file and renamed.
+
+Bad launcher options (``--nproc-per-node`` or ``--nnodes`` below 1, ``--node-rank`` outside
+0..nnodes-1, a ``--master-port`` that is already in use on node 0) are refused with one line
+and a non-zero exit before any rank starts.
+
+Each rank processes its own batches (``--max-tokens``/``--batch-size`` are per rank), so an
+update sees W times the data of a one-process run; ``--update-freq K`` on one process is the
+same optimisation as K ranks (tests/test_distributed.py checks this). Multi-node on CPU: run
+the same command on every machine with ``--nnodes N --node-rank I --master-addr HOST0
+--master-port PORT``.
+
+``--log-dir DIR`` also writes each rank's output, without the prefix, to ``DIR/rank{R}.log``.
+"""
+import argparse
+import ctypes
+import errno
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from fairseq_wean.distributed import DUMP_ENV
+
+PROG = "fairseq-wean-train-cpu-dist"
+# The launcher's pid, for a rank to check that it did not die before PR_SET_PDEATHSIG was set.
+LAUNCHER_PID_ENV = "FAIRSEQ_WEAN_LAUNCHER_PID"
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+# Signals that stop the job cleanly (stop the ranks, then exit 128+N): Ctrl-C, kill, a hang-up.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+# fairseq-train flags the launcher sets itself for every rank.
+_OWNED_FLAGS = (
+    "--distributed-world-size", "--distributed-rank", "--distributed-init-method",
+    "--distributed-no-spawn", "--device-id", "--distributed-port", "--distributed-backend",
+    "--local_rank", "--local-rank",
+)
+
+
+def free_port(host="127.0.0.1"):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _has_flag(args, flag):
+    return any(a == flag or a.startswith(flag + "=") for a in args)
+
+
+def die_with_launcher():
+    """Linux: have the kernel SIGKILL this rank when the launcher exits, however it exits.
+
+    A ``kill -9`` of the launcher runs none of its clean-up, and the ranks run in their own
+    sessions (so that stopping one stops its children), so nothing else would reach them:
+    they would train on, orphaned, until ``--max-epoch``.
+    """
+    launcher = os.environ.get(LAUNCHER_PID_ENV)
+    if not launcher or not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != int(launcher):  # it died between starting us and the prctl
+        os._exit(128 + int(signal.SIGKILL))
+
+
+def rank_main():
+    """One rank: ``fairseq-train`` (``fairseq_cli.train.cli_main``) in a process with the plugin imported.
+
+    Importing this module imported ``fairseq_wean``, which applied every fairseq patch
+    (:func:`fairseq_wean.compat.apply`), whatever ``--user-dir`` names.
+    """
+    die_with_launcher()
+    from fairseq_cli.train import cli_main as fairseq_train_main
+
+    sys.argv[0] = "fairseq-train"
+    fairseq_train_main()
+
+
+# fairseq_cli.train first: it configures logging (fairseq's format, on stdout) at import.
+_RANK_MAIN = "import fairseq_cli.train; from fairseq_wean.cli.train_cpu_dist import rank_main; rank_main()"
+
+
+def rank_command(train_args, rank, world_size, init_method):
+    """The command line of one rank: fairseq-train's arguments plus the distributed flags."""
+    args = list(train_args)
+    if not _has_flag(args, "--user-dir"):
+        args += ["--user-dir", os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+    if not _has_flag(args, "--cpu"):
+        args.append("--cpu")
+    args += [
+        "--distributed-backend", "gloo",
+        "--distributed-init-method", init_method,
+        "--distributed-world-size", str(world_size),
+        "--distributed-rank", str(rank),
+        "--distributed-no-spawn",
+        "--device-id", "0",
+    ]
+    return [sys.executable, "-c", _RANK_MAIN] + args
+
+
+class _Rank:
+    def __init__(self, rank, cmd, env, log_dir, out, lock):
+        self.rank = rank
+        log = open(os.path.join(log_dir, "rank{}.log".format(rank)), "w") if log_dir else None
+        self.proc = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group: stopping it stops its children
+        )
+        self.thread = threading.Thread(target=self._pump, args=(log, out, lock), daemon=True)
+        self.thread.start()
+
+    def _pump(self, log, out, lock):
+        prefix = "[rank {}] ".format(self.rank)
+        for raw in iter(self.proc.stdout.readline, b""):
+            line = raw.decode("utf-8", errors="replace")
+            with lock:
+                out.write(prefix + line)
+                out.flush()
+            if log:
+                log.write(line)
+                log.flush()
+        if log:
+            log.close()
+
+    def signal(self, sig):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                pass
+
+
+def _say(message):
+    sys.stderr.write("{}: {}\n".format(PROG, message))
+    sys.stderr.flush()
+
+
+def _exit_status(returncode):
+    """A shell-style status: 128+N for a rank killed by signal N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _refuse(problem):
+    """One line on stderr, exit status 1, before any rank starts."""
+    raise SystemExit("{}: error: {}".format(PROG, problem))
+
+
+def port_in_use(host, port):
+    """Whether something listens on ``host:port`` (SO_REUSEADDR: a port in TIME_WAIT is free)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return True
+            raise
+    return False
+
+
+def check_options(train_args, nproc_per_node, nnodes, node_rank, master_addr, master_port):
+    """Refuse options that would train nothing, crash, or wait for gloo's 30-minute time-out."""
+    for flag in _OWNED_FLAGS:
+        if _has_flag(train_args, flag):
+            _refuse("{} is set by the launcher; remove it".format(flag))
+    if nproc_per_node < 1:
+        _refuse("--nproc-per-node must be at least 1 (got {}): give the number of ranks to run on "
+                "this machine".format(nproc_per_node))
+    if nnodes < 1:
+        _refuse("--nnodes must be at least 1 (got {}): give the number of machines taking part".format(nnodes))
+    if not 0 <= node_rank < nnodes:
+        _refuse("--node-rank {} is outside 0..{} (--nnodes {}): number the machines 0 to --nnodes minus 1; "
+                "the ranks would wait for machines that never join".format(node_rank, nnodes - 1, nnodes))
+    if nnodes > 1 and not master_port:
+        _refuse("--master-port is required with --nnodes > 1")
+    if master_port is not None and not 0 <= master_port < 65536:
+        _refuse("--master-port {} is not a TCP port: choose one in 1..65535 (or 0: a free one)".format(master_port))
+    # Rank 0 listens on node 0; another node cannot tell whether the port is taken there.
+    if master_port and node_rank == 0:
+        try:
+            in_use = port_in_use(master_addr, master_port)
+        except OSError as exc:
+            _refuse("cannot listen on --master-addr {} --master-port {} ({}): on node 0, give an "
+                    "address of this machine".format(master_addr, master_port, exc.strerror or exc))
+        if in_use:
+            _refuse("--master-port {} is already in use on {}: choose another port, or leave "
+                    "--master-port out to use a free one (one machine only)".format(master_port, master_addr))
+
+
+def launch(train_args, nproc_per_node=2, nnodes=1, node_rank=0, master_addr="127.0.0.1",
+           master_port=None, timeout=0.0, finish_timeout=300.0, kill_grace=10.0,
+           log_dir=None, dump_rank_params=None, out=None, poll=0.2):
+    """Run the ranks of this node; return 0 if all succeed, else a non-zero exit status."""
+    out = out or sys.stdout
+    check_options(train_args, nproc_per_node, nnodes, node_rank, master_addr, master_port)
+    port = master_port or free_port(master_addr)
+    world_size = nnodes * nproc_per_node
+    init_method = "tcp://{}:{}".format(master_addr, port)
+
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env[LAUNCHER_PID_ENV] = str(os.getpid())
+    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // nproc_per_node)))
+    if dump_rank_params:
+        env[DUMP_ENV] = os.path.abspath(dump_rank_params)
+    if log_dir:
+        os.makedirs(log_dir, exist_ok=True)
+
+    lock = threading.Lock()
+    ranks = []
+    stop_signal = []
+
+    def on_signal(signum, _frame):
+        stop_signal.append(signum)
+
+    previous = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
+    status = 0
+    try:
+        for local in range(nproc_per_node):
+            rank = node_rank * nproc_per_node + local
+            cmd = rank_command(train_args, rank, world_size, init_method)
+            ranks.append(_Rank(rank, cmd, env, log_dir, out, lock))
+            _say("started rank {} of {} (pid {}), rendezvous {}".format(
+                rank, world_size, ranks[-1].proc.pid, init_method))
+
+        start = time.monotonic()
+        first_finish = None
+        while True:
+            codes = {r.rank: r.proc.poll() for r in ranks}
+            failed = [(k, c) for k, c in codes.items() if c not in (None, 0)]
+            running = [k for k, c in codes.items() if c is None]
+            now = time.monotonic()
+            reason = None
+            if failed:
+                rank, code = failed[0]
+                how = "was killed by signal {}".format(-code) if code < 0 else "exited with status {}".format(code)
+                reason, status = "rank {} {}".format(rank, how), _exit_status(code)
+            elif not running:
+                break
+            elif stop_signal:
+                reason, status = "received signal {}".format(stop_signal[0]), 128 + stop_signal[0]
+            elif timeout and now - start > timeout:
+                reason, status = "the job ran longer than --timeout {:g}s".format(timeout), 124
+            elif len(running) < len(ranks):
+                first_finish = first_finish or now
+                if now - first_finish > finish_timeout:
+                    reason = "rank(s) {} still running {:g}s after another rank finished".format(
+                        running, finish_timeout)
+                    status = 124
+            if reason:
+                _say("{}; stopping rank(s) {}".format(reason, running or "none"))
+                break
+            time.sleep(poll)
+    finally:
+        _stop(ranks, kill_grace)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    for r in ranks:
+        r.thread.join(timeout=5)
+    if status:
+        _say("failed (exit status {})".format(status))
+    return status
+
+
+def _stop(ranks, kill_grace):
+    alive = [r for r in ranks if r.proc.poll() is None]
+    for r in alive:
+        r.signal(signal.SIGTERM)
+    deadline = time.monotonic() + kill_grace
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [r for r in alive if r.proc.poll() is None]
+    for r in alive:
+        r.signal(signal.SIGKILL)
+    for r in ranks:
+        try:
+            r.proc.wait(timeout=kill_grace)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def get_parser():
+    parser = argparse.ArgumentParser(
+        prog=PROG, allow_abbrev=False,
+        usage="%(prog)s [launcher options] [--] FAIRSEQ-TRAIN ARGS",
+        description="Train with N gloo ranks on CPU, one fairseq-train process per rank. "
+                    "Options not listed here (or everything after --) go to fairseq-train; "
+                    "--max-tokens/--batch-size are per rank.",
+    )
+    parser.add_argument("--nproc-per-node", type=int, default=2, help="ranks on this machine (default 2)")
+    parser.add_argument("--nnodes", type=int, default=1, help="machines taking part (default 1)")
+    parser.add_argument("--node-rank", type=int, default=0, help="this machine's index, 0..nnodes-1")
+    parser.add_argument("--master-addr", default="127.0.0.1",
+                        help="address of node 0, where rank 0 listens (default 127.0.0.1)")
+    parser.add_argument("--master-port", type=int, default=None,
+                        help="rendezvous port on node 0 (default: a free port; required if --nnodes > 1)")
+    parser.add_argument("--timeout", type=float, default=0.0,
+                        help="stop the job and fail after this many seconds (default 0: no limit)")
+    parser.add_argument("--finish-timeout", type=float, default=300.0,
+                        help="fail if a rank is still running this long after another finished (default 300)")
+    parser.add_argument("--kill-grace", type=float, default=10.0,
+                        help="seconds between SIGTERM and SIGKILL when stopping ranks (default 10)")
+    parser.add_argument("--log-dir", default=None, help="also write each rank's output to DIR/rank{R}.log")
+    parser.add_argument("--dump-rank-params", metavar="DIR", default=None,
+                        help="at every checkpoint, every rank writes its parameters to DIR/rank{R}.pt")
+    return parser
+
+
+def cli_main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--" in argv:
+        i = argv.index("--")
+        opts, train_args = get_parser().parse_args(argv[:i]), argv[i + 1:]
+    else:
+        opts, train_args = get_parser().parse_known_args(argv)
+    if not train_args:
+        get_parser().error("no fairseq-train arguments given")
+    status = launch(
+        train_args, nproc_per_node=opts.nproc_per_node, nnodes=opts.nnodes, node_rank=opts.node_rank,
+        master_addr=opts.master_addr, master_port=opts.master_port, timeout=opts.timeout,
+        finish_timeout=opts.finish_timeout, kill_grace=opts.kill_grace, log_dir=opts.log_dir,
+        dump_rank_params=opts.dump_rank_params,
+    )
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    cli_main()

@@ -1,0 +1,159 @@
+"""Python API: ``from_pretrained`` for the plugin's models, and the ``unk_markers`` BPE.
+
+Loading a trained model (any of ``wean_lstm``, ``core_copy``, ``word_attn_gated``)::
+
+    import fairseq_wean.hub
+    hub = fairseq_wean.hub.from_pretrained("checkpoints", checkpoint_file="checkpoint_best.pt",
+                                           data_name_or_path="data-bin")
+    hub.translate(["the cat sat on the mat ."], beam=5)   # -> ["the cat sat ."]
+
+It returns fairseq's ``GeneratorHubInterface`` (``translate``, ``sample``, ``generate``,
+``encode``/``decode``), built as fairseq's ``hub_utils.from_pretrained`` builds it with the
+plugin's ``--user-dir``. After ``import fairseq_wean`` the models' inherited classmethod works
+too: ``fairseq_wean.models.wean_lstm.WeanLSTMModel.from_pretrained(dir, checkpoint_file=...,
+data_name_or_path=...)``. Keyword arguments override the checkpoint's options
+(``bpe="unk_markers"``, ``tokenizer="moses"``, ``beam``...), as in fairseq.
+
+``--bpe unk_markers`` (this module registers it): raw text in, raw text out for ``core_copy``
+trained on ``<unk-N>`` data (README, "core_copy and rare words"). ``encode`` writes each word
+outside the marker dictionary as ``<unk-N>`` (N: its first source position), as
+``preprocess/unk_markers.py encode`` does; ``decode`` puts source word N back for every
+``<unk-N>`` of the hypothesis. The marker dictionary is ``--unk-markers-dict`` or, by default,
+the model's source dictionary (the data directory's ``dict.<src>.txt``).
+
+Why decode knows the source. fairseq calls ``bpe.decode(hypothesis)`` with the hypothesis only.
+Rather than guessing which encoded sentence a hypothesis belongs to from the order of the calls
+(which breaks with nbest > 1, ``--buffer-size``, sorted batches, repeated identical sources, or
+two different sources with the same marked form), every hypothesis carries its own source words:
+:mod:`fairseq_wean.unk_replacement` attaches them to ``hypo["alignment"]`` in
+``FairseqTask.inference_step``, fairseq-interactive and fairseq-generate pass that object to
+``utils.post_process_prediction`` and then call ``decode`` on the same hypothesis, and the hub's
+``sample``/``translate`` (patched here) decode each hypothesis with its sentence's words. A
+``decode`` with no known source (e.g. ``hub.decode(tokens)`` called directly, or fairseq-generate
+decoding its ``S-``/``T-`` strings) leaves the markers as they are.
+"""
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+from fairseq.data.encoders import register_bpe
+from fairseq.dataclass import FairseqDataclass
+
+from fairseq_wean import unk_replacement
+from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker
+
+USER_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def from_pretrained(checkpoint_dir, checkpoint_file="checkpoint_best.pt", data_name_or_path=".", **kwargs):
+    """fairseq's ``GeneratorHubInterface`` for a checkpoint of this plugin.
+
+    checkpoint_dir: directory of the checkpoint; checkpoint_file: its file name (several joined
+    by ``os.pathsep`` make an ensemble); data_name_or_path: the binarized data directory (its
+    dictionaries), relative to checkpoint_dir when it starts with "."; kwargs: option overrides
+    (e.g. ``bpe="unk_markers"``, ``beam=5``).
+    """
+    from fairseq import hub_utils
+
+    kwargs.setdefault("user_dir", USER_DIR)
+    loaded = hub_utils.from_pretrained(checkpoint_dir, checkpoint_file=checkpoint_file,
+                                       data_name_or_path=data_name_or_path, **kwargs)
+    return hub_utils.GeneratorHubInterface(loaded["args"], loaded["task"], loaded["models"])
+
+
+@dataclass
+class UnkMarkersBPEConfig(FairseqDataclass):
+    unk_markers_dict: Optional[str] = field(
+        default=None,
+        metadata={"help": "fairseq dictionary whose words stay words (others become <unk-N>, up to its "
+                          "number of markers); default: the model's source dictionary"})
+
+
+@register_bpe("unk_markers", dataclass=UnkMarkersBPEConfig)
+class UnkMarkersBPE(object):
+    """Words outside the dictionary <-> ``<unk-N>`` (see the module docstring)."""
+
+    def __init__(self, cfg):
+        self.vocabulary = None
+        self.max_markers = None
+        if cfg.unk_markers_dict:
+            from fairseq.data import Dictionary
+
+            from fairseq_wean.textio import check_input
+
+            check_input(cfg.unk_markers_dict, "--unk-markers-dict")
+            self.set_dictionary(Dictionary.load(cfg.unk_markers_dict))
+        unk_replacement.mark_active()
+
+    def set_dictionary(self, dictionary):
+        """Use the words and the markers of ``dictionary`` (a fairseq Dictionary)."""
+        self.vocabulary = {w for w in dictionary.symbols if not is_position_marker(w)}
+        self.max_markers = sum(1 for w in dictionary.symbols if is_position_marker(w)) or None
+
+    def encode(self, x: str) -> str:
+        if self.vocabulary is None:
+            raise RuntimeError("unk_markers BPE used before its dictionary was set")
+        unk_replacement.record_bpe_input(x)
+        marked, _ = encode_pair(x.split(), None, self.vocabulary, self.max_markers)
+        return " ".join(marked)
+
+    def decode(self, x: str, source=None) -> str:
+        """``x`` with every ``<unk-N>`` replaced by word N of ``source`` (list of words; default:
+        the source of the hypothesis fairseq post-processed last)."""
+        if source is None:
+            source = unk_replacement.take_current_source()
+        if source is None:
+            return x
+        return " ".join(decode_hypothesis(source, x.split()))
+
+    def is_beginning_of_word(self, x: str) -> bool:
+        return True
+
+
+def _wrapped_hub_init(original):
+    def __init__(self, cfg, task, models):
+        original(self, cfg, task, models)
+        if isinstance(self.bpe, UnkMarkersBPE) and self.bpe.vocabulary is None:
+            self.bpe.set_dictionary(self.src_dict)
+
+    __init__._fairseq_wean_hub = True
+    return __init__
+
+
+def _wrapped_hub_sample(original):
+    def sample(self, sentences, beam=1, verbose=False, **kwargs):
+        if not isinstance(self.bpe, UnkMarkersBPE):
+            return original(self, sentences, beam, verbose, **kwargs)
+        if isinstance(sentences, str):
+            return sample(self, [sentences], beam=beam, verbose=verbose, **kwargs)[0]
+        tokenized = [self.tokenize(sentence) for sentence in sentences]
+        batched_hypos = self.generate([self.binarize(self.apply_bpe(t)) for t in tokenized], beam, verbose,
+                                      **kwargs)
+        return [self.detokenize(self.bpe.decode(self.string(hypos[0]["tokens"]), source=t.split()))
+                for t, hypos in zip(tokenized, batched_hypos)]
+
+    sample._fairseq_wean_hub = True
+    return sample
+
+
+def _wrapped_build_bpe(original):
+    def build_bpe(self, args):
+        bpe = original(self, args)
+        if isinstance(bpe, UnkMarkersBPE) and bpe.vocabulary is None:
+            bpe.set_dictionary(self.source_dictionary)
+        return bpe
+
+    build_bpe._fairseq_wean_hub = True
+    return build_bpe
+
+
+def install():
+    """Patch the hub's sample and the task's BPE builder (called when the plugin is imported)."""
+    from fairseq.hub_utils import GeneratorHubInterface
+    from fairseq.tasks import FairseqTask
+
+    if getattr(GeneratorHubInterface.sample, "_fairseq_wean_hub", False):
+        return
+    GeneratorHubInterface.__init__ = _wrapped_hub_init(GeneratorHubInterface.__init__)
+    GeneratorHubInterface.sample = _wrapped_hub_sample(GeneratorHubInterface.sample)
+    FairseqTask.build_bpe = _wrapped_build_bpe(FairseqTask.build_bpe)

@@ -1,0 +1,71 @@
+"""Checks of the model options, run by every model's ``build_model`` before any module is built.
+
+Without them a size of 0, a negative size or ``--dropout 1.5`` reaches torch, which answers
+with a traceback from deep inside ``nn.LSTM`` or ``nn.Dropout`` (or, for ``--decoder-layers 0``,
+only at the first training step). Each check raises a one-line ``FairseqWeanError`` that names
+the option and the fix; fairseq-train, fairseq-generate and fairseq-interactive print it as
+``fairseq-wean: error: ...`` and exit with status 1.
+"""
+from fairseq_wean.errors import FairseqWeanError
+
+# Declared by add_rnn_seq2seq_args (fairseq_wean.modules.rnn_encoder) for all three models.
+SHARED_SIZE_OPTIONS = (
+    "encoder_hidden_size",
+    "encoder_layers",
+    "decoder_hidden_size",
+    "decoder_layers",
+    "max_source_positions",
+    "max_target_positions",
+)
+
+
+def option_flag(dest):
+    """``"encoder_layers"`` -> ``"--encoder-layers"``: the flag as the user typed it."""
+    return "--" + dest.replace("_", "-")
+
+
+def check_choice(args, dest, choices):
+    """Refuse a value of ``args.<dest>`` outside ``choices``.
+
+    argparse already checks ``choices`` on the command line; this catches values that reach
+    ``build_model`` another way (a checkpoint's saved arguments, a Python caller).
+    """
+    value = getattr(args, dest)
+    if value not in choices:
+        raise FairseqWeanError(
+            "unknown {} {!r}: choose one of {}".format(option_flag(dest), value, ", ".join(choices))
+        )
+
+
+def check_model_options(args, size_options=(), encoder_directions=1):
+    """Refuse sizes, depths and dropout that cannot build a working model.
+
+    ``size_options``: the model's own size options (``args`` attribute names, e.g.
+    ``("embed_dim",)``), checked with the shared ones of ``SHARED_SIZE_OPTIONS``.
+    ``encoder_directions``: 2 for a bidirectional encoder, whose states h_i have twice
+    ``--encoder-hidden-size`` units; used to check ``--attention-score dot``, which needs
+    query s_t and keys h_i of one size.
+    """
+    for dest in SHARED_SIZE_OPTIONS + tuple(size_options):
+        value = getattr(args, dest)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise FairseqWeanError(
+                "{} must be a positive whole number, got {!r}: every layer needs at least one unit and "
+                "every model at least one encoder and one decoder layer".format(option_flag(dest), value)
+            )
+    dropout = args.dropout
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+        raise FairseqWeanError(
+            "--dropout must be a probability in [0, 1), got {!r}: it is the fraction of units dropped "
+            "(e.g. --dropout 0.2; 0 turns dropout off)".format(dropout)
+        )
+    if getattr(args, "attention_score", None) == "dot":
+        keys = args.encoder_hidden_size * encoder_directions
+        if args.decoder_hidden_size != keys:
+            raise FairseqWeanError(
+                "--attention-score dot needs the decoder state and the encoder states to have one size, "
+                "but --decoder-hidden-size is {} and the encoder states have {} ({} x {} direction(s)): "
+                "set --decoder-hidden-size {} or use --attention-score general".format(
+                    args.decoder_hidden_size, keys, args.encoder_hidden_size, encoder_directions, keys
+                )
+            )

@@ -186,7 +186,7 @@ for k in 0 1 2 3 4 5 6 7; do REFS+=("$TEXT/test.ref.$k"); done
 # the source nor any reference, invented_sent_pct = % sentences with one.
 fairseq-wean-score --sys "$OUT/test.hyp" --orig "$TEXT/test.complex" --refs "${REFS[@]}" \
   --metrics sari,bleu,fkgl,stats --compare-to "$TEXT/test.complex" 2> "$OUT/score.err" \
-  | sed 's/| other:{0,1} /| copy-the-source /; s/^other = .*; p:/p:/' | tee "$OUT/scores.txt" \
+  | sed 's/| other:\{0,1\} /| copy-the-source /; s/^other = .*; p:/p:/' | tee "$OUT/scores.txt" \
   || { cat "$OUT/score.err" >&2; exit 1; }
 fairseq-wean-report --sys "$OUT/generate-test.log" "$TEXT/test.complex" --names core_copy copy-the-source \
   --orig "$TEXT/test.complex" --refs "${REFS[@]}" --metrics sari,bleu,fkgl,stats \

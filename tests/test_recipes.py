@@ -5,6 +5,7 @@ repository, or $FAIRSEQ_WEAN_DATA).
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -218,10 +219,25 @@ def test_prepare_iwslt14_staged_bpe_is_fairseqs(tmp_path):
 
 @needs_data
 def test_main_job_tiny(tmp_path):
-    proc = run_script("examples/main_job.sh", DATA, "--tiny", env={"MAIN_JOB_OUT": str(tmp_path / "mj")})
+    """core_copy on word-pg: checkpoint by validation SARI, markers put back, invented words, report."""
+    mj = tmp_path / "mj"
+    proc = run_script("examples/main_job.sh", DATA, "--tiny", env={"MAIN_JOB_OUT": str(mj)})
     assert "SARI" in proc.stdout and "BLEU" in proc.stdout
     assert "SRC:" in proc.stdout and "OUT:" in proc.stdout
-    assert len(read_text_lines(tmp_path / "mj" / "test.hyp")) == 12
+    assert proc.stdout.count("invented") == 2 and "copy-the-source" in proc.stdout
+    # validation decoded and scored with SARI (the checkpoint metric)
+    assert re.search(r"valid on .valid1. subset .*\| sari [0-9.]+", (mj / "train.log").read_text(encoding="utf-8"))
+    hyps = read_text_lines(mj / "test.hyp")
+    assert len(hyps) == 12 and not any("<unk" in h for h in hyps)
+    # the restored log: plain source words, one block per sentence with its G- (copy gate) line
+    # after its H- line, its hypotheses exactly test.hyp
+    lines = read_text_lines(mj / "generate-test.log")
+    sources = read_text_lines(mj / "data" / "text" / "test.complex")
+    assert [l.split("\t")[-1] for l in lines if l.startswith("S-")] == sources
+    assert [l.split("\t")[-1] for l in lines if l.startswith("H-")] == hyps
+    kinds = [l.split("\t")[0] for l in lines if l[:2] in ("S-", "H-", "G-")]
+    assert kinds == [k + "-" + str(i) for i in range(12) for k in ("S", "H", "G")]
+    assert (mj / "report.html").exists() and str(mj / "report.html") in proc.stdout
 
 
 @needs_data

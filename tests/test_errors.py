@@ -169,8 +169,8 @@ def runs(data_bin, raw_dir, tmp_path_factory):
     plan = work / "plan.json"
     plan.write_text(json.dumps({
         "data": str(data_bin), "user_dir": USER_DIR, "data_root": str(raw_dir), "gen_dir": str(work / "gen"),
-        "epochs": [[1, str(evil)]], "valid": {"subset": "valid", "orig": "valid.src", "refs": ["valid.tgt"],
-                                               "metrics": "bleu", "metric": "bleu"},
+        "selected": {"epoch": 1, "checkpoint": str(evil), "curve": [{"epoch": 1, "bleu": 0.0}]},
+        "valid": {"subset": "valid", "orig": "valid.src", "refs": ["valid.tgt"], "metrics": "bleu", "metric": "bleu"},
         "tests": {}, "gen_args": ["--cpu", "--beam", "1"], "out": str(work / "result.json"),
     }))
     long_line = " ".join("w{}".format(i % 40) for i in range(1100))  # > the default 1024 positions
@@ -199,7 +199,7 @@ def runs(data_bin, raw_dir, tmp_path_factory):
          {"input": "w1 w2 w3\n" + long_line + "\n", "check": False}),
         ("python", [os.path.join(REPO, "examples", "word_attention_figure3.py"), "--path", evil,
                     "--source", "w1 w2", "--output", work / "fig.png"], {"check": False}),
-        ("python", [os.path.join(REPO, "examples", "evaluate_system.py"), plan], {"check": False}),
+        ("python", ["-m", "fairseq_wean.compare.evaluate", plan], {"check": False}),
         ("fairseq-interactive", [data_bin, "--user-dir", USER_DIR, "--path", best, "--source-lang", "src",
                                  "--target-lang", "tgt", "--beam", 2, "--cpu", "--input", latin1_input, "--buffer-size", 4],
          {"check": False}),

@@ -68,8 +68,7 @@ def test_characters_round_trip_through_fairseq_post_process():
 
 
 def test_replace_unk_takes_the_most_attended_source_word():
-    sys.path.insert(0, os.path.join(REPO, "examples"))
-    from evaluate_system import replace_unk
+    from fairseq_wean.compare.evaluate import replace_unk
 
     # alignment pairs are (source word, target word), as fairseq --print-alignment prints them
     assert replace_unk("the <unk> sat on <unk>", "a zorbly cat sat on mats", [(0, 0), (1, 1), (3, 2), (5, 4)]) == \

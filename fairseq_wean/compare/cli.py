@@ -8,7 +8,7 @@ import time
 import fairseq_wean.compare as package
 from fairseq_wean.compare import report, runner
 from fairseq_wean.compare.runner import REPO, fmt_secs, log
-from fairseq_wean.compare.systems import BASELINE, DATASET_VOCAB, SYSTEMS, TASKS
+from fairseq_wean.compare.systems import BASELINE, CONVERGED, DATASET_VOCAB, SYSTEMS, TASKS
 from preprocess import common
 
 
@@ -23,7 +23,20 @@ def parse_args(argv=None):
     p.add_argument("--out", help="output directory (default work_dirs/compare-TASK[-DATASET][-tiny])")
     p.add_argument("--tiny", action="store_true",
                    help="CI size: a few hundred training pairs, 12 evaluation sentences, 1 epoch, fewer runs")
-    p.add_argument("--epochs", type=int, help="epoch budget of every system (default: per task)")
+    p.add_argument("--budget", choices=["short", "converged"], default="short",
+                   help="short (default): every system trains --epochs epochs with 32-sentence batches and each "
+                        "epoch checkpoint is decoded afterwards (WEAN's convergence-speed setting); converged: "
+                        "--max-tokens batches, each system trains until its validation score (computed inside "
+                        "fairseq-train) has not improved for --patience epochs, at most --max-epoch")
+    p.add_argument("--epochs", type=int, help="short budget: epochs of every system (default: per task)")
+    p.add_argument("--patience", type=int, help="converged budget: epochs without a better validation score "
+                                                "before a system stops (default: per task)")
+    p.add_argument("--max-epoch", type=int, help="converged budget: cap on epochs (default: per task)")
+    p.add_argument("--results-dir",
+                   help="where each finished system's test outputs (TESTSET.hyp) and scores.json are kept, one "
+                        "folder per SYSTEM-VOCAB; a system found there is not trained again (default: "
+                        "docs/results/TASK[-DATASET] for the converged budget, docs/results/TASK[-DATASET]-short "
+                        "for the short one, OUT/results with --tiny)")
     p.add_argument("--runs", help="comma list of SYSTEM:VOCAB to run, e.g. lstm:word,wean_lstm:spm "
                                   "(default: the task's list; systems: {})".format(", ".join(SYSTEMS)))
     p.add_argument("--jobs", type=int, default=2,
@@ -50,16 +63,33 @@ def parse_args(argv=None):
             runs.append((system, variant))
         args.run_list = runs
     else:
-        args.run_list = task["tiny_runs" if args.tiny else "runs"]
+        converged = CONVERGED[args.task] if args.budget == "converged" else {}
+        args.run_list = task["tiny_runs"] if args.tiny else converged.get("runs", task["runs"])
         vocab = DATASET_VOCAB.get(args.dataset)
         if vocab:  # e.g. IWSLT'14: every system on the 10k joint BPE
             args.run_list = list(dict.fromkeys((s, vocab) for s, _ in args.run_list))
+    if args.budget == "converged" and not args.tiny:
+        # extra seeds (the word-attention ablation): runs (system, vocab, seed) after the main list
+        seeds = CONVERGED[args.task].get("seeds", {})
+        args.run_list = list(args.run_list) + [(s, v, seed) for s, v in args.run_list
+                                               for seed in seeds.get(s, []) if seed != args.seed]
     if args.epochs is None:
         args.epochs = 1 if args.tiny else task["epochs"]
+    if args.max_epoch is None:
+        args.max_epoch = args.epochs if args.tiny else CONVERGED[args.task]["max_epoch"]
+    if args.patience is None:
+        args.patience = CONVERGED[args.task]["patience"]
+    if args.max_epoch < 1 or args.patience < 1 or args.epochs < 1:
+        p.error("--epochs, --max-epoch and --patience must be at least 1")
+    name = args.task if args.dataset == datasets[0] else "{}-{}".format(args.task, args.dataset)
     if args.out is None:
-        name = args.task if args.dataset == datasets[0] else "{}-{}".format(args.task, args.dataset)
-        args.out = os.path.join(REPO, "work_dirs", "compare-{}{}".format(name, "-tiny" if args.tiny else ""))
+        args.out = os.path.join(REPO, "work_dirs", "compare-{}{}{}".format(
+            name, "-converged" if args.budget == "converged" else "", "-tiny" if args.tiny else ""))
     args.out = os.path.abspath(args.out)
+    if args.results_dir is None:
+        args.results_dir = os.path.join(args.out, "results") if args.tiny else os.path.join(
+            REPO, "docs", "results", name + ("" if args.budget == "converged" else "-short"))
+    args.results_dir = os.path.abspath(args.results_dir)
     args.data_dir = os.path.abspath(args.data_dir)  # subprocesses run in the repository
     if not os.path.isdir(args.data_dir):
         p.error("data directory {} not found (see README.md, 'Data')".format(args.data_dir))
@@ -71,7 +101,10 @@ def main(argv=None):
     t_start = time.time()
     os.makedirs(args.out, exist_ok=True)
     command = "fairseq-wean-compare " + " ".join(argv if argv is not None else sys.argv[1:])
-    log("{} comparison -> {} ({} runs, {} epoch(s) each)".format(args.task, args.out, len(args.run_list), args.epochs))
+    log("{} comparison -> {} ({} runs, {}; results in {})".format(
+        args.task, args.out, len(args.run_list), "{} epoch(s) each".format(args.epochs) if args.budget == "short"
+        else "until validation stops improving for {} epochs, at most {}".format(args.patience, args.max_epoch),
+        args.results_dir))
     recipe, prepare_cmd = runner.prepare(args)
     if recipe.get("trainable") is False:
         raise SystemExit("{}: no training data (LCSTS PART I) under {}; the recipe wrote the test set and its "
@@ -80,27 +113,31 @@ def main(argv=None):
         raise SystemExit("{}: prepared from the staged valid/test files only (smoke test). Prepare the full data "
                          "first: python -m preprocess.prepare_{} --raw DIR --out {}".format(
                              args.dataset, args.dataset, os.path.join(args.out, "data")))
-    missing = [v for _, v in args.run_list if v not in recipe["variants"]]
+    missing = [key[1] for key in args.run_list if key[1] not in recipe["variants"]]
     if missing:
         raise SystemExit("vocabulary variant(s) {} not prepared for {}".format(", ".join(sorted(set(missing))), args.task))
-    for system, variant in args.run_list:  # built once, before runs share it
+    for system, variant, *_seed in args.run_list:  # built once, before runs share it
         if system == "core_copy":
             runner.align_table(recipe, os.path.join(args.out, "data"), variant)
     evals, reused = runner.run_all(args, recipe)
     log("scoring test outputs (p-values against fairseq {})".format(BASELINE))
-    rows = report.build_rows(args, recipe, evals, report.baseline_outputs(args, recipe))
+    baselines = report.baseline_outputs(args, recipe)
+    rows = report.build_rows(args, recipe, evals, baselines)
     meta = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": report.machine(),
             "wall_seconds": time.time() - t_start, "prepare_command": " ".join(prepare_cmd), "epochs": args.epochs,
-            "runs": len(evals), "reused": reused}
-    report.write_tables(args, recipe, rows, meta)
+            "budget": args.budget, "patience": args.patience, "max_epoch": args.max_epoch,
+            "results_dir": os.path.relpath(args.results_dir, REPO), "runs": len(evals), "reused": reused}
+    seeds = report.seed_rows(args, recipe, evals) if any(len(key) > 2 for key in evals) else None
+    report.write_tables(args, recipe, rows, meta, seeds)
     curve = report.plot_curves(args, recipe, evals)
+    page = report.write_html_report(args, recipe, evals, baselines)
     with open(os.path.join(args.out, "results.json"), "w", encoding="utf-8") as f:
-        json.dump({"meta": meta, "rows": rows, "recipe": recipe,
-                   "runs": {"{}:{}".format(s, v): ev for (s, v), ev in evals.items()}}, f, indent=2)
+        json.dump({"meta": meta, "rows": rows, "recipe": recipe, "seed_rows": seeds,
+                   "runs": {":".join(map(str, key)): ev for key, ev in evals.items()}}, f, indent=2)
     with open(os.path.join(args.out, "results.md"), encoding="utf-8") as f:
         print(f.read())
-    log("wrote {}, {}, {} in {}".format(os.path.join(args.out, "results.md"), os.path.join(args.out, "results.csv"),
-                                        curve, fmt_secs(time.time() - t_start)))
+    log("wrote {}, {}, {}, {} in {}".format(os.path.join(args.out, "results.md"), os.path.join(args.out, "results.csv"),
+                                            curve, page, fmt_secs(time.time() - t_start)))
     return rows
 
 

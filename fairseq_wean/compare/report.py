@@ -6,8 +6,8 @@ Scores come from the scoring library (:func:`fairseq_wean.scoring.score`, what
 import csv
 import os
 
-from fairseq_wean.compare.runner import fmt_secs
-from fairseq_wean.compare.systems import BASELINE, METRIC_NAMES, SYSTEMS, TASKS
+from fairseq_wean.compare.runner import fmt_secs, machine, run_name  # noqa: F401 (machine: cli's meta)
+from fairseq_wean.compare.systems import BASELINE, METRIC_NAMES, SYSTEMS, TASKS, WORD_ATTENTION_ABLATION
 from preprocess import common
 
 
@@ -67,7 +67,10 @@ def build_rows(args, recipe, evals, baselines):
     data_out = os.path.join(args.out, "data")
     rows = []
     entries = [(name, None, "-", outs, None) for name, outs in baselines.items()]
-    for (system, variant), ev in evals.items():
+    for key, ev in evals.items():
+        if len(key) > 2:
+            continue  # an extra seed: in the seed table (seed_rows), not in the main table
+        system, variant = key
         for decoding in ("plain", "replace_unk"):
             if all(decoding in ev["outputs"][t] for t in recipe["tests"]):
                 entries.append((system, variant, decoding, {t: ev["outputs"][t] for t in recipe["tests"]}, ev))
@@ -93,6 +96,9 @@ def build_rows(args, recipe, evals, baselines):
                         row["unk_pct"] = s["stats"]["unk_pct"]
                         row["copy_pct"] = s["stats"]["copy_pct"]
                         row["exact_copy_pct"] = s["stats"]["exact_copy_pct"]
+                        for k in ("invented_pct", "invented_sent_pct"):  # faithfulness: words in no source/reference
+                            if k in s["stats"]:
+                                row[k] = s["stats"][k]
                     continue
                 row["{}/{}".format(test, m)] = s[m]
                 if other:
@@ -100,7 +106,8 @@ def build_rows(args, recipe, evals, baselines):
         if ev:
             row.update(params=ev["params"], output_params=ev["output_params"], output_tied=ev.get("output_tied", False),
                        train_seconds=round(ev["train_seconds"], 1), best_epoch=ev["best_epoch"],
-                       best_valid=round(ev["best_valid"], 2))
+                       best_valid=round(ev["best_valid"], 2),
+                       epochs_trained=max((int(e) for e in ev.get("valid_loss") or {}), default=None))
         rows.append(row)
     return rows
 
@@ -111,9 +118,13 @@ def columns(args, recipe):
         for m in spec["table"]:
             cols.append(("{}/{}".format(test, m), "{} {}".format(test, METRIC_NAMES[m])))
             cols.append(("{}/{}/p".format(test, m), "p"))
-    cols += [("avg_len", "len"), ("unk_pct", "UNK %"), ("copy_pct", "copy %"), ("exact_copy_pct", "= src %"),
-             ("params", "params"), ("output_params", "output-layer params"), ("output_tied", ""), ("train_seconds", "train time"),
-             ("best_epoch", "best epoch")]
+    cols += [("avg_len", "len"), ("unk_pct", "UNK %"), ("copy_pct", "copy %"), ("exact_copy_pct", "= src %")]
+    if args.task != "translation":  # faithfulness (paraphrasing tasks): output words in no source or reference
+        cols += [("invented_pct", "invented %"), ("invented_sent_pct", "sent. with invented %")]
+    cols += [("params", "params"), ("output_params", "output-layer params"), ("output_tied", ""),
+             ("train_seconds", "train time"), ("best_epoch", "best epoch")]
+    if getattr(args, "budget", "short") == "converged":
+        cols.append(("epochs_trained", "epochs"))
     return cols
 
 
@@ -133,7 +144,76 @@ def cell(key, value):
     return str(value).replace("replace_unk", "replace-unk")
 
 
-def write_tables(args, recipe, rows, meta):
+def budget_sentence(args, recipe):
+    metric = recipe["valid"]["metric"]
+    if getattr(args, "budget", "short") == "converged":
+        return ("Converged budget: --max-tokens batches; each system trained until its validation {} (beam 5, "
+                "computed inside fairseq-train by --task translation_with_metrics) had not improved for {} epochs "
+                "(fairseq --patience), at most {} epochs; each system is its checkpoint with the best validation {} "
+                "(checkpoint_best.pt); test decoding beam 5.".format(metric, args.patience, args.max_epoch, metric))
+    return ("Epoch budget {} for every system; each system is its epoch with the best validation {} "
+            "(decoded with beam 5); test decoding beam 5.".format(args.epochs, metric))
+
+
+def seed_rows(args, recipe, evals):
+    """The word-attention ablation over seeds: [(system, [score per seed], mean, sd, {other: [p per seed]})].
+
+    One row per system of WORD_ATTENTION_ABLATION that has runs for several seeds; the score is the
+    main test set's validation metric, and p the paired bootstrap against the previous row of the
+    ablation (RNNsearch < + word attention < + contextual gates) trained with the same seed.
+    """
+    import statistics
+
+    data_out = os.path.join(args.out, "data")
+    test = recipe["main_test"]
+    spec = recipe["tests"][test]
+    metric = recipe["valid"]["metric"]
+    seeds = sorted({key[2] for key in evals if len(key) > 2} | {args.seed})
+    systems = [s for s in WORD_ATTENTION_ABLATION if any(len(k) > 2 and k[0] == s for k in evals)]
+    rows = []
+
+    def run(system, seed):
+        for key, ev in evals.items():
+            if key[0] == system and (key[2] if len(key) > 2 else args.seed) == seed:
+                return ev
+        return None
+
+    for i, system in enumerate(systems):
+        scores, p_values = [], []
+        for seed in seeds:
+            ev = run(system, seed)
+            if ev is None:
+                continue
+            prev = run(systems[i - 1], seed) if i else None
+            other = prev["outputs"][test]["plain"] if prev else None
+            s = score(ev["outputs"][test]["plain"], spec, data_out, compare_to=other, metrics=metric)
+            scores.append((seed, s[metric]))
+            if other:
+                p_values.append((seed, s["p_values"][metric]))
+        values = [v for _, v in scores]
+        rows.append({"system": system, "scores": scores, "mean": statistics.mean(values),
+                     "sd": statistics.stdev(values) if len(values) > 1 else 0.0,
+                     "against": systems[i - 1] if i else None, "p_values": p_values})
+    return rows
+
+
+def seed_table(args, recipe, rows):
+    metric = METRIC_NAMES.get(recipe["valid"]["metric"], recipe["valid"]["metric"])
+    seeds = [seed for seed, _ in rows[0]["scores"]]
+    lines = ["", "### Word-attention ablation over {} seeds ({} {})".format(len(seeds), recipe["main_test"], metric), "",
+             "| system | " + " | ".join("seed {}".format(s) for s in seeds) + " | mean | sd | against | p per seed |",
+             "|---|" + "---|" * len(seeds) + "---|---|---|---|"]
+    for r in rows:
+        p = ", ".join("<0.001" if v < 0.001 else "{:.3f}".format(v) for _, v in r["p_values"])
+        lines.append("| {} | {} | {:.2f} | {:.2f} | {} | {} |".format(
+            r["system"], " | ".join("{:.2f}".format(v) for _, v in r["scores"]), r["mean"], r["sd"],
+            r["against"] or "", p))
+    lines += ["", "p: paired bootstrap (1000 resamples) of each seed's run against the row above trained with the "
+                  "same seed (RNNsearch < + word attention < + contextual gates); sd: sample standard deviation."]
+    return lines
+
+
+def write_tables(args, recipe, rows, meta, seeds=None):
     cols = columns(args, recipe)
     with open(os.path.join(args.out, "results.csv"), "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
@@ -150,16 +230,19 @@ def write_tables(args, recipe, rows, meta):
              "| " + " | ".join(h for _, h in cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         lines.append("| " + " | ".join(cell(k, r.get(k)) for k, _ in cols) + " |")
-    lines += ["", "Epoch budget {} for every system; each system is its epoch with the best validation {} "
-                  "(decoded with beam 5); test decoding beam 5.".format(args.epochs, recipe["valid"]["metric"]),
+    lines += ["", budget_sentence(args, recipe),
               "SARI: EASSE's corpus_sari (default: lowercase + 13a tokenization); SARI (legacy): EASSE legacy=True, the "
               "variant behind published TurkCorpus numbers. "
               "p: paired bootstrap (1000 resamples, fairseq-wean-score --compare-to) against fairseq `lstm` with the "
               "same vocabulary (else the word-level `lstm`) and the same UNK handling. UNK `replace-unk`: each `<unk>` replaced by the source word with "
               "the highest attention (fairseq's --replace-unk rule). output-layer params: parameters used only "
               "to score the vocabulary; \"tied\": the output layer is the input embedding matrix (counted once, "
-              "in params).",
-              "", "![validation score per epoch](valid_curve.png)", ""]
+              "in params)." + (" invented %: output words found in neither the source nor any reference "
+                               "(fairseq-wean-score stats); sent. with invented %: sentences with at least one."
+                               if args.task != "translation" else "")]
+    if seeds:
+        lines += seed_table(args, recipe, seeds)
+    lines += ["", "![validation score per epoch](valid_curve.png)", ""]
     with open(os.path.join(args.out, "results.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines))
 
@@ -180,7 +263,10 @@ def plot_curves(args, recipe, evals):
     colours = {system: "C{}".format(i) for i, system in enumerate(SYSTEMS)}
     styles = {"spm": "--", "char": ":", "bpe": "-."}
     fig, axes = plt.subplots(1, 2, figsize=(13, 4))
-    for (system, variant), ev in evals.items():
+    for key, ev in evals.items():
+        if len(key) > 2:
+            continue  # extra seeds: the figure shows one run per system
+        system, variant = key
         style = dict(marker="o", color=colours.get(system), linestyle=styles.get(variant, "-"),
                      label="{} ({})".format(system, variant))
         xs = [r["epoch"] for r in ev["curve"]]
@@ -203,9 +289,26 @@ def plot_curves(args, recipe, evals):
     return path
 
 
-def machine():
-    import platform
+def write_html_report(args, recipe, evals, baselines):
+    """The inspection page of the task's main test set (``fairseq-wean-report``'s page): every
+    system's plain output (fairseq ``lstm`` first: p-values are against it) and the baselines,
+    side by side. Returns its path."""
+    from fairseq_wean import textio
+    from fairseq_wean.report import build, render
+    from fairseq_wean.scoring.scores import parse_metrics
 
-    return "{} CPU core(s), {} {}".format(os.cpu_count(), platform.system(), platform.machine())
-
-
+    data_out = os.path.join(args.out, "data")
+    test = recipe["main_test"]
+    spec = recipe["tests"][test]
+    keys = sorted((k for k in evals if len(k) == 2), key=lambda k: k[0] != BASELINE)  # stable: task order
+    paths = [evals[k]["outputs"][test]["plain"] for k in keys] + [outs[test]["plain"] for outs in baselines.values()]
+    names = ["{} ({})".format(*k) for k in keys] + list(baselines)
+    systems, orig, refs = build.load_inputs(paths, names, os.path.join(data_out, spec["orig"]),
+                                            [os.path.join(data_out, r) for r in spec["refs"]])
+    metrics = [m for m in parse_metrics(spec["metrics"])]
+    page = render.render_page(build.build_report(
+        systems, orig, refs, metrics=metrics, rouge_chars="--rouge-chars" in spec.get("score_args", [])))
+    path = os.path.join(args.out, "report.html")
+    with textio.atomic_output(path) as f:
+        f.write(page)
+    return path

@@ -3,7 +3,7 @@
 fairseq-train runs with ``--log-format json``; its ``train_inner``, ``train`` and ``valid``
 records (:func:`read_train_log`) give the console progress and the validation loss per epoch.
 Decoding, selection and parameter counts run in one process per system
-(``examples/evaluate_system.py``).
+(:mod:`fairseq_wean.compare.evaluate`).
 """
 import json
 import os
@@ -13,12 +13,12 @@ import sys
 import threading
 import time
 
-from fairseq_wean.compare.systems import BATCH, GEN_ARGS, SYSTEMS, TASKS
+from fairseq_wean.compare.systems import (BATCH, CONVERGED, CONVERGED_BATCH, GEN_ARGS, SYSTEMS, TASKS,
+                                          VALID_FLAGS, converged_system_args)
 from preprocess import common
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 USER_DIR = os.path.join(REPO, "fairseq_wean")
-EVALUATE_SYSTEM = os.path.join(REPO, "examples", "evaluate_system.py")
 
 
 _OUTPUT_LOCK = threading.Lock()
@@ -46,7 +46,7 @@ def prepare(args):
     """Run the task's preprocess module (skipped when its recipe.json exists)."""
     task = TASKS[args.task]
     data_out = os.path.join(args.out, "data")
-    variants = sorted({v for _, v in args.run_list})
+    variants = sorted({key[1] for key in args.run_list})
     cmd = [sys.executable, "-m", task["datasets"][args.dataset], "--data-dir", args.data_dir, "--out", data_out,
            "--variants", ",".join(variants), "--seed", str(args.seed)]
     if args.tiny:
@@ -95,19 +95,75 @@ def align_table(recipe, data_out, variant):
     return table
 
 
-def train_command(args, recipe, system, variant, run_dir):
+def run_seed(args, key):
+    """The seed of a run: its third element (extra seeds of CONVERGED["seeds"]), else --seed."""
+    return key[2] if len(key) > 2 else args.seed
+
+
+def run_name(key):
+    """``SYSTEM-VOCAB`` (the run's folder under runs/ and under the results directory), with
+    ``-seedN`` for the extra seeds of a run."""
+    return "-".join(key[:2]) + ("-seed{}".format(key[2]) if len(key) > 2 else "")
+
+
+def train_command(args, recipe, system, variant, run_dir, seed=None):
+    """The fairseq-train command of one run. Both budgets select the checkpoint inside fairseq-train
+    (--task translation_with_metrics, :func:`validation_metric_args`); they differ in the
+    settings, the batches and the stopping rule (see :mod:`fairseq_wean.compare.systems`)."""
     data_out = os.path.join(args.out, "data")
     info = recipe["variants"][variant]
+    converged = args.budget == "converged"
     cmd = [common.bin_path("fairseq-train"), os.path.join(data_out, info["bin"]), "--user-dir", USER_DIR,
-           "--task", "translation", "--source-lang", recipe["src"], "--target-lang", recipe["tgt"]]
-    cmd += SYSTEMS[system]
+           "--task", "translation_with_metrics", "--source-lang", recipe["src"], "--target-lang", recipe["tgt"]]
+    cmd += converged_system_args(system) if converged else SYSTEMS[system]
     if system == "core_copy":
         cmd += ["--core-align-table", align_table(recipe, data_out, variant)]
-    cmd += BATCH["char" if variant == "char" else "word"]
-    cmd += ["--max-epoch", str(args.epochs), "--save-dir", os.path.join(run_dir, "checkpoints"),
-            "--no-save-optimizer-state", "--no-last-checkpoints", "--seed", str(args.seed),
-            "--ignore-unused-valid-subsets",  # valid1: the validation sources, decoded per epoch
-            "--log-format", "json", "--log-interval", "10" if args.tiny else "100", "--num-workers", "0"]
+    cmd += (CONVERGED_BATCH if converged else BATCH)["char" if variant == "char" else "word"]
+    cmd += ["--save-dir", os.path.join(run_dir, "checkpoints"), "--no-save-optimizer-state", "--no-last-checkpoints",
+            "--no-epoch-checkpoints", "--seed", str(args.seed if seed is None else seed),
+            "--log-format", "json", "--log-interval", "10" if args.tiny else "100", "--num-workers", "0",
+            "--ignore-unused-valid-subsets",  # the validated subset is valid1; the loss-only valid is left out
+            "--max-epoch", str(args.max_epoch if converged else args.epochs)]
+    if converged:
+        cmd += ["--patience", str(args.patience)]
+    return cmd + validation_metric_args(args, recipe, variant, run_dir)
+
+
+def validation_metric_args(args, recipe, variant, run_dir):
+    """Checkpoint selection inside fairseq-train (--task translation_with_metrics): each epoch
+    decodes the recipe's validation subset (beam 5, as the test sets), scores it against all its
+    references and keeps checkpoint_best.pt by that score (the converged budget also stops after
+    --patience epochs without a better one).
+
+    The references and SARI's original sentences are given as text (--eval-refs, --eval-orig),
+    in the model's own words: after BPE/sentencepiece removal (--eval-bleu-remove-bpe), and
+    with the source's ``<unk-N>`` markers for marker data (written once per run under RUN_DIR).
+    """
+    data_out = os.path.join(args.out, "data")
+    valid, info = recipe["valid"], recipe["variants"][variant]
+    metric = valid["metric"]
+    orig = os.path.join(data_out, valid["orig"])
+    refs = [os.path.join(data_out, r) for r in valid["refs"]]
+    if info.get("markers"):
+        from fairseq_wean.data.markers import encode_references
+
+        marked_text = os.path.join(data_out, info["text"])
+        words = [line.rsplit(" ", 1)[0] for line in common.read_lines(os.path.join(marked_text, "dict.txt"))]
+        streams = encode_references(words, common.read_lines(orig), [common.read_lines(r) for r in refs])
+        refs = [os.path.join(run_dir, "valid-refs", "ref.{}".format(k)) for k in range(len(streams))]
+        for path, stream in zip(refs, streams):
+            common.write_lines(path, stream)
+        orig = os.path.join(marked_text, os.path.basename(valid["orig"]))
+    gen = {"beam": 5, "max_len_a": float(GEN_ARGS[GEN_ARGS.index("--max-len-a") + 1]),
+           "max_len_b": int(GEN_ARGS[GEN_ARGS.index("--max-len-b") + 1])}
+    cmd = ["--valid-subset", valid["subset"], VALID_FLAGS[metric], "--eval-bleu-args", json.dumps(gen),
+           "--eval-refs", ",".join(refs), "--best-checkpoint-metric", metric, "--maximize-best-checkpoint-metric"]
+    if metric == "sari":
+        cmd += ["--eval-orig", orig]
+    if "--rouge-chars" in valid.get("score_args", []):
+        cmd.append("--eval-rouge-chars")
+    if info.get("post_process"):
+        cmd += ["--eval-bleu-remove-bpe", info["post_process"]]
     return cmd
 
 
@@ -159,17 +215,24 @@ def read_train_log(path):
     return records
 
 
-def train(args, recipe, system, variant, run_dir, label):
-    """fairseq-train, streaming progress; returns (wall seconds, {epoch: valid loss}, command)."""
-    cmd = train_command(args, recipe, system, variant, run_dir)
+def train(args, recipe, system, variant, run_dir, label, seed=None):
+    """fairseq-train, streaming progress; returns (wall seconds, {epoch: valid loss}, validation
+    curve, command). The curve (converged budget) is ``[{"epoch": e, METRIC: score}, ...]`` from
+    the validation records fairseq-train logs for the decoded subset."""
+    cmd = train_command(args, recipe, system, variant, run_dir, seed)
     ckpt_dir = os.path.join(run_dir, "checkpoints")
     if os.path.isdir(ckpt_dir):
         shutil.rmtree(ckpt_dir)
     os.makedirs(run_dir, exist_ok=True)
     log_path = os.path.join(run_dir, "train.log")
-    log("{}: training {} epoch(s); log {}".format(label, args.epochs, log_path))
+    budget = "at most {} epochs, patience {}".format(args.max_epoch, args.patience) if args.budget == "converged" \
+        else "{} epoch(s)".format(args.epochs)
+    log("{}: training {}; log {}".format(label, budget, log_path))
+    # the validated subset: fairseq tags its records (and prefixes their keys) with its name
+    subset = recipe["valid"]["subset"]
+    metric = recipe["valid"]["metric"]
     t0 = time.time()
-    valid_loss = {}
+    valid_loss, curve = {}, []
     # Line-buffered, so `tail -f train.log` follows fairseq-train as it runs.
     with open(log_path, "w", encoding="utf-8", buffering=1) as logf:
         logf.write("$ " + " ".join(cmd) + "\n")
@@ -191,42 +254,49 @@ def train(args, recipe, system, variant, run_dir, label):
             elif tag == "train":
                 say("    {} epoch {} done, train loss {} ({})".format(
                     label, record["epoch"], record["train_loss"], fmt_secs(time.time() - t0)))
-            elif tag == "valid" and "valid_loss" in record:
-                valid_loss[int(record["epoch"])] = float(record["valid_loss"])
-                say("    {} epoch {}: valid loss {:.3f}".format(label, record["epoch"], float(record["valid_loss"])))
+            elif tag == subset and subset + "_loss" in record:
+                epoch = int(record["epoch"])
+                valid_loss[epoch] = float(record[subset + "_loss"])
+                text = "valid loss {:.3f}".format(valid_loss[epoch])
+                if subset + "_" + metric in record:
+                    curve.append({"epoch": epoch, metric: float(record[subset + "_" + metric])})
+                    text += ", {} {:.2f} (best {:.2f})".format(metric, curve[-1][metric],
+                                                               float(record.get(subset + "_best_" + metric, "nan")))
+                say("    {} epoch {}: {}".format(label, epoch, text))
         proc.wait()
     secs = time.time() - t0
     if proc.returncode != 0:
         raise RuntimeError("{}: fairseq-train failed ({}); last lines of {}:\n{}".format(
             label, proc.returncode, log_path, "".join(l[:400] + ("...\n" if len(l) > 400 else "") for l in tail[-15:])))
     log("{}: trained in {}".format(label, fmt_secs(secs)))
-    return secs, valid_loss, cmd
+    return secs, valid_loss, curve, cmd
 
 
-def evaluate(args, recipe, system, variant, run_dir, label):
-    """Decode + select + count parameters in one process (examples/evaluate_system.py)."""
+def evaluate(args, recipe, system, variant, run_dir, label, curve):
+    """Decode the test sets with the checkpoint fairseq-train selected by its validation score
+    (``curve``: that score per epoch) and count parameters, in one process
+    (:mod:`fairseq_wean.compare.evaluate`)."""
     data_out = os.path.join(args.out, "data")
     info = recipe["variants"][variant]
-    ckpt_dir = os.path.join(run_dir, "checkpoints")
-    epochs = sorted(int(f[len("checkpoint"):-3]) for f in os.listdir(ckpt_dir)
-                    if f.startswith("checkpoint") and f[len("checkpoint"):-3].isdigit())
-    if not epochs:
-        raise RuntimeError("{}: no epoch checkpoints in {}".format(label, ckpt_dir))
-    gen_args = list(GEN_ARGS)
+    best = os.path.join(run_dir, "checkpoints", "checkpoint_best.pt")
+    metric = recipe["valid"]["metric"]
+    if not curve or not os.path.exists(best):
+        raise RuntimeError("{}: fairseq-train logged no validation {} or wrote no {}".format(label, metric, best))
+    top = max(curve, key=lambda r: (r[metric], -r["epoch"]))  # fairseq keeps the first best
     plan = {
         "data": os.path.join(data_out, info["bin"]), "data_root": data_out, "user_dir": USER_DIR,
         "post_process": info.get("post_process"), "markers": bool(info.get("markers")),
         "replace_unk": bool(info.get("unk_replaceable")),
-        "epochs": [[e, os.path.join(ckpt_dir, "checkpoint{}.pt".format(e))] for e in epochs],
-        "valid": recipe["valid"], "tests": recipe["tests"], "gen_args": gen_args,
+        "valid": recipe["valid"], "tests": recipe["tests"], "gen_args": list(GEN_ARGS),
         "gen_dir": os.path.join(run_dir, "gen"), "out": os.path.join(run_dir, "eval.json"),
+        "selected": {"epoch": top["epoch"], "checkpoint": best, "curve": curve},
     }
     plan_path = os.path.join(run_dir, "eval_plan.json")
     with open(plan_path, "w", encoding="utf-8") as f:
         json.dump(plan, f, indent=2)
-    log("{}: decoding validation ({} epoch(s)) and test sets".format(label, len(epochs)))
+    log("{}: decoding the test sets with the epoch {} checkpoint".format(label, top["epoch"]))
     t0 = time.time()
-    cmd = [sys.executable, EVALUATE_SYSTEM, plan_path]
+    cmd = [sys.executable, "-m", "fairseq_wean.compare.evaluate", plan_path]
     with open(os.path.join(run_dir, "eval.log"), "w", encoding="utf-8") as logf:
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=logf, text=True, env=job_env(args))
         for line in proc.stdout:
@@ -240,30 +310,106 @@ def evaluate(args, recipe, system, variant, run_dir, label):
     with open(plan["out"], encoding="utf-8") as f:
         result = json.load(f)
     if not args.keep_checkpoints:
-        for e in epochs:
-            if e != result["best_epoch"]:
-                os.remove(os.path.join(ckpt_dir, "checkpoint{}.pt".format(e)))
-        best = os.path.join(ckpt_dir, "checkpoint_best.pt")  # fairseq's loss-selected copy
-        if os.path.exists(best):
-            os.remove(best)
+        os.remove(best)
     log("{}: best validation {} {:.2f} at epoch {} ({} decoding)".format(
         label, result["valid_metric"], result["best_valid"], result["best_epoch"], fmt_secs(time.time() - t0)))
     return result
 
 
-def run_one(args, recipe, i, system, variant):
-    label = "({}/{}) {}/{}".format(i + 1, len(args.run_list), system, variant)
-    run_dir = os.path.join(args.out, "runs", "{}-{}".format(system, variant))
-    done_path = os.path.join(run_dir, "result.json")
-    if os.path.exists(done_path) and not args.force:
-        log("{}: done before, reusing {} (--force to redo)".format(label, done_path))
-        with open(done_path, encoding="utf-8") as f:
-            return json.load(f), 0.0
+def results_dir(args, key):
+    """Where a run's test outputs and scores.json are kept (``--results-dir``/SYSTEM-VOCAB[-seedN])."""
+    return os.path.join(args.results_dir, run_name(key))
+
+
+def published_run(args, recipe, key):
+    """The evaluation of a run whose outputs are in the results directory (committed under
+    docs/results by an earlier invocation, maybe on another machine), else None. Its outputs
+    point at the published hypothesis files, so the tables score exactly those files."""
+    folder = results_dir(args, key)
+    path = os.path.join(folder, "scores.json")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        published = json.load(f)
+    ev = published["run"]
+    ev["outputs"] = {test: {kind: os.path.join(folder, name) for kind, name in files.items()}
+                     for test, files in published["files"].items()}
+    missing = [p for files in ev["outputs"].values() for p in files.values() if not os.path.exists(p)]
+    if missing or set(ev["outputs"]) != set(recipe["tests"]):
+        raise RuntimeError("{} is incomplete (missing {}): delete the folder to train the system again".format(
+            folder, ", ".join(missing) or "test sets " + ", ".join(sorted(set(recipe["tests"]) - set(ev["outputs"])))))
+    return ev
+
+
+def publish_run(args, recipe, key, ev):
+    """Copy a finished run's test outputs into its results folder as ``TESTSET.hyp`` (and
+    ``TESTSET.replace-unk.hyp``), one line per test sentence in test order, exactly the text that
+    is scored, and write ``scores.json``: each output's scores, the settings, the epochs, the
+    machine. Returns ``ev`` with its outputs pointing at those files."""
+    from fairseq_wean.compare import report
+
+    folder = results_dir(args, key)
+    os.makedirs(folder, exist_ok=True)
+    files, scores = {}, {}
+    for test, outs in ev["outputs"].items():
+        files[test], scores[test] = {}, {}
+        for kind, path in outs.items():
+            name = test + (".hyp" if kind == "plain" else ".{}.hyp".format(kind.replace("_", "-")))
+            shutil.copyfile(path, os.path.join(folder, name + ".tmp"))
+            os.replace(os.path.join(folder, name + ".tmp"), os.path.join(folder, name))
+            files[test][kind] = name
+            spec = recipe["tests"][test]
+            scores[test][kind] = {k: v for k, v in report.score(os.path.join(folder, name), spec,
+                                                                 os.path.join(args.out, "data")).items()
+                                  if k != "p_values"}
+    system, variant = key[:2]
+    run = {k: v for k, v in ev.items() if k not in ("outputs", "checkpoint")}
+    published = {
+        "system": system, "vocab": variant, "seed": run_seed(args, key), "task": args.task, "dataset": args.dataset,
+        "budget": args.budget, "epochs_trained": max((int(e) for e in ev.get("valid_loss", {})), default=None),
+        "best_epoch": ev["best_epoch"], "valid_metric": ev["valid_metric"], "best_valid": ev["best_valid"],
+        "train_seconds": round(ev["train_seconds"], 1), "train_command": ev["train_command"],
+        "generate_command": ev.get("generate_command"), "scores": scores, "files": files,
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine(), "run": run,
+    }
+    with open(os.path.join(folder, "scores.json.tmp"), "w", encoding="utf-8") as f:
+        json.dump(published, f, indent=2)
+    os.replace(os.path.join(folder, "scores.json.tmp"), os.path.join(folder, "scores.json"))
+    ev = dict(ev)
+    ev["outputs"] = {test: {kind: os.path.join(folder, name) for kind, name in fs.items()} for test, fs in files.items()}
+    return ev
+
+
+def machine():
+    """This machine in words: CPU model, cores, GPU if torch sees one (for timings and scores.json)."""
+    import platform
+
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            names = [l.split(":", 1)[1].strip() for l in f if l.startswith("model name")]
+        model = names[0] if names else model
+    except OSError:
+        pass
+    return "{}, {} CPU core(s), {} {}".format(model, os.cpu_count(), platform.system(), platform.machine())
+
+
+def run_one(args, recipe, i, system, variant, seed=None):
+    """Train, evaluate and publish one run (reused from the results directory when published there)."""
+    key = (system, variant) if seed is None else (system, variant, seed)
+    label = "({}/{}) {}".format(i + 1, len(args.run_list), run_name(key).replace("-", "/", 1))
+    run_dir = os.path.join(args.out, "runs", run_name(key))
+    if not args.force:
+        ev = published_run(args, recipe, key)
+        if ev is not None:
+            log("{}: published in {}, reusing it (--force to redo)".format(label, results_dir(args, key)))
+            return ev, 0.0
     t0 = time.time()
-    secs, valid_loss, cmd = train(args, recipe, system, variant, run_dir, label)
-    ev = evaluate(args, recipe, system, variant, run_dir, label)
+    secs, valid_loss, curve, cmd = train(args, recipe, system, variant, run_dir, label, run_seed(args, key))
+    ev = evaluate(args, recipe, system, variant, run_dir, label, curve)
     ev.update(train_seconds=secs, valid_loss=valid_loss, train_command=" ".join(cmd))
-    with open(done_path, "w", encoding="utf-8") as f:
+    ev = publish_run(args, recipe, key, ev)
+    with open(os.path.join(run_dir, "result.json"), "w", encoding="utf-8") as f:
         json.dump(ev, f, indent=2)
     return ev, time.time() - t0
 
@@ -274,12 +420,13 @@ def run_one(args, recipe, i, system, variant):
 # commit 45b7574 (idle 2-core machine, train minutes: char_transformer 38, word_attn_gated 30 on
 # words and 36 on sentencepiece, lstm 21 / 18, core_copy 19 / 26, transformer 18 / 15, wean_lstm
 # 15 / 13). Only the order matters; the tables keep the task's order.
-EXPECTED_SYSTEM_COST = {"char_transformer": 1.8, "word_attn_gated": 1.6, "lstm": 1.0, "core_copy": 0.95,
-                        "transformer": 0.85, "wean_lstm": 0.7}
+EXPECTED_SYSTEM_COST = {"char_transformer": 1.8, "word_attn_gated": 1.6, "word_attn_ungated": 1.6,
+                        "word_attn_rnnsearch": 1.4, "lstm": 1.0, "core_copy": 0.95, "transformer": 0.85,
+                        "wean_lstm": 0.7}
 EXPECTED_VOCAB_COST = {"spm": 0.9, "bpe": 0.9}  # word, word-pg, char: 1.0
 
 
-def expected_cost(system, variant):
+def expected_cost(system, variant, seed=None):
     """Relative expected time of one run (see EXPECTED_SYSTEM_COST); unknown systems count as 1."""
     return EXPECTED_SYSTEM_COST.get(system, 1.0) * EXPECTED_VOCAB_COST.get(variant, 1.0)
 
@@ -313,8 +460,8 @@ def run_all(args, recipe):
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {}
         for i in launch_order(args.run_list):
-            system, variant = args.run_list[i]
-            futures[pool.submit(run_one, args, recipe, i, system, variant)] = (system, variant)
+            key = args.run_list[i]
+            futures[pool.submit(run_one, args, recipe, i, *key)] = key
         pending = set(futures)
         while pending:
             # FIRST_COMPLETED, not FIRST_EXCEPTION: the latter returns only when every run has

@@ -77,3 +77,18 @@ def decode_hypothesis(source, hypothesis):
             tok = source[pos]
         out.append(tok)
     return out
+
+
+def encode_references(dictionary_words, sources, reference_streams):
+    """Write reference streams with their sources' markers, as the training targets are written.
+
+    dictionary_words: the words of the marked data's dictionary (markers ``<unk-0>..<unk-M-1>``
+    after the words, as ``preprocess`` writes it); sources: unmarked source sentences (strings);
+    reference_streams: [n_references][n_sentences] unmarked strings. A reference word that is a
+    rare word of its source becomes that word's ``<unk-N>``: validation scores computed on the
+    model's own tokens (``--eval-sari --eval-refs``) then credit a copied rare word.
+    """
+    vocabulary = {w for w in dictionary_words if not is_position_marker(w)}
+    n_markers = len(dictionary_words) - len(vocabulary)
+    return [[" ".join(encode_pair(s.split(), r.split(), vocabulary, n_markers)[1]) for s, r in zip(sources, refs)]
+            for refs in reference_streams]

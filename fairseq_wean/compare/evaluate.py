@@ -1,30 +1,26 @@
-"""Decode and select one trained system, in one process (used by ``fairseq-wean-compare``).
+"""Decode one trained system's test sets, in one process (used by ``fairseq-wean-compare``).
 
-    python examples/evaluate_system.py PLAN.json
+    python -m fairseq_wean.compare.evaluate PLAN.json
 
-PLAN (JSON) names the binarized data, the epoch checkpoints, the validation subset and its
-references, the test subsets, and the fairseq-generate options. This script
+PLAN (JSON) names the binarized data, the checkpoint fairseq-train selected by its validation
+score (``PLAN["selected"]``: epoch, checkpoint, the validation curve it logged; ``--task
+translation_with_metrics``), the test subsets and the fairseq-generate options. This script
 
-1. decodes the validation sources with every epoch checkpoint and scores them with
-   ``fairseq_wean.scoring.score`` (the scores of ``fairseq-wean-score``; validation curve,
-   WEAN's Figure 2),
-2. picks the epoch with the best validation score (ties: the earliest epoch),
-3. decodes every test subset with that checkpoint (beam search as given, e.g. ``--beam 5``),
+1. decodes every test subset with that checkpoint (beam search as given, e.g. ``--beam 5``),
    writing the plain outputs and, for word-level data, the outputs after attention-based UNK
-   replacement (fairseq's ``--replace-unk`` semantics, see ``replace_unk``),
-4. counts the model's parameters and output-layer parameters,
+   replacement (fairseq's ``--replace-unk`` semantics, see ``replace_unk``); ``<unk-N>``
+   markers are mapped back to source words,
+2. counts the model's parameters and output-layer parameters,
 
 and writes everything to PLAN["out"] (JSON). fairseq-generate runs in-process with its
-command-line arguments (``fairseq_cli.generate.main``) and the scorer is a library call, so the
-~4 s import of torch and fairseq is paid once per system instead of once per decode. Logs are
-read with the project's one generate-log parser (``fairseq_wean.scoring.generate_log``).
+command-line arguments (``fairseq_cli.generate.main``), so the ~4 s import of torch and fairseq
+is paid once per system. Logs are read with the project's one generate-log parser
+(``fairseq_wean.scoring.generate_log``).
 """
 import json
 import os
 import sys
 import time
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository: preprocess
 
 
 def replace_unk(hyp, src, alignment, unk="<unk>"):
@@ -76,19 +72,6 @@ def generate(plan, ckpt, subset, out_dir, align=False):
     return os.path.join(out_dir, "generate-{}.txt".format(subset)), time.time() - t0, argv
 
 
-def score(sys_path, spec, metrics, data_root, compare_to=None):
-    """The scores of SYS_PATH on a plan's subset (``fairseq_wean.scoring.score``; ``spec["score_args"]``
-    are fairseq-wean-score options such as ``--rouge-chars``)."""
-    from fairseq_wean.scoring import score as score_corpus
-    from fairseq_wean.scoring.scores import options_from_score_args
-
-    return score_corpus(
-        read_lines(sys_path), sources=read_lines(os.path.join(data_root, spec["orig"])),
-        references=[read_lines(os.path.join(data_root, r)) for r in spec["refs"]], metrics=metrics,
-        compare_to=read_lines(compare_to) if compare_to else None,
-        **options_from_score_args(spec.get("score_args", [])))
-
-
 def extract_outputs(log_path, orig_path, out_prefix, with_replace_unk, markers=False):
     """Write OUT_PREFIX.txt (and OUT_PREFIX.replace-unk.txt) in sentence order; returns the paths.
 
@@ -107,9 +90,9 @@ def extract_outputs(log_path, orig_path, out_prefix, with_replace_unk, markers=F
     paths = {}
     for kind, lines in outputs.items():
         if markers:
-            from preprocess import unk_markers
+            from fairseq_wean.data.markers import decode_hypothesis
 
-            lines = [" ".join(unk_markers.decode_hypothesis(s.split(), h.split())) for s, h in zip(src, lines)]
+            lines = [" ".join(decode_hypothesis(s.split(), h.split())) for s, h in zip(src, lines)]
         paths[kind] = out_prefix + (".txt" if kind == "plain" else ".replace-unk.txt")
         write_lines(paths[kind], lines)
     return paths
@@ -152,23 +135,11 @@ def main(plan_path):
     root = plan["data_root"]
     gen_dir = plan["gen_dir"]
     os.makedirs(gen_dir, exist_ok=True)
-    valid = plan["valid"]
-    curve = []
-    for epoch, ckpt in plan["epochs"]:
-        d = os.path.join(gen_dir, "valid-epoch{:03d}".format(epoch))
-        log, secs, _ = generate(plan, ckpt, valid["subset"], d)
-        outs = extract_outputs(log, os.path.join(root, valid["orig"]), os.path.join(d, "hyp"), False,
-                               plan.get("markers"))
-        scores = score(outs["plain"], valid, valid["metrics"], root)
-        row = {"epoch": epoch, "decode_seconds": round(secs, 1)}
-        row.update({k: v for k, v in scores.items() if isinstance(v, float)})
-        curve.append(row)
-        print("EVAL epoch {} valid {}".format(epoch, " ".join("{} {:.2f}".format(k, v) for k, v in row.items()
-                                                            if k not in ("epoch", "decode_seconds"))), flush=True)
-    metric = valid["metric"]
-    best = max(curve, key=lambda r: (r[metric], -r["epoch"]))
-    best_ckpt = dict(plan["epochs"])[best["epoch"]]
-    result = {"curve": curve, "best_epoch": best["epoch"], "best_valid": best[metric], "valid_metric": metric,
+    metric = plan["valid"]["metric"]
+    selected = plan["selected"]
+    curve, best_epoch, best_ckpt = selected["curve"], selected["epoch"], selected["checkpoint"]
+    best_valid = next(r[metric] for r in curve if r["epoch"] == best_epoch)
+    result = {"curve": curve, "best_epoch": best_epoch, "best_valid": best_valid, "valid_metric": metric,
               "checkpoint": best_ckpt, "outputs": {}, "decode_seconds": {}}
     for name, spec in plan["tests"].items():
         d = os.path.join(gen_dir, "test-" + name)
@@ -186,5 +157,5 @@ def main(plan_path):
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python examples/evaluate_system.py PLAN.json")
+        sys.exit("usage: python -m fairseq_wean.compare.evaluate PLAN.json")
     main(sys.argv[1])

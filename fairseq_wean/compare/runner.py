@@ -432,8 +432,10 @@ def expected_cost(system, variant, seed=None):
 
 
 def launch_order(run_list):
-    """Indices of run_list, longest-expected runs first (ties keep the task's order)."""
-    return sorted(range(len(run_list)), key=lambda i: (-expected_cost(*run_list[i]), i))
+    """Indices of run_list, longest-expected runs first (ties keep the task's order); extra seeds
+    (runs (system, vocab, seed)) after every system's first run, so that a comparison cut short
+    has every system once before it has any of them twice."""
+    return sorted(range(len(run_list)), key=lambda i: (len(run_list[i]) > 2, -expected_cost(*run_list[i]), i))
 
 
 def remaining_seconds(finished, pending_costs, jobs):

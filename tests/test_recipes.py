@@ -160,27 +160,55 @@ def read_rows(out):
 
 
 @needs_data
-@pytest.mark.parametrize("task,test,metric,row", [("summarization", "gigaword", "rougeL", "LEAD-10"),
-                                                  ("translation", "test2016", "bleu", None)])
-def test_compare_other_tasks_tiny(tmp_path, task, test, metric, row):
+@pytest.mark.parametrize("task,test,metric,row,budget", [("summarization", "gigaword", "rougeL", "LEAD-10", "short"),
+                                                         ("translation", "test2016", "bleu", None, "converged")])
+def test_compare_other_tasks_tiny(tmp_path, task, test, metric, row, budget):
     out = tmp_path / task
-    run_script("examples/compare.sh", task, DATA, "--tiny", "--out", out)
+    results_dir = tmp_path / "results"  # as docs/results/TASK: kept when the work directory is not
+    extra = ["--budget", budget, "--results-dir", results_dir] + (["--max-epoch", "2"] if budget == "converged" else [])
+    run_script("examples/compare.sh", task, DATA, "--tiny", "--out", out, *extra)
     rows = read_rows(out)
     assert rows and all(r["{}/{}".format(test, metric)] != "" for r in rows)
     if row:
         assert any(r["system"] == row for r in rows)
-    assert (out / "valid_curve.png").exists() and (out / "results.md").exists()
+    assert (out / "valid_curve.png").exists() and (out / "results.md").exists() and (out / "report.html").exists()
     assert "reused" not in (out / "results.md").read_text(encoding="utf-8")
-    # the validation loss per epoch is fairseq-train's own 'valid' record (--log-format json)
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    r = recipe(out / "data")
     for key, run in results["runs"].items():
-        records = [json.loads(line.split(" | ", 3)[3]) for line in read_text_lines(
-            out / "runs" / key.replace(":", "-") / "train.log") if " | valid | {" in line]
-        assert run["valid_loss"] == {str(r["epoch"]): float(r["valid_loss"]) for r in records} and records
-    if task == "translation":  # a second invocation reuses the finished system, and the table says so
-        run_module("fairseq_wean.compare", task, DATA, "--tiny", "--out", out)
-        assert read_rows(out) == rows
-        assert "1 of 1 systems were reused" in (out / "results.md").read_text(encoding="utf-8")
+        # the checkpoint is chosen inside fairseq-train by the validation score it logs (--log-format
+        # json records of the decoded subset, valid1): the curve, the loss and the best epoch are those
+        log = read_text_lines(out / "runs" / key.replace(":", "-") / "train.log")
+        command = log[0]
+        assert "--task translation_with_metrics" in command and "--best-checkpoint-metric " + metric in command
+        assert ("--patience 3" in command and "--batch-size" not in command) == (budget == "converged")
+        records = [json.loads(line.split(" | ", 3)[3]) for line in log if " | valid1 | {" in line]
+        assert records and run["valid_loss"] == {str(x["epoch"]): float(x["valid1_loss"]) for x in records}
+        assert run["curve"] == [{"epoch": x["epoch"], metric: float(x["valid1_" + metric])} for x in records]
+        best = max(run["curve"], key=lambda c: (c[metric], -c["epoch"]))
+        assert run["best_epoch"] == best["epoch"] and run["best_valid"] == best[metric]
+        # published: every test sentence's output in test order, exactly as scored, and its scores
+        folder = results_dir / key.replace(":", "-")
+        published = json.loads((folder / "scores.json").read_text(encoding="utf-8"))
+        assert published["budget"] == budget and published["best_epoch"] == best["epoch"]
+        hyp = folder / "{}.hyp".format(test)
+        assert len(read_text_lines(hyp)) == len(read_text_lines(out / "data" / r["tests"][test]["orig"]))
+        from fairseq_wean.compare.report import score
+
+        assert published["scores"][test]["plain"][metric] == pytest.approx(
+            score(str(hyp), r["tests"][test], str(out / "data"))[metric])
+        table = next(x for x in rows if "{}-{}".format(x["system"], x["vocab"]) == key.replace(":", "-")
+                     and x["decoding"] == "plain")
+        assert float(table["{}/{}".format(test, metric)]) == pytest.approx(published["scores"][test]["plain"][metric])
+    if task == "translation":
+        # a fresh work directory (a fresh clone) trains nothing that the results directory holds,
+        # and gives the same table
+        fresh = tmp_path / "fresh"
+        proc = run_module("fairseq_wean.compare", task, DATA, "--tiny", "--out", fresh, *extra)
+        assert "training" not in proc.stdout and not (fresh / "runs").exists()
+        assert [{k: v for k, v in x.items() if k != "train_seconds"} for x in read_rows(fresh)] == \
+            [{k: v for k, v in x.items() if k != "train_seconds"} for x in rows]
+        assert "1 of 1 systems were reused" in (fresh / "results.md").read_text(encoding="utf-8")
 
 
 @needs_data
@@ -295,8 +323,8 @@ def compare():
 
 
 @needs_data
-@pytest.mark.parametrize("system", ["lstm", "transformer", "wean_lstm", "core_copy", "word_attn_gated",
-                                    "char_transformer"])
+@pytest.mark.parametrize("system", ["lstm", "transformer", "wean_lstm", "core_copy", "word_attn_rnnsearch",
+                                    "word_attn_ungated", "word_attn_gated", "char_transformer"])
 def test_every_system_of_the_comparison_builds(simplification_tiny, system, compare):
     """The fairseq-train arguments of every compared system parse and build a model and criterion
     (the systems CI does not train are checked here, in-process)."""
@@ -427,3 +455,52 @@ def test_run_all_reports_progress_after_each_run_and_stops_at_the_first_failure(
     with pytest.raises(RuntimeError, match="broken"):
         compare.run_all(args, recipe={})
     assert started[0] == "broken" and "transformer" not in started
+
+
+def test_seed_table_is_mean_sd_and_per_seed_bootstrap_against_the_row_above(tmp_path):
+    """The word-attention ablation over seeds: each cell is that seed's test score, mean and sample
+    sd over the seeds, and p the paired bootstrap against the previous ablation row of the same seed."""
+    import argparse
+    import statistics
+
+    from fairseq_wean.compare import report
+    from fairseq_wean.scoring import score
+
+    data = tmp_path / "data"
+    data.mkdir()
+    src = ["a b c d", "e f g h", "i j k l", "m n o p", "q r s t"]
+    ref = ["a b x d", "e y g h", "i j k z", "m n o w", "q v s t"]
+    (data / "test.src").write_text("\n".join(src) + "\n")
+    (data / "test.ref").write_text("\n".join(ref) + "\n")
+    recipe = {"main_test": "t", "valid": {"metric": "bleu"},
+              "tests": {"t": {"orig": "test.src", "refs": ["test.ref"], "metrics": "bleu"}}}
+    outputs = {  # (system, seed) -> output lines, each a little different
+        ("word_attn_rnnsearch", 1): src, ("word_attn_rnnsearch", 2): [s.replace("a", "b") for s in src],
+        ("word_attn_ungated", 1): ref[:2] + src[2:], ("word_attn_ungated", 2): ref[:3] + src[3:],
+        ("word_attn_gated", 1): ref[:4] + src[4:], ("word_attn_gated", 2): ref,
+    }
+    evals = {}
+    for (system, seed), lines in outputs.items():
+        path = tmp_path / "{}-{}.hyp".format(system, seed)
+        path.write_text("\n".join(lines) + "\n")
+        key = (system, "word") if seed == 1 else (system, "word", seed)
+        evals[key] = {"outputs": {"t": {"plain": str(path)}}}
+    args = argparse.Namespace(out=str(tmp_path), seed=1)
+    rows = report.seed_rows(args, recipe, evals)
+    assert [r["system"] for r in rows] == ["word_attn_rnnsearch", "word_attn_ungated", "word_attn_gated"]
+    for i, r in enumerate(rows):
+        expected = [score(outputs[(r["system"], seed)], sources=src, references=[ref], metrics="bleu")["bleu"]
+                    for seed in (1, 2)]
+        assert [v for _, v in r["scores"]] == pytest.approx(expected)
+        assert r["mean"] == pytest.approx(statistics.mean(expected))
+        assert r["sd"] == pytest.approx(statistics.stdev(expected))
+        if i == 0:
+            assert r["against"] is None and r["p_values"] == []
+        else:
+            assert r["against"] == rows[i - 1]["system"]
+            for seed, p in r["p_values"]:
+                other = outputs[(rows[i - 1]["system"], seed)]
+                assert p == score(outputs[(r["system"], seed)], sources=src, references=[ref], metrics="bleu",
+                                  compare_to=other)["p_values"]["bleu"]
+    table = "\n".join(report.seed_table(args, recipe, rows))
+    assert "| word_attn_gated | {:.2f} | {:.2f} |".format(*[v for _, v in rows[2]["scores"]]) in table

@@ -377,6 +377,40 @@ def install_no_repeat_ngram_on_cpu():
     NGramRepeatBlock._no_repeat_ngram = _no_repeat_ngram
 
 
+def install_generator_never_chooses_bos():
+    """Decoding never outputs ``<s>``: it is added to ``SequenceGenerator``'s suppressed tokens.
+
+    fairseq's bug: ``SequenceGenerator`` bans pad at every step (and </s> before ``--min-len``),
+    never ``<s>``, with any search (beam search just about never picks it). With ``--sampling``
+    (alone, ``--sampling-topk``, ``--sampling-topp``), ``wean_lstm`` and ``word_attn_gated``,
+    whose softmax covers the whole dictionary, gave ``<s>`` a small probability and it was
+    sampled; fairseq-generate prints the hypothesis without it, so its positional scores no
+    longer matched its words. Fix: after ``__init__``, ``<s>`` joins
+    ``token_indices_to_suppress``, which ``_generate`` sets to -inf at every step before the
+    search step (the mechanism of fairseq's own ``tokens_to_suppress`` argument). Forced
+    ``--prefix-size`` tokens and ``--score-reference`` are unaffected. Idempotent.
+    """
+    import torch
+    from fairseq.sequence_generator import SequenceGenerator
+
+    if getattr(SequenceGenerator.__init__, "_fairseq_wean_fixed", False):
+        return
+    original_init = SequenceGenerator.__init__
+
+    def __init__(self, models, tgt_dict, *args, **kwargs):
+        original_init(self, models, tgt_dict, *args, **kwargs)
+        bos = tgt_dict.bos() if hasattr(tgt_dict, "bos") else None
+        if bos is None or bos in (self.eos, self.pad, self.unk):
+            return
+        bos = torch.tensor([bos], dtype=torch.long)
+        suppressed = self.token_indices_to_suppress
+        self.token_indices_to_suppress = bos if suppressed is None else torch.cat([suppressed, bos]).unique()
+
+    __init__._fairseq_wean_fixed = True
+    __init__.__doc__ = original_init.__doc__
+    SequenceGenerator.__init__ = __init__
+
+
 def apply():
     if data_utils.batch_by_size is not batch_by_size_keeping_last:
         data_utils.batch_by_size = batch_by_size_keeping_last
@@ -389,3 +423,4 @@ def apply():
     install_interactive_input_reader()
     install_diverse_beam_search_fixes()  # --diverse-beam-groups: see its docstring
     install_no_repeat_ngram_on_cpu()  # --no-repeat-ngram-size: see its docstring
+    install_generator_never_chooses_bos()  # --sampling output <s>: see its docstring

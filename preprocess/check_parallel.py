@@ -25,6 +25,10 @@ What it does with each problem (the summary on stderr counts every case):
   a stray ``\\r`` that fairseq-preprocess's universal-newline reading would take as a line
   break and so shift every later line) and written back separated by single spaces.
 
+``--src`` and ``--tgt`` may be regular files, named pipes, ``/dev/stdin`` or ``-`` (one of
+them at most standard input): each is read once, from start to end, as the scorer reads its
+inputs (``fairseq_wean.textio``).
+
 Outputs are written to temporary files next to them and renamed into place only when both
 are complete, so an error or a killed job never leaves a half-written file and never
 replaces an earlier output; the inputs are never written (an ``--out-prefix`` that would
@@ -43,7 +47,7 @@ import os
 import sys
 
 from fairseq_wean.errors import FairseqWeanError
-from fairseq_wean.textio import atomic_output, same_file
+from fairseq_wean.textio import STDIN_NAMES, atomic_output, check_input, iter_lines, same_file
 
 PROG = "check_parallel"
 
@@ -52,21 +56,17 @@ class ParallelDataError(FairseqWeanError):
     """The files cannot be cleaned automatically; the message names the problem and the fix."""
 
 
-def _lines(path):
-    """(line number, decoded line without its end) for each line; lines end at b'\\n' only."""
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, 1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise ParallelDataError(
-                    "{} line {} is not UTF-8 (bytes {!r} at byte {} of the line): re-encode the file to "
-                    "UTF-8 (e.g. iconv -f latin1 -t utf-8) or fix that line; nothing was written".format(
-                        path, number, raw[exc.start:exc.end], exc.start)
-                ) from None
-            if number == 1 and text.startswith("\ufeff"):
-                text = text[1:]  # a byte-order mark is not a token
-            yield number, text
+def _lines(path, flag):
+    """(line number, decoded line without its end) for each line, read once through
+    ``textio.iter_lines`` (a regular file, a named pipe, ``/dev/stdin`` or ``-``); lines end at
+    b'\\n' only, a byte-order mark is dropped."""
+    try:
+        yield from enumerate(iter_lines(path, flag), 1)
+    except FairseqWeanError as exc:
+        if isinstance(exc, ParallelDataError):
+            raise
+        raise ParallelDataError(
+            "{} (e.g. iconv -f latin1 -t utf-8) or fix that line; nothing was written".format(exc)) from None
 
 
 def _count_rest(iterator):
@@ -89,9 +89,14 @@ def clean(src, tgt, out_prefix=None, max_len=None, truncate=False, src_lang=None
     Counts: ``pairs`` read, ``written``, ``empty`` and ``too_long`` (skipped), ``truncated``,
     ``first_empty`` / ``first_too_long`` (line numbers, up to 5 each), ``outputs`` (paths).
     """
-    for path in (src, tgt):
-        if not os.path.isfile(path):
-            raise ParallelDataError("{}: no such file".format(path))
+    for path, flag in ((src, "--src"), (tgt, "--tgt")):
+        try:
+            check_input(path, flag)  # a named pipe, /dev/stdin and - are inputs too
+        except FairseqWeanError as exc:
+            raise ParallelDataError(str(exc)) from None
+    if src in STDIN_NAMES and tgt in STDIN_NAMES:
+        raise ParallelDataError("--src and --tgt cannot both be standard input: give at least one as a "
+                                "file or a named pipe")
     if max_len is not None and max_len < 1:
         raise ParallelDataError("--max-len must be >= 1 (got {})".format(max_len))
     if truncate and max_len is None:
@@ -119,7 +124,7 @@ def clean(src, tgt, out_prefix=None, max_len=None, truncate=False, src_lang=None
         # temporary files beside the outputs, renamed over them only if the with block completes
         handles = [outputs_in_progress.enter_context(atomic_output(out, (src, tgt), "--out-prefix"))
                    for out in outputs]
-        src_lines, tgt_lines = _lines(src), _lines(tgt)
+        src_lines, tgt_lines = _lines(src, "--src"), _lines(tgt, "--tgt")
         while True:
             a, b = next(src_lines, None), next(tgt_lines, None)
             if a is None or b is None:

@@ -25,10 +25,13 @@ decoding of a sentence live in :mod:`fairseq_wean.data.markers` (the model uses 
 
 Every output is written to a temporary file and renamed when complete, so an error (e.g. a
 hypothesis with a marker past the end of its source) leaves no partial file and an earlier
-output as it was; an output equal to an input is refused. ``--tgt`` and ``--tgt-out`` go together.
+output as it was; ``encode``'s ``--src-out`` and ``--tgt-out`` are renamed only once both are
+written, so the pair is replaced together or not at all. An output equal to an input is refused. ``--tgt`` and ``--tgt-out`` go together.
 """
 import argparse
 import collections
+import contextlib
+import os
 import sys
 
 from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker, marker
@@ -113,11 +116,17 @@ def encode(args):
         if len(targets) != len(sources):
             raise FairseqWeanError("--src and --tgt differ in length")
     marked = [encode_pair(s, t, vocabulary, max_markers) for s, t in zip(sources, targets)]
-    with atomic_output(args.src_out, inputs, "--src-out") as f:
-        f.writelines(" ".join(s) + "\n" for s, _ in marked)
-    if args.tgt_out is not None:
-        with atomic_output(args.tgt_out, inputs, "--tgt-out") as f:
-            f.writelines(" ".join(t) + "\n" for _, t in marked)
+    sides = [(args.src_out, "--src-out", 0)] + ([(args.tgt_out, "--tgt-out", 1)] if args.tgt_out is not None else [])
+    # The pair is one output: both are written to temporary files, and renamed into place (on
+    # leaving the with block) only after both were completely written and synced; a failure in
+    # either leaves both earlier outputs, or none, as they were.
+    with contextlib.ExitStack() as outputs:
+        handles = [(outputs.enter_context(atomic_output(path, inputs, flag)), side) for path, flag, side in sides]
+        for f, side in handles:
+            f.writelines(" ".join(pair[side]) + "\n" for pair in marked)
+        for f, _ in handles:
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def decode(args):

@@ -2,13 +2,14 @@
 # The GPU checks: the device-parametrized model tests (tests/test_devices.py: incremental decoding,
 # batched beam search, core_copy's hand-written backward passes, fp16/bf16 forward, fairseq-train
 # and fairseq-generate on one GPU, and a 2-GPU NCCL run where two GPUs are visible) plus the
-# distributed tests (tests/test_distributed.py, gloo ranks on the CPU).
+# distributed tests (tests/test_distributed.py, gloo ranks on the CPU). One GPU is enough for
+# everything but the NCCL run, which is skipped there (NCCL cannot put two ranks on one GPU).
 #
 # Sets up ./.venv first if needed (scripts/setup_env.sh returns at once when it is ready), then
 # prints the GPUs and the torch / CUDA / cuDNN versions, so that a log says what it ran on.
 # Without a visible CUDA device it stops with an error (the cuda cases would only be skipped).
 #   GPU_TESTS_ALLOW_CPU=1   run anyway: the cpu cases run, the cuda cases are skipped
-#   CUDA_VISIBLE_DEVICES    which GPUs the tests see (the NCCL test needs two)
+#   CUDA_VISIBLE_DEVICES    which GPUs the tests see (the NCCL test needs two; the others use the first)
 #   arguments               passed on to pytest, e.g. -x or -k core_copy
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +26,9 @@ if torch.cuda.is_available():
         p = torch.cuda.get_device_properties(i)
         print("GPU {}: {} | {:.1f} GiB | compute capability {}.{}".format(
             i, p.name, p.total_memory / 2 ** 30, p.major, p.minor))
+    if torch.cuda.device_count() < 2:
+        print("one GPU visible: the two-rank NCCL test is skipped (it needs 2 GPUs); every other "
+              "case runs on GPU 0")
 else:
     print("no CUDA device visible to torch")
 EOF

@@ -341,6 +341,52 @@ def decoder_internals(model, prev, enc):
     return features, gate_logit, attn, caught["states"], caught["context"]
 
 
+@pytest.mark.parametrize("score", ["concat", "general"])
+def test_attention_and_context_by_hand(dictionary, table, score):
+    """eq. 5-6 one sentence, one step and one source word at a time: eta(s_t, h_tau) =
+    v^T tanh(W_q s_t + W_k h_tau) (the paper's additive score; ``general``: s_t^T W_a h_tau),
+    alpha_t = softmax over the sentence's words only, c_t = sum_tau alpha_t,tau h_tau. Compared
+    with the attention the model returns (right-padded, and in the input's left-padded order)
+    and with the context that psi and the output read (caught by a hook)."""
+    model = build(dictionary, table, attention_score=score)
+    model.eval()
+    src, lengths, prev, _ = random_batch(dictionary, bsz=4, src_len=7)
+    dec, score_fn = model.decoder, model.decoder.attention.score
+    with torch.no_grad():
+        # far from the uniform(-0.1, 0.1) init (states and scores near 0, alpha near uniform), so
+        # that a wrong nonlinearity (sigmoid for tanh, a tanh too many) is not lost in the tolerance
+        g = torch.Generator().manual_seed(3)
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=g))
+        enc = model.encoder(src, src_lengths=lengths)
+        _, _, attn, states, context = decoder_internals(model, prev, enc)
+        returned = model.decoder(prev, enc)[1]["attn"][0]
+    h = enc["encoder_states"]  # right-padded
+    assert h.size(-1) == 24 and states.size(-1) == 14  # biGRU 2 x 12 against a 14-unit decoder
+    spread = []
+    for b in range(src.size(0)):
+        n = int(lengths[b])
+        pads = src.size(1) - n
+        for t in range(prev.size(1)):
+            s_t = states[b, t]
+            if score == "concat":
+                eta = torch.stack([
+                    (score_fn.v * torch.tanh(score_fn.query_proj.weight @ s_t + score_fn.key_proj.weight @ h[b, tau])).sum()
+                    for tau in range(n)])
+            else:
+                eta = torch.stack([(score_fn.query_to_key.weight @ s_t * h[b, tau]).sum() for tau in range(n)])
+            alpha = torch.exp(eta - eta.max())
+            alpha = alpha / alpha.sum()
+            c_t = sum(alpha[tau] * h[b, tau] for tau in range(n))
+            torch.testing.assert_close(attn[b, t, :n], alpha, atol=1e-5, rtol=1e-5)
+            assert attn[b, t, n:].eq(0).all()  # no weight on padding
+            torch.testing.assert_close(returned[b, t, pads:], alpha, atol=1e-5, rtol=1e-5)
+            assert returned[b, t, :pads].eq(0).all()
+            torch.testing.assert_close(context[b, t], c_t, atol=1e-5, rtol=1e-5)
+            spread.append(float(alpha.max() - alpha.min()))
+    assert max(spread) > 0.2  # alpha is not close to uniform: the test sees the score function
+
+
 @pytest.mark.parametrize("psi", ["tanh", "affine"])
 def test_psi_reads_the_previous_word_the_state_and_the_context(dictionary, table, psi):
     """psi(y_t-1, s_t, c_t) of eq. 9 by explicit sums: tanh(W[e(y_t-1); s_t; c_t] + b), or the

@@ -48,6 +48,9 @@ def runs_of(model):
         "sampling": ["--sampling", "--beam", 3, "--nbest", 3, "--seed", 1],
         "sampling_topp": ["--sampling", "--sampling-topp", 0.9, "--beam", 3, "--nbest", 3, "--seed", 1],
         "sampling_topk1": ["--sampling", "--sampling-topk", 1, "--beam", 1, "--seed", 1],
+        "sampling_topk3": ["--sampling", "--sampling-topk", 3, "--beam", 3, "--nbest", 3, "--seed", 1],
+        # nearly uniform: <s> (banned in compat) would be drawn many times, --max-len-b reached
+        "sampling_hot": ["--sampling", "--temperature", 50, "--beam", 3, "--nbest", 3, "--seed", 1],
         "sampling_topp_min": ["--sampling", "--sampling-topp", 0.001, "--beam", 1, "--seed", 1],
         "diverse": ["--beam", 4, "--nbest", 4, "--diverse-beam-groups", 2],
         "diverse_one_by_one": ["--beam", 4, "--nbest", 4, "--diverse-beam-groups", 2, "--batch-size", 1],
@@ -106,10 +109,14 @@ def decoded(trained, data_bin, raw_dir):
                 del args[i:i + 2]
             jobs.append({"cli": "generate", "args": [str(a) for a in args], "out": str(work / (model + "." + name))})
         if model != "lstm":
-            jobs.append({"cli": "interactive", "out": str(work / (model + ".interactive")), "args": [
-                str(data_bin), "--user-dir", USER_DIR, "--cpu", "--source-lang", "src", "--target-lang", "tgt",
-                "--path", os.path.join(ck, "checkpoint_best.pt"), "--beam", "4", "--max-len-b", "10",
-                "--batch-size", "2", "--buffer-size", "4", "--input", str(raw_dir / "test.src")]})
+            interactive = [str(data_bin), "--user-dir", USER_DIR, "--cpu", "--source-lang", "src",
+                           "--target-lang", "tgt", "--path", os.path.join(ck, "checkpoint_best.pt"),
+                           "--max-len-b", "10", "--batch-size", "2", "--buffer-size", "4",
+                           "--input", str(raw_dir / "test.src")]
+            jobs.append({"cli": "interactive", "out": str(work / (model + ".interactive")),
+                         "args": interactive + ["--beam", "4"]})
+            jobs.append({"cli": "interactive", "out": str(work / (model + ".interactive_sampling")),
+                         "args": interactive + ["--sampling", "--beam", "3", "--nbest", "3", "--seed", "1"]})
         jobs_file = work / (model + ".jobs.json")
         jobs_file.write_text(json.dumps(jobs))
         commands.append(("python", [os.path.join(REPO, "tests", "fairseq_runs.py"), jobs_file]))
@@ -180,17 +187,14 @@ def hypotheses(decoded, model, run, per_id=1):
     for sid, entry in parsed.items():
         assert len(entry["H"]) == per_id, (model, run, sid)
         for _score, hyp, positional in entry["H"]:
-            if run.startswith("sampling") and model != "core_copy":
-                # fairseq samples from the whole softmax, <s> included (a tiny model gives it
-                # about e^-6), and prints the hypothesis without it. Not fixed; see README.
-                assert len(positional) >= len(hyp) + 1
-            else:
-                assert len(positional) == len(hyp) + 1  # the words and </s>, no </s> inside
+            # the words and </s>: no </s> inside, and no <s> (fairseq-generate prints a hypothesis
+            # without it; fairseq's sampling drew it until compat banned it)
+            assert len(positional) == len(hyp) + 1, (model, run, sid, hyp, positional)
     return parsed
 
 
 def assert_in_vocabulary(parsed, words, model, allowed_core_words):
-    real_words = set(words)
+    real_words = set(words) | {"<unk>"}  # dict.txt lists no special symbol; <unk> may be generated
     for entry in parsed.values():
         for _score, hyp, _ in entry["H"]:
             assert set(hyp) <= real_words, hyp  # no <pad>, <s>, </s>, nothing outside the dictionary
@@ -212,7 +216,8 @@ def assert_same_hypotheses(a, b, atol=1e-4):
 @pytest.mark.parametrize("run", sorted(runs_of("x")))
 def test_every_sentence_gets_its_hypotheses_within_the_vocabulary(decoded, words, allowed_core_words, model, run):
     per_id = {"beam": 4, "unnormalized": 4, "lenpen": 4, "diverse": 4, "diverse_one_by_one": 4,
-              "diversity_rate": 4, "sampling": 3, "sampling_topp": 3}.get(run, 1)
+              "diversity_rate": 4, "sampling": 3, "sampling_topp": 3, "sampling_topk3": 3,
+              "sampling_hot": 3}.get(run, 1)
     parsed = hypotheses(decoded, model, run, per_id)
     assert_in_vocabulary(parsed, words, model, allowed_core_words)
 
@@ -275,7 +280,7 @@ def test_sampling_with_top1_or_a_tiny_nucleus_is_greedy_decoding(decoded, model)
 @pytest.mark.parametrize("model", MODELS)
 def test_sampling_samples(decoded, model):
     """Sampled lists are not the beam's: they hold more distinct words than 3-best beam search."""
-    for run in ("sampling", "sampling_topp"):
+    for run in ("sampling", "sampling_topp", "sampling_topk3", "sampling_hot"):
         parsed = hypotheses(decoded, model, run, per_id=3)
         distinct = sum(len({tuple(h[1]) for h in e["H"]}) for e in parsed.values())
         assert distinct > N_TEST, (run, distinct)  # not 3 copies of one hypothesis per sentence
@@ -328,16 +333,42 @@ def test_interactive_buffer_gives_one_hypothesis_per_line_in_order(decoded, raw_
         assert abs(interactive[sid]["H"][0][0] - generated[sid]["H"][0][0]) <= 1e-4
 
 
+@pytest.mark.parametrize("model", MODELS)
+def test_interactive_sampling(decoded, words, allowed_core_words, model):
+    """fairseq-interactive --sampling --nbest 3: every input line gets 3 hypotheses, in vocabulary
+    (core_copy: in X u A(X) u U), their positional scores one per word and one for </s>."""
+    parsed = hypotheses(decoded, model, "interactive_sampling", per_id=3)
+    assert_in_vocabulary(parsed, words, model, allowed_core_words)
+    distinct = sum(len({tuple(h[1]) for h in e["H"]}) for e in parsed.values())
+    assert distinct > N_TEST, distinct
+
+
 # ------------------------------------------------------------------------------ units
 def test_search_fixes_are_applied_once():
     import fairseq_wean.compat as compat
     from fairseq.ngram_repeat_block import NGramRepeatBlock
     from fairseq.search import DiverseBeamSearch
+    from fairseq.sequence_generator import SequenceGenerator
 
-    patched = DiverseBeamSearch.step, NGramRepeatBlock._no_repeat_ngram
+    patched = DiverseBeamSearch.step, NGramRepeatBlock._no_repeat_ngram, SequenceGenerator.__init__
     compat.apply()
-    assert (DiverseBeamSearch.step, NGramRepeatBlock._no_repeat_ngram) == patched
+    assert (DiverseBeamSearch.step, NGramRepeatBlock._no_repeat_ngram, SequenceGenerator.__init__) == patched
     assert all(f._fairseq_wean_fixed for f in patched)
+
+
+def test_the_generator_never_chooses_bos():
+    """<s> is suppressed at every step, with --tokens-to-suppress-style entries kept."""
+    from fairseq.sequence_generator import SequenceGenerator
+    from fairseq.search import Sampling
+
+    import fairseq_wean  # noqa: F401  (applies compat)
+    from conftest import make_dictionary
+
+    d = make_dictionary(10)
+    plain = SequenceGenerator([torch.nn.Module()], d, search_strategy=Sampling(d))
+    assert plain.token_indices_to_suppress.tolist() == [d.bos()]
+    more = SequenceGenerator([torch.nn.Module()], d, tokens_to_suppress=["w3"])
+    assert sorted(more.token_indices_to_suppress.tolist()) == sorted([d.bos(), d.index("w3")])
 
 
 def test_core_copy_buffer_survives_an_in_place_exp_between_steps(trained, data_bin):

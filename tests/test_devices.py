@@ -1,7 +1,8 @@
 """The model-level checks on every device: CPU here and in CI, CUDA where a GPU is visible.
 
 Each check takes a ``device`` parameter; the ``cuda`` cases are skipped (with the reason) when
-``torch.cuda.is_available()`` is false, and the two-process NCCL run needs two GPUs.
+``torch.cuda.is_available()`` is false, and the two-process NCCL run is skipped unless two GPUs
+are visible (NCCL cannot put two ranks on one GPU); on one GPU everything else runs.
 ``scripts/gpu_tests.sh`` runs this file on a GPU machine. The CPU cases are one tiny model per
 architecture (a few seconds in all); the thorough CPU variants stay in each model's own tests.
 
@@ -12,6 +13,7 @@ device, fp16 (``--fp16``: ``model.half()``; ``--amp``: autocast) and bf16 (``--b
 ``model.bfloat16()``), and NCCL.
 """
 import copy
+import os
 import re
 
 import pytest
@@ -39,9 +41,13 @@ NO_CUDA = "no CUDA device: torch.cuda.is_available() is False (run scripts/gpu_t
 CUDA = pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA))
 DEVICES = ["cpu", CUDA]
 ARCHS = ["wean_lstm", "core_copy", "word_attn_gated"]
+# NCCL cannot put two ranks on one GPU (it refuses a duplicate GPU in a communicator), so the
+# two-rank NCCL test needs two visible GPUs. On a one-GPU machine it is the only test skipped:
+# every other cuda case runs on GPU 0.
 TWO_GPUS = pytest.mark.skipif(
     torch.cuda.device_count() < 2,
-    reason="the NCCL run needs 2 GPUs (torch.cuda.device_count() is {})".format(torch.cuda.device_count()),
+    reason="needs 2 GPUs: NCCL runs one rank per GPU and cannot put two ranks on one GPU "
+           "(torch.cuda.device_count() is {})".format(torch.cuda.device_count()),
 )
 
 # Incremental (one decoder step per call) vs full forward (the whole target in one call), in
@@ -298,8 +304,13 @@ def test_low_precision_forward_is_finite_and_close_to_float32(arch, device, how,
 
 
 # ------------------------------------------------------------------------ real CLIs on GPUs
-def gpu_env(devices):
-    return {"CUDA_VISIBLE_DEVICES": devices}
+def gpu_env(count):
+    """CUDA_VISIBLE_DEVICES for a child process: the first ``count`` GPUs this process sees
+    (the caller's CUDA_VISIBLE_DEVICES selection, if any, not physical GPUs 0..count-1)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = [d.strip() for d in visible.split(",") if d.strip()] if visible else [str(i) for i in range(count)]
+    assert len(ids) >= count, (visible, count)
+    return {"CUDA_VISIBLE_DEVICES": ",".join(ids[:count])}
 
 
 # fairseq 0.12's --bf16 implies --tpu (it needs torch_xla), so on GPUs fairseq trains in fp16
@@ -316,7 +327,7 @@ def test_fairseq_train_and_generate_on_one_gpu(arch, precision, data_bin, align_
     train_flags, generate_flags = CLI_PRECISIONS[precision]
     save_dir = tmp_path / "ck"
     train = cli("fairseq-train", *distributed_train_args(data_bin, save_dir, arch, align_table,
-                                                         "--max-epoch", 3, *train_flags), env=gpu_env("0"))
+                                                         "--max-epoch", 3, *train_flags), env=gpu_env(1))
     log = train.stdout + train.stderr
     assert re.search(r"rank +0: capabilities = .* name = ", log), log[-3000:]  # fairseq saw the GPU
     assert "training on 1 devices" in log
@@ -324,7 +335,7 @@ def test_fairseq_train_and_generate_on_one_gpu(arch, precision, data_bin, align_
     assert len(losses) == 3 and losses[-1] < losses[0], losses
     assert ("loss_scale=" in log) == (precision != "fp32")  # fairseq's fp16 / AMP optimizer
     gen = cli("fairseq-generate", data_bin, "--user-dir", USER_DIR, "--path", save_dir / "checkpoint_last.pt",
-              "--gen-subset", "test", "--beam", 3, "--batch-size", 5, *generate_flags, env=gpu_env("0"))
+              "--gen-subset", "test", "--beam", 3, "--batch-size", 5, *generate_flags, env=gpu_env(1))
     hyps = generated_hypotheses(gen.stdout)
     assert sorted(hyps) == list(range(13)) and any(hyps.values())
 
@@ -337,9 +348,9 @@ def test_two_nccl_ranks_equal_one_gpu_with_update_freq_2(arch, data_bin, align_t
     dump = tmp_path / "dump"  # fairseq_wean.distributed's hook: each rank's parameters at the end
     two = cli("fairseq-train", *distributed_train_args(data_bin, tmp_path / "two", arch, align_table,
                                                        "--distributed-world-size", 2),
-              env=dict(gpu_env("0,1"), FAIRSEQ_WEAN_DUMP_RANK_PARAMS=str(dump)))
+              env=dict(gpu_env(2), FAIRSEQ_WEAN_DUMP_RANK_PARAMS=str(dump)))
     one = cli("fairseq-train", *distributed_train_args(data_bin, tmp_path / "one", arch, align_table,
-                                                       "--update-freq", 2), env=gpu_env("0"))
+                                                       "--update-freq", 2), env=gpu_env(1))
     log = two.stdout + two.stderr
     assert "training on 2 devices" in log and "CUDA enviroments for all 2 workers" in log, log[-3000:]
     assert re.search(r"distributed init \(rank 1\)", log)

@@ -37,10 +37,6 @@ LAUNCHER = [sys.executable, "-c", "from fairseq_wean.cli.train_cpu_dist import c
 ENV = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
 
 
-def arch_available(arch):
-    return os.path.exists(os.path.join(USER_DIR, "models", arch + ".py"))
-
-
 def train_args(data, save_dir, arch, table, *extra):
     args = [data, "--user-dir", USER_DIR, "--arch", arch, *ARCH_SIZES[arch], "--dropout", 0,
             "--optimizer", "adam", "--lr", 0.005, "--batch-size", BATCH, "--max-epoch", 1, "--seed", 1,
@@ -59,8 +55,6 @@ def update_losses(log):
 
 @pytest.fixture(scope="module")
 def align_table(raw_dir, tmp_path_factory):
-    if not arch_available("core_copy"):
-        return None
     table = tmp_path_factory.mktemp("dist-table") / "align.table"
     cli("fairseq-wean-align-table", "--src", raw_dir / "train.src", "--tgt", raw_dir / "train.tgt",
         "--topk", 5, "--out", table)
@@ -71,8 +65,6 @@ def align_table(raw_dir, tmp_path_factory):
 def runs(request, data_bin, align_table, tmp_path_factory):
     """The same training twice, at once: 2 ranks x BATCH, and 1 process x BATCH x --update-freq 2."""
     arch = request.param
-    if not arch_available(arch):
-        pytest.skip("fairseq_wean/models/{}.py does not exist yet".format(arch))
     work = tmp_path_factory.mktemp("dist-" + arch)
     with open(work / "two.log", "w+") as out:
         two = subprocess.Popen(
@@ -185,8 +177,6 @@ VARIANTS = [
 
 @pytest.mark.parametrize("arch,options", VARIANTS, ids=[" ".join([a] + o) for a, o in VARIANTS])
 def test_every_parameter_gets_a_gradient_on_every_batch(arch, options, data_bin, align_table):
-    if not arch_available(arch):
-        pytest.skip("fairseq_wean/models/{}.py does not exist yet".format(arch))
     from fairseq import options as fairseq_options, tasks
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 

@@ -366,6 +366,38 @@ def test_parallel_files_with_empty_and_too_long_lines(tmp_path):
     assert (tmp_path / "a.src").read_bytes() == ("\n".join(src) + "\n").encode()
 
 
+def test_parallel_files_from_a_named_pipe_and_standard_input(tmp_path):
+    """Before: ``os.path.isfile`` refused both as "no such file"; now read once, as the scorer reads them."""
+    import threading
+
+    (tmp_path / "a.tgt").write_text("w1\nw3\n")
+    fifo = tmp_path / "p.src"
+    os.mkfifo(fifo)
+
+    def feed():
+        with open(fifo, "w") as f:  # blocks until check_parallel opens the pipe
+            f.write("w1 w2\nw3  w4\n")
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    proc = check_parallel("--src", fifo, "--tgt", tmp_path / "a.tgt", "--out-prefix", tmp_path / "pipe" / "train")
+    if writer.is_alive():  # the pipe was never opened: let the writer go
+        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+    writer.join(timeout=10)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "2 pairs read, 2 written" in proc.stderr
+    assert (tmp_path / "pipe" / "train.src").read_text() == "w1 w2\nw3 w4\n"
+    assert (tmp_path / "pipe" / "train.tgt").read_text() == "w1\nw3\n"
+
+    proc = cli("python", "-m", "preprocess.check_parallel", "--src", "/dev/stdin", "--src-lang", "src",
+               "--tgt", tmp_path / "a.tgt", "--out-prefix", tmp_path / "stdin" / "train", check=False,
+               input="w5 w6\nw7\n")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "2 pairs read, 2 written" in proc.stderr
+    assert (tmp_path / "stdin" / "train.src").read_text() == "w5 w6\nw7\n"
+    assert (tmp_path / "stdin" / "train.tgt").read_text() == "w1\nw3\n"
+
+
 def test_check_parallel_output_feeds_fairseq_preprocess(runs):
     """The cleaned files binarize to one sentence per pair: a stray \\r no longer splits a line."""
     assert runs["check_parallel_cr"].returncode == 0

@@ -220,3 +220,29 @@ def test_figure3_checks_its_output_before_loading_the_model(runs):
     assert "--output" in line and "does not exist; create it first" in line
     line = error_line(runs, "figure3_output_is_checkpoint")
     assert "--output" in line and "is also an input" in line
+
+
+def test_encode_replaces_both_outputs_or_neither(tmp_path, monkeypatch):
+    """A failure while writing --tgt-out leaves the earlier --src-out and --tgt-out as they were
+    (before: --src-out was already renamed over, with the new source and the old target)."""
+    from preprocess import unk_markers
+
+    (tmp_path / "src").write_text("a x c x\n")
+    (tmp_path / "tgt").write_text("x a\n")
+    (tmp_path / "dict").write_text("a 5\nb 4\nc 3\n<unk-0> 0\n<unk-1> 0\n")
+    (tmp_path / "src.pg").write_text("an earlier source\n")
+    (tmp_path / "tgt.pg").write_text("an earlier target\n")
+    argv = ["encode", "--vocab", str(tmp_path / "dict"), "--src", str(tmp_path / "src"), "--tgt",
+            str(tmp_path / "tgt"), "--src-out", str(tmp_path / "src.pg"), "--tgt-out", str(tmp_path / "tgt.pg")]
+    real = unk_markers.encode_pair
+    # the target side cannot be encoded as UTF-8: writing --tgt-out fails after --src-out is written
+    monkeypatch.setattr(unk_markers, "encode_pair", lambda *a: (real(*a)[0], ["\ud800"]))
+    with pytest.raises(UnicodeEncodeError):
+        unk_markers.main(argv)
+    assert (tmp_path / "src.pg").read_text() == "an earlier source\n"
+    assert (tmp_path / "tgt.pg").read_text() == "an earlier target\n"
+    assert sorted(os.listdir(tmp_path)) == ["dict", "src", "src.pg", "tgt", "tgt.pg"]  # no temporary file
+    monkeypatch.setattr(unk_markers, "encode_pair", real)
+    unk_markers.main(argv)
+    assert (tmp_path / "src.pg").read_text() != "an earlier source\n"
+    assert (tmp_path / "tgt.pg").read_text() != "an earlier target\n"

@@ -1,4 +1,6 @@
-"""The shared encoder: beam-search reordering that skips copies when rows stay in their sentences."""
+"""The shared encoder: its outputs and final state against a plain RNN (CoRe eq. 1), and beam-search
+reordering that skips copies when rows stay in their sentences."""
+import pytest
 import torch
 
 from fairseq_wean.modules.decoder_state import reorder_per_sentence, rows_stay_in_their_sentences
@@ -71,3 +73,49 @@ def test_reorder_per_sentence_handles_tuples_and_none():
     # without sentence ids nothing can be skipped
     no_ids = {"keys": cache["keys"]}
     assert reorder_per_sentence(no_ids, torch.tensor([1, 0, 2, 3]))["keys"].tolist() == [[2.0, 3.0], [0.0, 1.0], [4.0, 5.0], [6.0, 7.0]]
+
+
+@pytest.mark.parametrize("cell_type", ["lstm", "gru"])
+@pytest.mark.parametrize("bidirectional", [True, False], ids=["bidirectional", "unidirectional"])
+@pytest.mark.parametrize("left_pad", [True, False], ids=["left_padded", "right_padded"])
+def test_outputs_and_final_state_match_a_plain_rnn_per_sentence(cell_type, bidirectional, left_pad):
+    """CoRe eq. 1 (and the other two models' encoders): h_j = [h_j(forward); h_j(backward)] of the
+    top layer, and the final state [forward state after the last word; backward state after the
+    first word] of the top layer, recomputed one sentence at a time, without padding or packing,
+    by a plain ``torch.nn.LSTM``/``GRU`` holding the same weights."""
+    dictionary = make_dictionary(20)
+    torch.manual_seed(1)
+    embed = torch.nn.Embedding(len(dictionary), 5, padding_idx=dictionary.pad())
+    hidden, layers = 4, 3
+    encoder = RNNEncoder(dictionary, embed, hidden_size=hidden, num_layers=layers, bidirectional=bidirectional,
+                         cell_type=cell_type, left_pad=left_pad).eval()
+    reference = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU}[cell_type](
+        5, hidden, num_layers=layers, bidirectional=bidirectional, batch_first=True)
+    reference.load_state_dict(encoder.rnn.state_dict())
+    src, lengths, _, _ = random_batch(dictionary, bsz=4, src_len=6, left_pad=left_pad)
+    assert len(set(lengths.tolist())) == 4  # every row has padding but the longest
+    with torch.no_grad():
+        out = encoder(src, src_lengths=lengths)
+    directions = 2 if bidirectional else 1
+    bsz, src_len = src.shape
+    assert out["encoder_states"].shape == (bsz, src_len, hidden * directions)
+    assert out["final_state"].shape == (bsz, hidden * directions)
+    for b in range(bsz):
+        n = int(lengths[b])
+        words = src[b][src[b].ne(dictionary.pad())]  # the sentence without its padding
+        assert out["src_tokens"][b, :n].tolist() == words.tolist()  # right-padded
+        assert out["encoder_padding_mask"][b].tolist() == [False] * n + [True] * (src_len - n)
+        with torch.no_grad():
+            states, final = reference(embed(words).unsqueeze(0))
+        states = states[0]
+        final_hidden = (final[0] if cell_type == "lstm" else final)[:, 0]  # (layers x directions) x H
+        torch.testing.assert_close(out["encoder_states"][b, :n], states, rtol=1e-5, atol=1e-6)
+        assert torch.equal(out["encoder_states"][b, n:], torch.zeros(src_len - n, hidden * directions))
+        forward_last = states[n - 1, :hidden]  # after reading the last word left to right
+        # the top layer (the last `directions` rows of h_n), forward half first
+        top = final_hidden[(layers - 1) * directions:].reshape(-1)
+        torch.testing.assert_close(out["final_state"][b, :hidden], forward_last, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(out["final_state"][b], top, rtol=1e-5, atol=1e-6)
+        if bidirectional:
+            backward_last = states[0, hidden:]  # after reading the first word right to left
+            torch.testing.assert_close(out["final_state"][b, hidden:], backward_last, rtol=1e-5, atol=1e-6)

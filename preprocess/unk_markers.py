@@ -29,10 +29,9 @@ output as it was; an output equal to an input is refused. ``--tgt`` and ``--tgt-
 """
 import argparse
 import collections
-import sys
 
 from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker, marker
-from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.errors import PROG, FairseqWeanError, run_cli
 from fairseq_wean.textio import atomic_output, check_input, check_output, iter_lines, read_lines, same_file
 
 SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")
@@ -144,10 +143,7 @@ def main(argv=None):
 
 def cli_main(argv=None):
     """``python -m preprocess.unk_markers``: a ``FairseqWeanError`` is one line and exit status 1."""
-    try:
-        main(argv)
-    except FairseqWeanError as exc:
-        sys.exit("fairseq-wean: error: {}".format(exc))
+    run_cli(main, PROG, argv)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ import tempfile
 
 from fairseq_wean.data.align_table import write_table
 from fairseq_wean.data.markers import is_position_marker
-from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.errors import FairseqWeanError, run_cli
 from fairseq_wean.textio import check_input, check_output, read_lines
 
 PROG = "fairseq-wean-align-table"
@@ -124,10 +124,7 @@ def main(argv=None):
 
 def cli_main(argv=None):
     """The console script: a ``FairseqWeanError`` becomes one line on stderr and exit status 1."""
-    try:
-        main(argv)
-    except FairseqWeanError as exc:
-        sys.exit("{}: error: {}".format(PROG, str(exc).replace("\n", " ")))
+    run_cli(main, PROG, argv)
 
 
 if __name__ == "__main__":

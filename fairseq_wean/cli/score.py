@@ -19,10 +19,9 @@ exactly its dict): programs should call that rather than this command's ``main``
 """
 import argparse
 import json
-import sys
 
 from fairseq_wean import textio
-from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.errors import FairseqWeanError, run_cli
 from fairseq_wean.scoring import metrics as M
 from fairseq_wean.scoring import sari as sari_lib
 from fairseq_wean.scoring import scores
@@ -162,13 +161,7 @@ def main(argv=None):
 
 
 def cli_main(argv=None):
-    try:
-        main(argv)
-    except FairseqWeanError as e:
-        sys.stdout.flush()
-        sys.stderr.write("{}: error: {}\n".format(PROG, str(e).replace("\n", " ")))
-        sys.stderr.flush()
-        sys.exit(1)
+    run_cli(main, PROG, argv)
 
 
 if __name__ == "__main__":

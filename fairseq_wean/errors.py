@@ -54,14 +54,3 @@ def _excepthook(exc_type, exc, tb, _previous=sys.excepthook):
 def install_excepthook():
     if sys.excepthook is not _excepthook:
         sys.excepthook = _excepthook
-
-
-def require_joined_dictionary(task, arch):
-    """Encoder input, decoder input and output share one embedding matrix: one dictionary."""
-    src, tgt = task.source_dictionary, task.target_dictionary
-    if src is None or tgt is None or src.indices != tgt.indices:
-        raise FairseqWeanError(
-            "--arch {} shares one embedding matrix between source and target, but the source and "
-            "target dictionaries differ: binarize the data with fairseq-preprocess "
-            "--joined-dictionary".format(arch)
-        )

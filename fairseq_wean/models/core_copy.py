@@ -104,16 +104,18 @@ from omegaconf import OmegaConf, open_dict
 
 from fairseq_wean.data.align_table import read_align_table
 from fairseq_wean.data.markers import marker_ids
-from fairseq_wean.errors import (
-    FairseqWeanError,
-    require_joined_dictionary,
-)
+from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SCORE_CHOICES, SourceAttention
 from fairseq_wean.modules.copy_mixture import copy_log_probs, log_mixture, restricted_log_softmax
 from fairseq_wean.modules.marker_embedding import MarkerEmbedding
 from fairseq_wean.modules.layers import RNN, Linear
-from fairseq_wean.modules.model_options import check_model_options
+from fairseq_wean.modules.model_options import (
+    check_choice,
+    check_model_options,
+    check_shared_output_embed,
+    require_joined_dictionary,
+)
 from fairseq_wean.modules.decoder_state import (
     attention_in_input_order,
     initial_decoder_state,
@@ -252,15 +254,9 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
         require_joined_dictionary(task, args.arch)
         if args.core_topk < 1 or args.core_num_frequent < 0:
             raise FairseqWeanError("--core-topk must be >= 1 and --core-num-frequent >= 0")
-        for option, value, choices in (("--core-psi", args.core_psi, PSI_CHOICES),
-                                       ("--core-frequent-from", args.core_frequent_from, FREQUENT_FROM_CHOICES)):
-            if value not in choices:
-                raise FairseqWeanError("{} {!r}: choose one of {}".format(option, value, ", ".join(choices)))
-        if args.share_decoder_input_output_embed and args.decoder_out_embed_dim != args.embed_dim:
-            raise FairseqWeanError(
-                "--share-decoder-input-output-embed needs --decoder-out-embed-dim ({}) equal to "
-                "--embed-dim ({})".format(args.decoder_out_embed_dim, args.embed_dim)
-            )
+        check_choice(args, "core_psi", PSI_CHOICES)
+        check_choice(args, "core_frequent_from", FREQUENT_FROM_CHOICES)
+        check_shared_output_embed(args, "embed_dim")
         dictionary = task.source_dictionary
         frequent_mask = frequent_word_mask(dictionary, args.core_num_frequent)
         if getattr(args, "core_align_table_in_checkpoint", False):

@@ -16,6 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from fairseq_wean.modules.layers import Linear
+from fairseq_wean.modules.model_options import check_value
 
 SCORE_CHOICES = ("dot", "general", "concat")
 
@@ -33,10 +34,7 @@ class ScoreFunction(nn.Module):
 
     def __init__(self, query_dim, key_dim, kind="general", hidden_dim=None):
         super().__init__()
-        if kind not in SCORE_CHOICES:
-            raise ValueError(
-                "unknown score function {!r}: choose one of {}".format(kind, ", ".join(SCORE_CHOICES))
-            )
+        check_value(kind, SCORE_CHOICES, "score function")
         self.kind = kind
         if kind == "dot":
             if query_dim != key_dim:

@@ -514,7 +514,7 @@ def test_target_side_u_is_the_most_frequent_training_target_words(skewed_data_bi
     paper's U), plus unk and eos; the joined dictionary's order gives another set."""
     from collections import Counter
 
-    from fairseq_wean.models.core_copy import frequent_word_mask
+    from fairseq_wean.modules.restricted_vocab import frequent_word_mask
 
     data, targets = skewed_data_bin
     n = 8
@@ -567,7 +567,7 @@ def test_target_side_u_through_fairseqs_own_task_setup(skewed_data_bin, tmp_path
     from fairseq import options, tasks
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
-    from fairseq_wean.models.core_copy import frequent_mask_from_counts
+    from fairseq_wean.modules.restricted_vocab import frequent_mask_from_counts
 
     data, _ = skewed_data_bin
     parser = options.get_training_parser()

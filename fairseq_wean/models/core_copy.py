@@ -72,7 +72,8 @@ Design choices, and why:
   by source + target count, so a word frequent in the sources only can enter U. ``target`` counts
   the binarized training target side (``DATA/train.SRC-TGT.TGT``, with fairseq's ``train1``...
   shards) when training starts: the frequent words of the text the generative decoder writes, as a
-  separate target dictionary (dl4mt's) gives them. That U is saved in the checkpoint (buffer
+  separate target dictionary (dl4mt's) gives them. Both are computed in
+  :mod:`fairseq_wean.modules.restricted_vocab`. That U is saved in the checkpoint (buffer
   ``frequent_mask``; the joined one is recomputed from the dictionary, so older checkpoints load).
   Evidence: on 10,000 Gigaword pairs (``prepare_gigaword --tiny --max-sentences 20000 --max-eval
   500 --variants word-pg``) the two U share 1,525 of 2,002 words (simplification:
@@ -81,20 +82,16 @@ Design choices, and why:
   (joined) and 30.58 / 9.55 / 29.30 (target) on the 500 validation pairs (their validation losses,
   6.31 and 6.36, differ in which targets are scored as unk, so they do not compare).
 * **Rare and unseen words** are copied through source-position markers ``<unk-N>``
-  (:mod:`preprocess.unk_markers`, fairseq's pointer-generator recipe). Markers are copy-only (never
+  (:mod:`fairseq_wean.data.markers`, as in fairseq's pointer-generator recipe;
+  ``preprocess/unk_markers.py`` writes them into the data). Markers are copy-only (never
   in V_G) and share the ``<unk>`` input embedding, so a marker for a position never seen in
   training behaves like the trained ones.
 """
 import contextlib
-import itertools
-import logging
-import os
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from fairseq import utils
-from fairseq.data import data_utils, indexed_dataset
 from fairseq.models import (
     FairseqIncrementalDecoder,
     register_model,
@@ -121,95 +118,19 @@ from fairseq_wean.modules.decoder_state import (
     initial_decoder_state,
     reorder_per_sentence,
 )
+from fairseq_wean.modules.restricted_vocab import (
+    count_training_target_words,
+    frequent_mask_from_counts,
+    frequent_word_mask,
+)
 from fairseq_wean.modules.rnn_encoder import (
     DEFAULT_MAX_POSITIONS,
     RNNEncoder,
     add_rnn_seq2seq_args,
 )
 
-logger = logging.getLogger(__name__)
-
-def frequent_word_mask(dictionary, num_frequent):
-    """U as a ``|V|`` bool mask: ids ``nspecial .. nspecial+N`` plus unk and eos, no markers."""
-    mask = torch.zeros(len(dictionary), dtype=torch.bool)
-    mask[dictionary.nspecial : dictionary.nspecial + num_frequent] = True
-    mask[dictionary.unk()] = True
-    mask[dictionary.eos()] = True
-    for i in marker_ids(dictionary):
-        mask[i] = False
-    return mask
-
-
-# --------------------------------------------------------------------------- model
 PSI_CHOICES = ("tanh", "affine")
 FREQUENT_FROM_CHOICES = ("joined", "target")
-
-
-def count_training_target_words(args, task, dictionary):
-    """Word counts (``|V|`` long tensor) of the binarized training target side.
-
-    Reads ``DATA/{train}.{src}-{tgt}.{tgt}`` (or ``{tgt}-{src}``), with fairseq's shards
-    ``train1``, ``train2``, ... and every ``:``-separated data directory, as the translation task
-    would load them. DATA and the languages come from the task (``task.cfg``), the split from
-    ``--train-subset``.
-    """
-    cfg = getattr(task, "cfg", None)
-    data = getattr(cfg, "data", None) or getattr(args, "data", None)
-    src = getattr(cfg, "source_lang", None) or getattr(args, "source_lang", None)
-    tgt = getattr(cfg, "target_lang", None) or getattr(args, "target_lang", None)
-    split = getattr(args, "train_subset", None) or "train"
-    if not (data and src and tgt):
-        raise FairseqWeanError(
-            "--core-frequent-from target needs the translation task's data directory and language "
-            "pair (--source-lang, --target-lang) to count the training targets; or use "
-            "--core-frequent-from joined"
-        )
-    counts = torch.zeros(len(dictionary), dtype=torch.long)
-    read = []
-    for data_path in utils.split_paths(data):
-        for k in itertools.count():
-            split_k = split + (str(k) if k > 0 else "")
-            prefixes = [os.path.join(data_path, "{}.{}-{}.{}".format(split_k, a, b, tgt))
-                        for a, b in ((src, tgt), (tgt, src))]
-            prefix = next((p for p in prefixes if indexed_dataset.dataset_exists(p, impl=None)), None)
-            if prefix is None:
-                break
-            dataset = data_utils.load_indexed_dataset(prefix, dictionary)
-            for start in range(0, len(dataset), 10000):  # one bincount per 10k sentences
-                ids = torch.cat([dataset[i] for i in range(start, min(start + 10000, len(dataset)))])
-                if ids.numel() and int(ids.max()) >= len(dictionary):
-                    raise FairseqWeanError(
-                        "{}: token id {} is outside the dictionary ({} words): binarize the data "
-                        "again with this dictionary".format(prefix, int(ids.max()), len(dictionary)))
-                counts += torch.bincount(ids, minlength=len(dictionary))
-            read.append(prefix)
-    if not read:
-        raise FairseqWeanError(
-            "--core-frequent-from target: no binarized training target side {}.{}-{}.{}(.bin/.idx) "
-            "in {}; binarize the training data with fairseq-preprocess --trainpref, or use "
-            "--core-frequent-from joined".format(split, src, tgt, tgt, data)
-        )
-    logger.info("core_copy: counted %d target tokens in %s", int(counts.sum()), ", ".join(read))
-    return counts
-
-
-def frequent_mask_from_counts(dictionary, counts, num_frequent):
-    """U as a ``|V|`` bool mask: the ``num_frequent`` words with the highest counts, plus unk and eos.
-
-    Ties go to the lower id (the joined dictionary's order). Special symbols and position
-    markers never count (markers are copy-only), nor do words with count 0.
-    """
-    eligible = counts.gt(0)
-    eligible[: dictionary.nspecial] = False
-    eligible[marker_ids(dictionary)] = False
-    key = torch.where(eligible, counts, counts.new_full((), -1))
-    order = torch.sort(key, descending=True, stable=True).indices[:num_frequent]
-    order = order[eligible[order]]
-    mask = torch.zeros(len(dictionary), dtype=torch.bool)
-    mask[order] = True
-    mask[dictionary.unk()] = True
-    mask[dictionary.eos()] = True
-    return mask
 
 
 @register_model("core_copy")

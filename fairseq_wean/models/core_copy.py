@@ -93,7 +93,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from fairseq.models import (
-    FairseqIncrementalDecoder,
     register_model,
     register_model_architecture,
 )
@@ -113,11 +112,7 @@ from fairseq_wean.modules.model_options import (
     check_shared_output_embed,
     require_joined_dictionary,
 )
-from fairseq_wean.modules.decoder_state import (
-    attention_in_input_order,
-    initial_decoder_state,
-    reorder_per_sentence,
-)
+from fairseq_wean.modules.decoder_state import RecurrentDecoder, current_step, reorder_per_sentence
 from fairseq_wean.modules.restricted_vocab import (
     count_training_target_words,
     frequent_mask_from_counts,
@@ -228,7 +223,7 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
         return self.decoder.get_normalized_probs(net_output, log_probs, sample)
 
 
-class CoreDecoder(FairseqIncrementalDecoder):
+class CoreDecoder(RecurrentDecoder):
     """GRU decoder with attention, a copying decoder, a restricted generative decoder and a gate.
 
     ``forward(prev_output_tokens B x T, encoder_out)`` returns
@@ -268,15 +263,10 @@ class CoreDecoder(FairseqIncrementalDecoder):
         max_target_positions=DEFAULT_MAX_POSITIONS,
         left_pad_source=True,
     ):
-        super().__init__(dictionary)
-        self.embed_tokens = embed_tokens
+        super().__init__(dictionary, embed_tokens, encoder_output_units, hidden_size, num_layers,
+                         dropout, left_pad_source, max_target_positions)
         embed_dim = embed_tokens.embedding_dim
-        self.left_pad_source = left_pad_source
         self.padding_idx = dictionary.pad()
-        self.num_layers = num_layers
-        self.max_target_positions = max_target_positions
-        self.dropout = nn.Dropout(dropout)
-        self.init_state_proj = Linear(encoder_output_units, hidden_size)
         self.rnn = RNN("gru", embed_dim, hidden_size, num_layers=num_layers,
                        dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
         self.attention = SourceAttention(hidden_size, encoder_output_units, attention_score)  # eq. 5
@@ -348,14 +338,12 @@ class CoreDecoder(FairseqIncrementalDecoder):
     # ---------------------------------------------------------------- forward
     def extract_features(self, prev_output_tokens, encoder_out, incremental_state=None, **unused):
         """Returns psi (B x T x D), the gate logits z_t (B x T) and alpha (B x T x S)."""
-        if incremental_state is not None:
-            prev_output_tokens = prev_output_tokens[:, -1:]
-        x = self.dropout(self.embed_tokens(prev_output_tokens))  # B x T x E
+        x = self.dropout(self.embed_tokens(current_step(prev_output_tokens, incremental_state)))  # B x T x E
 
         enc = encoder_out["encoder_states"]
         hidden = self.get_incremental_state(incremental_state, "cached_state")
         if hidden is None:
-            hidden = initial_decoder_state(self.init_state_proj, encoder_out["final_state"], self.num_layers)
+            hidden = self.initial_hidden(encoder_out)
         states, hidden = self.rnn(x, hidden)  # s_t: B x T x H
         # The key side of the additive score, W_k h_j, is the same at every step: computed once.
         per_sentence = self.get_incremental_state(incremental_state, "per_sentence") or {}
@@ -400,7 +388,7 @@ class CoreDecoder(FairseqIncrementalDecoder):
         log_p_copy = self.copy_log_probs(attn, copy_index, vocab.numel())
         lprobs = log_mixture(gate_logit.float(), log_p_copy, log_p_gen)  # eq. 11
         extra = {
-            "attn": [attention_in_input_order(attn, encoder_out["encoder_padding_mask"], self.left_pad_source)],
+            "attn": [self.attention_in_input_order(attn, encoder_out)],
             "copy_gate": [torch.sigmoid(gate_logit)],
             "copy_gate_logit": [gate_logit],
             "vocab": [vocab],
@@ -460,9 +448,6 @@ class CoreDecoder(FairseqIncrementalDecoder):
         per_sentence = self.get_incremental_state(incremental_state, "per_sentence")
         if per_sentence is not None:
             self.set_incremental_state(incremental_state, "per_sentence", reorder_per_sentence(per_sentence, new_order))
-
-    def max_positions(self):
-        return self.max_target_positions
 
 
 @register_model_architecture("core_copy", "core_copy")

@@ -40,7 +40,7 @@ from fairseq.data.encoders import register_bpe
 from fairseq.dataclass import FairseqDataclass
 
 from fairseq_wean import unk_replacement
-from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker
+from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker, marker_count
 from fairseq_wean.patching import wrap_once
 
 USER_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -89,7 +89,7 @@ class UnkMarkersBPE(object):
     def set_dictionary(self, dictionary):
         """Use the words and the markers of ``dictionary`` (a fairseq Dictionary)."""
         self.vocabulary = {w for w in dictionary.symbols if not is_position_marker(w)}
-        self.max_markers = sum(1 for w in dictionary.symbols if is_position_marker(w)) or None
+        self.max_markers = marker_count(dictionary.symbols)
 
     def encode(self, x: str) -> str:
         if self.vocabulary is None:

@@ -30,7 +30,7 @@ output as it was; an output equal to an input is refused. ``--tgt`` and ``--tgt-
 import argparse
 import collections
 
-from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker, marker
+from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker, marker, marker_count
 from fairseq_wean.errors import PROG, FairseqWeanError, run_cli
 from fairseq_wean.textio import atomic_output, check_input, check_output, iter_lines, read_lines, same_file
 
@@ -104,7 +104,7 @@ def encode(args):
             raise FairseqWeanError(
                 "--src-out and --tgt-out are both {}: give two different files".format(args.src_out))
     vocabulary = read_vocab(args.vocab)
-    max_markers = sum(1 for w in vocabulary if is_position_marker(w)) or None
+    max_markers = marker_count(vocabulary)
     sources = [line.split() for line in read_lines(args.src, "--src")]
     targets = [None] * len(sources)
     if args.tgt:

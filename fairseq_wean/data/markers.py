@@ -77,3 +77,9 @@ def decode_hypothesis(source, hypothesis):
             tok = source[pos]
         out.append(tok)
     return out
+
+
+def marker_count(words):
+    """How many markers ``words`` (a dictionary's symbols, a vocabulary) holds, or None for none:
+    the ``max_markers`` of :func:`encode_pair`."""
+    return sum(1 for w in words if is_position_marker(w)) or None

@@ -357,10 +357,11 @@ def _register_preset(word_attention, suffix, sizes):
             setattr(args, option, getattr(args, option, value))
         base_architecture(args)
 
-    preset.__name__ = name
+    preset.__name__ = preset.__qualname__ = name
     preset.__doc__ = "--word-attention {} with the sizes {} (base_architecture's otherwise).".format(
         word_attention, sizes or "of base_architecture")
-    register_model_architecture("word_attn_gated", name)(preset)
+    # a module attribute too, as fairseq's presets are: from ...word_attn_gated import word_attn_gated_iwslt
+    globals()[name] = register_model_architecture("word_attn_gated", name)(preset)
 
 
 for _mode in WORD_ATTENTION_CHOICES:

@@ -1,6 +1,7 @@
 """``--replace-unk`` that works: each ``<unk>`` of a hypothesis becomes the source word it attends to most.
 
-The rule (fairseq's, Luong et al. 2015 "Addressing the Rare Word Problem in NMT"): target word t
+The rule (fairseq's, from Luong, Sutskever, Le, Vinyals and Zaremba, "Addressing the Rare Word
+Problem in Neural Machine Translation", ACL 2015, ACL Anthology P15-1002): target word t
 is aligned to the source word s with the largest attention weight (fairseq's
 ``utils.extract_hard_alignment``: the argmax over the non-padding, non-``</s>`` source
 positions); an ``<unk>`` at t is replaced by source word s, or by its translation when

@@ -4,8 +4,9 @@
 
 Input: tokenized parallel text, one sentence per line, the same tokens fairseq-preprocess sees
 (after :mod:`preprocess.unk_markers` if you use markers). The pairs are word-aligned with eflomal
-(Östling and Tiedemann 2016; the paper used fast_align, which is not packaged here), in both
-directions; a link counts once per direction that proposes it. For each source word the ``--topk``
+(Östling and Tiedemann, "Efficient Word Alignment with Markov Chain Monte Carlo", The Prague
+Bulletin of Mathematical Linguistics 106, 2016; the paper used fast_align, which is not packaged
+here), in both directions; a link counts once per direction that proposes it. For each source word the ``--topk``
 target words with the most links are kept. eflomal is a Gibbs sampler seeded from ``/dev/urandom`` (it
 has no seed option), so two runs on the same text give slightly different tables, and a
 ``core_copy`` model trained on them slightly different scores (docs/RESULTS.md, simplification).

@@ -10,6 +10,13 @@ word generator f(q_t, e_i) (WEAN eq. 5)::
 
 The additive form is also the attention of RNNsearch, of CoRe (Cao et al. 2017, eq. 5-6)
 and of the word attention of Wu et al. (e^beta_ij = v_b^T tanh(W_b s_{i-1} + U_b x_j)).
+
+Papers: Luong, Pham and Manning, "Effective Approaches to Attention-based Neural Machine
+Translation" (EMNLP 2015, ACL Anthology D15-1166, arXiv:1508.04025); Bahdanau, Cho
+and Bengio, "Neural Machine Translation by Jointly Learning to Align and Translate" (ICLR 2015,
+arXiv:1409.0473), RNNsearch. WEAN, CoRe and Word Attention are cited in full in their model files
+(:mod:`fairseq_wean.models.wean_lstm`, :mod:`~fairseq_wean.models.core_copy`,
+:mod:`~fairseq_wean.models.word_attn_gated`).
 """
 import torch
 import torch.nn as nn

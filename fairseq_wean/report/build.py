@@ -20,15 +20,10 @@ import re
 from collections import Counter
 
 from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.scoring import inputs
 from fairseq_wean.scoring import metrics as M
 from fairseq_wean.scoring import scores
 from fairseq_wean.scoring.generate_log import parse_token_values
-from fairseq_wean.scoring.inputs import (
-    check_line_counts,
-    read_sources_and_references,
-    read_system,
-    sources_and_references_from_log,
-)
 
 DEFAULT_METRICS = ("bleu", "sari", "stats")
 METRIC_NAMES = {"bleu": "BLEU", "sari": "SARI", "fkgl": "FKGL", "rouge1": "ROUGE-1 F1",
@@ -71,7 +66,7 @@ def token_values(log):
 
 def read_system_output(path, name, n=None):
     """A :class:`SystemOutput` from a plain output file or a fairseq-generate log."""
-    sentences, log = read_system(path, "--sys", n)
+    sentences, log = inputs.read_system(path, "--sys", n)
     return SystemOutput(name, path, sentences, log, token_values(log) if log is not None else None)
 
 
@@ -188,7 +183,7 @@ def load_inputs(sys_paths, names, orig_path, ref_paths):
     if names is not None and len(names) != len(sys_paths):
         raise FairseqWeanError("--names has {} name(s) but --sys has {} file(s): give one name per "
                                "system".format(len(names), len(sys_paths)))
-    orig, refs, n = read_sources_and_references(orig_path, ref_paths)
+    orig, refs, n = inputs.read_sources_and_references(orig_path, ref_paths)
     systems = []
     for i, path in enumerate(sys_paths):
         name = names[i] if names else os.path.basename(path)
@@ -196,14 +191,14 @@ def load_inputs(sys_paths, names, orig_path, ref_paths):
         if n is None:
             n = len(systems[0].sentences)
     first_log = next((s.log for s in systems if s.log is not None), None)
-    orig, refs = sources_and_references_from_log(orig, refs, first_log, n)
+    orig, refs = inputs.sources_and_references_from_log(orig, refs, first_log, n)
     if orig is None:
         raise FairseqWeanError("--orig FILE (the source sentences) is required (or a fairseq-generate log "
                                "with S- lines as the first --sys)")
     if refs is None:
         raise FairseqWeanError("--refs FILE [FILE ...] is required (or a fairseq-generate log with T- lines "
                                "as the first --sys)")
-    check_line_counts([(s.path, s.sentences) for s in systems], orig, orig_path, refs, ref_paths)
+    inputs.check_line_counts([(s.path, s.sentences) for s in systems], orig, orig_path, refs, ref_paths)
     return systems, orig, refs
 
 

@@ -22,11 +22,9 @@ import argparse
 import datetime
 import json
 import os
-import re
 import sys
 
-from bench.run import REPO, parse_convergence, write_section
-from fairseq_wean.compare.runner import read_train_log
+from bench.run import REPO, read_epochs, write_section
 
 BEGIN, END = "<!-- convergence:begin -->", "<!-- convergence:end -->"
 ANCHOR = "lstm"
@@ -36,23 +34,14 @@ def epoch_walls(train_log):
     """{epoch: fairseq's wall seconds at the end of that epoch} from a fairseq-train log."""
     if not os.path.exists(train_log):
         return {}
-    records = read_train_log(train_log)
-    if records:  # --log-format json (the comparison runner's format)
-        return {int(r["epoch"]): float(r["train_wall"]) for r in records.get("train", []) if "train_wall" in r}
-    with open(train_log, errors="replace") as f:  # --log-format simple: runs made before the json logs
-        text = f.read()
-    return {int(e): float(w) for e, w in re.findall(r"\| train \| epoch (\d+) \|.*?\| wall ([\d.]+)", text)}
+    return read_epochs(train_log)[1]
 
 
 def best_loss_epoch(train_log):
     """The epoch of the lowest validation loss (ties: the earliest) in a fairseq-train log, or None."""
     if not os.path.exists(train_log):
         return None
-    records = read_train_log(train_log)
-    if not records:  # --log-format simple
-        loss = parse_convergence(train_log, "loss")
-        return loss[0] if loss else None
-    losses = {int(r["epoch"]): float(r["valid_loss"]) for r in records.get("valid", []) if "valid_loss" in r}
+    losses = read_epochs(train_log, "loss")[0]
     return min(losses, key=lambda e: (losses[e], e)) if losses else None
 
 

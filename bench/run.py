@@ -48,6 +48,7 @@ import sys
 import time
 
 from bench import synthetic
+from fairseq_wean.compare.runner import read_train_log, read_train_log_line
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
@@ -129,14 +130,15 @@ def measure_train(name, data_bin, table, work, cfg, env):
     shutil.rmtree(save_dir, ignore_errors=True)  # fairseq would resume from an earlier run's checkpoint
     cmd = [*fairseq_command("train", cfg), data_bin, "--user-dir", USER_DIR, *model_args(name, table),
            "--dropout", 0.1, "--optimizer", "adam", "--lr", 0.0005, "--max-tokens", cfg.max_tokens,
-           "--max-update", cfg.updates, "--log-interval", cfg.interval, "--log-format", "simple",
+           "--max-update", cfg.updates, "--log-interval", cfg.interval, "--log-format", "json",
            "--disable-validation", "--no-epoch-checkpoints", "--save-dir", save_dir,
            "--num-workers", 0, "--seed", 1, "--cpu"]
     load = os.getloadavg()[0]
     rc, out, rss, wall = run_process(cmd, os.path.join(work, "train-%s.log" % name), env)
     if rc != 0:
         raise RuntimeError("training {} failed ({}):\n{}".format(name, rc, out[-3000:]))
-    wps = [float(x) for x in re.findall(r"\| train_inner \| .*?wps=([\d.]+)", out)]
+    records = filter(None, map(read_train_log_line, out.splitlines()))
+    wps = [float(record["wps"]) for tag, record in records if tag == "train_inner" and "wps" in record]
     measured = wps[cfg.warmup:]
     if not measured:
         raise RuntimeError("no train_inner lines after warm-up for {}:\n{}".format(name, out[-2000:]))
@@ -248,13 +250,31 @@ def goals_markdown(all_results):
     return "\n".join(lines)
 
 
-def parse_convergence(path, metric="loss", maximize=False):
-    """(best epoch, best value, wall seconds at that epoch, epochs run) from a fairseq-train log."""
+def read_epochs(path, metric="loss"):
+    """``({epoch: validation METRIC}, {epoch: fairseq's wall seconds at the end of the epoch})``
+    from a fairseq-train log.
+
+    The log's ``--log-format json`` records (:func:`fairseq_wean.compare.runner.read_train_log`,
+    as fairseq-wean-compare and this benchmark write them); a log without any, written before the
+    comparison runner switched to json, is read in fairseq's ``simple`` format.
+    """
+    records = read_train_log(path)
+    if records:
+        key = "valid_" + metric
+        valid = {int(r["epoch"]): float(r[key]) for r in records.get("valid", []) if key in r}
+        walls = {int(r["epoch"]): float(r["train_wall"]) for r in records.get("train", []) if "train_wall" in r}
+        return valid, walls
     with open(path, errors="replace") as f:
         text = f.read()
     valid = {int(e): float(v) for e, v in re.findall(
         r"\| valid \| epoch (\d+) \|.*?\| {} ([\d.]+)".format(re.escape(metric)), text)}
     walls = {int(e): float(w) for e, w in re.findall(r"\| train \| epoch (\d+) \|.*?\| wall ([\d.]+)", text)}
+    return valid, walls
+
+
+def parse_convergence(path, metric="loss", maximize=False):
+    """(best epoch, best value, wall seconds at that epoch, epochs run) from a fairseq-train log."""
+    valid, walls = read_epochs(path, metric)
     if not valid:
         return None
     best = (max if maximize else min)(valid, key=lambda e: (valid[e], -e) if maximize else (valid[e], e))

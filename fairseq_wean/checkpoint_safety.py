@@ -28,6 +28,7 @@ import typing
 import torch
 
 from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.patching import wrap_once
 
 
 def safe_globals():
@@ -81,27 +82,25 @@ def _wrap_fairseq_loader():
     """One line for a refused global (instead of torch's multi-paragraph advice) or a damaged file."""
     from fairseq import checkpoint_utils
 
-    original = checkpoint_utils.load_checkpoint_to_cpu
-    if getattr(original, "_fairseq_wean_wrapped", False):
-        return
+    def wrap_load_checkpoint_to_cpu(original):
+        def load_checkpoint_to_cpu(path, *args, **kwargs):
+            try:
+                state = original(path, *args, **kwargs)
+            except Exception as exc:  # torch raises pickle.UnpicklingError; fairseq may wrap it
+                error = checkpoint_error(path, exc)
+                if error is exc:
+                    raise  # not ours to explain (``raise exc from exc`` would make a cycle)
+                raise error from exc
+            # torch reads the zip archive without checking its CRCs: damaged tensor data would
+            # load as wrong weights. One pass over the file (about 1 s per GB) catches it.
+            problem = archive_problem(path, require_zip=False)  # legacy (non-zip) checkpoints: no CRCs
+            if problem is not None:
+                raise damaged_error(path, problem)
+            return state
 
-    def load_checkpoint_to_cpu(path, *args, **kwargs):
-        try:
-            state = original(path, *args, **kwargs)
-        except Exception as exc:  # torch raises pickle.UnpicklingError; fairseq may wrap it
-            error = checkpoint_error(path, exc)
-            if error is exc:
-                raise  # not ours to explain (``raise exc from exc`` would make a cycle)
-            raise error from exc
-        # torch reads the zip archive without checking its CRCs: damaged tensor data would
-        # load as wrong weights. One pass over the file (about 1 s per GB) catches it.
-        problem = archive_problem(path, require_zip=False)  # legacy (non-zip) checkpoints: no CRCs
-        if problem is not None:
-            raise damaged_error(path, problem)
-        return state
+        return load_checkpoint_to_cpu
 
-    load_checkpoint_to_cpu._fairseq_wean_wrapped = True
-    checkpoint_utils.load_checkpoint_to_cpu = load_checkpoint_to_cpu
+    wrap_once(checkpoint_utils, "load_checkpoint_to_cpu", wrap_load_checkpoint_to_cpu)
 
 
 def checkpoint_error(path, exc):
@@ -176,24 +175,21 @@ def _atomic_checkpoint_copies():
     import os
 
     from fairseq import checkpoint_utils
-    from fairseq.file_io import PathManager
 
-    if getattr(checkpoint_utils.PathManager, "_fairseq_wean_atomic", False):
-        return
+    def atomic_copies(PathManager):
+        class AtomicCopyPathManager(PathManager):
+            @staticmethod
+            def copy(src_path, dst_path, overwrite=False):
+                if not PathManager.supports_rename(dst_path):
+                    return PathManager.copy(src_path, dst_path, overwrite=overwrite)
+                tmp = dst_path + ".tmp"
+                PathManager.copy(src_path, tmp, overwrite=True)
+                os.replace(tmp, dst_path)
+                return True
 
-    class AtomicCopyPathManager(PathManager):
-        _fairseq_wean_atomic = True
+        return AtomicCopyPathManager
 
-        @staticmethod
-        def copy(src_path, dst_path, overwrite=False):
-            if not PathManager.supports_rename(dst_path):
-                return PathManager.copy(src_path, dst_path, overwrite=overwrite)
-            tmp = dst_path + ".tmp"
-            PathManager.copy(src_path, tmp, overwrite=True)
-            os.replace(tmp, dst_path)
-            return True
-
-    checkpoint_utils.PathManager = AtomicCopyPathManager
+    wrap_once(checkpoint_utils, "PathManager", atomic_copies)
 
 
 def _wrap_restore_file_check():
@@ -207,22 +203,20 @@ def _wrap_restore_file_check():
 
     from fairseq import checkpoint_utils
 
-    original = checkpoint_utils.load_checkpoint
-    if getattr(original, "_fairseq_wean_wrapped", False):
-        return
+    def wrap_load_checkpoint(original):
+        def load_checkpoint(cfg, trainer, **passthrough_args):
+            restore = getattr(cfg, "restore_file", "checkpoint_last.pt")
+            if restore and restore != "checkpoint_last.pt" and not getattr(cfg, "continue_once", None):
+                suffix = getattr(trainer, "checkpoint_suffix", "") or ""
+                path = restore.replace(".pt", suffix + ".pt")
+                if "://" not in path and not os.path.exists(path):
+                    raise FairseqWeanError(
+                        "--restore-file {}: no such file (fairseq would silently train from scratch); "
+                        "fix the path, or leave --restore-file out to resume from --save-dir's "
+                        "checkpoint_last.pt".format(path)
+                    )
+            return original(cfg, trainer, **passthrough_args)
 
-    def load_checkpoint(cfg, trainer, **passthrough_args):
-        restore = getattr(cfg, "restore_file", "checkpoint_last.pt")
-        if restore and restore != "checkpoint_last.pt" and not getattr(cfg, "continue_once", None):
-            suffix = getattr(trainer, "checkpoint_suffix", "") or ""
-            path = restore.replace(".pt", suffix + ".pt")
-            if "://" not in path and not os.path.exists(path):
-                raise FairseqWeanError(
-                    "--restore-file {}: no such file (fairseq would silently train from scratch); "
-                    "fix the path, or leave --restore-file out to resume from --save-dir's "
-                    "checkpoint_last.pt".format(path)
-                )
-        return original(cfg, trainer, **passthrough_args)
+        return load_checkpoint
 
-    load_checkpoint._fairseq_wean_wrapped = True
-    checkpoint_utils.load_checkpoint = load_checkpoint
+    wrap_once(checkpoint_utils, "load_checkpoint", wrap_load_checkpoint)

@@ -39,6 +39,7 @@ from fairseq.data import data_utils
 
 from fairseq_wean import checkpoint_safety, distributed
 from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.patching import replace_once, wrap_once
 
 _original_batch_by_size = data_utils.batch_by_size
 
@@ -70,39 +71,27 @@ def install_size_filter_message():
     """
     from fairseq.tasks import FairseqTask
 
-    original = FairseqTask.filter_indices_by_size
-    if getattr(original, "_fairseq_wean_wrapped", False):
-        return
+    def wrap_filter_indices_by_size(original):
+        def filter_indices_by_size(self, indices, dataset, max_positions=None, ignore_invalid_inputs=False):
+            try:
+                return original(self, indices, dataset, max_positions, ignore_invalid_inputs)
+            except Exception as exc:
+                if not str(exc).startswith("Size of sample #"):
+                    raise
+                _, ignored = dataset.filter_indices_by_size(indices, max_positions)
+                size = dataset.size(ignored[0])
+                size = tuple(int(n) for n in size) if hasattr(size, "__len__") else int(size)
+                raise FairseqWeanError(
+                    "{} sentence(s) are longer than the model accepts (max positions {}; e.g. sentence #{} "
+                    "has length {}): pass --skip-invalid-size-inputs-valid-test to skip them (they get no "
+                    "hypothesis), raise --max-source-positions / --max-target-positions, or clean the raw "
+                    "files with python -m preprocess.check_parallel --max-len N before "
+                    "fairseq-preprocess".format(len(ignored), max_positions, int(ignored[0]), size)
+                ) from exc
 
-    def filter_indices_by_size(self, indices, dataset, max_positions=None, ignore_invalid_inputs=False):
-        try:
-            return original(self, indices, dataset, max_positions, ignore_invalid_inputs)
-        except Exception as exc:
-            if not str(exc).startswith("Size of sample #"):
-                raise
-            _, ignored = dataset.filter_indices_by_size(indices, max_positions)
-            size = dataset.size(ignored[0])
-            size = tuple(int(n) for n in size) if hasattr(size, "__len__") else int(size)
-            raise FairseqWeanError(
-                "{} sentence(s) are longer than the model accepts (max positions {}; e.g. sentence #{} "
-                "has length {}): pass --skip-invalid-size-inputs-valid-test to skip them (they get no "
-                "hypothesis), raise --max-source-positions / --max-target-positions, or clean the raw "
-                "files with python -m preprocess.check_parallel --max-len N before "
-                "fairseq-preprocess".format(len(ignored), max_positions, int(ignored[0]), size)
-            ) from exc
+        return filter_indices_by_size
 
-    filter_indices_by_size._fairseq_wean_wrapped = True
-    FairseqTask.filter_indices_by_size = filter_indices_by_size
-
-
-def _wrap_once(owner, name, make_wrapper):
-    """Replace ``owner.name`` by ``make_wrapper(original)`` unless that was done already."""
-    original = getattr(owner, name)
-    if getattr(original, "_fairseq_wean_wrapped", False):
-        return
-    wrapper = make_wrapper(original)
-    wrapper._fairseq_wean_wrapped = True
-    setattr(owner, name, wrapper)
+    wrap_once(FairseqTask, "filter_indices_by_size", wrap_filter_indices_by_size)
 
 
 def require_copy_gate_for_core_mode_loss(model_cfg, model):
@@ -152,8 +141,8 @@ def install_build_checks():
 
         return verify_checkpoint_directory
 
-    _wrap_once(models, "build_model", wrap_build_model)
-    _wrap_once(checkpoint_utils, "verify_checkpoint_directory", wrap_verify)
+    wrap_once(models, "build_model", wrap_build_model)
+    wrap_once(checkpoint_utils, "verify_checkpoint_directory", wrap_verify)
 
 
 def install_binarized_data_checks():
@@ -200,8 +189,8 @@ def install_binarized_data_checks():
 
         return load_langpair_dataset
 
-    _wrap_once(indexed_dataset, "make_dataset", wrap_make_dataset)
-    _wrap_once(translation, "load_langpair_dataset", wrap_load_langpair_dataset)
+    wrap_once(indexed_dataset, "make_dataset", wrap_make_dataset)
+    wrap_once(translation, "load_langpair_dataset", wrap_load_langpair_dataset)
 
 
 def first_stray_carriage_return(path):
@@ -257,7 +246,7 @@ def install_preprocess_input_check():
 
         return main
 
-    _wrap_once(preprocess, "main", wrap_main)
+    wrap_once(preprocess, "main", wrap_main)
 
 
 def install_interactive_input_reader():
@@ -294,7 +283,7 @@ def install_interactive_input_reader():
 
         return buffered_read
 
-    _wrap_once(interactive, "buffered_read", wrap_buffered_read)
+    wrap_once(interactive, "buffered_read", wrap_buffered_read)
 
 
 def install_diverse_beam_search_fixes():
@@ -331,25 +320,23 @@ def install_diverse_beam_search_fixes():
     import torch
     from fairseq.search import DiverseBeamSearch
 
-    if getattr(DiverseBeamSearch.step, "_fairseq_wean_fixed", False):
-        return
-    original_step = DiverseBeamSearch.step
+    def wrap_step(original_step):
+        def step(self, step, lprobs, scores, prev_output_tokens=None, original_batch_idxs=None):
+            self.candidate_multiple = max(self.candidate_multiple, 2)  # bug 2
+            if original_batch_idxs is not None:  # bug 1
+                if step == 0:
+                    ids = original_batch_idxs.clone()
+                    order = ids.argsort()
+                    self._fairseq_wean_batch_ids = (ids[order], order)  # sorted ids, their rows
+                else:
+                    sorted_ids, rows = self._fairseq_wean_batch_ids
+                    original_batch_idxs = rows[torch.searchsorted(sorted_ids, original_batch_idxs)]
+            return original_step(self, step, lprobs, scores, prev_output_tokens, original_batch_idxs)
 
-    def step(self, step, lprobs, scores, prev_output_tokens=None, original_batch_idxs=None):
-        self.candidate_multiple = max(self.candidate_multiple, 2)  # bug 2
-        if original_batch_idxs is not None:  # bug 1
-            if step == 0:
-                ids = original_batch_idxs.clone()
-                order = ids.argsort()
-                self._fairseq_wean_batch_ids = (ids[order], order)  # sorted ids, their rows
-            else:
-                sorted_ids, rows = self._fairseq_wean_batch_ids
-                original_batch_idxs = rows[torch.searchsorted(sorted_ids, original_batch_idxs)]
-        return original_step(self, step, lprobs, scores, prev_output_tokens, original_batch_idxs)
+        step.__doc__ = original_step.__doc__
+        return step
 
-    step._fairseq_wean_fixed = True
-    step.__doc__ = original_step.__doc__
-    DiverseBeamSearch.step = step
+    wrap_once(DiverseBeamSearch, "step", wrap_step)
 
 
 def install_no_repeat_ngram_on_cpu():
@@ -366,15 +353,13 @@ def install_no_repeat_ngram_on_cpu():
     """
     from fairseq.ngram_repeat_block import NGramRepeatBlock
 
-    if getattr(NGramRepeatBlock._no_repeat_ngram, "_fairseq_wean_fixed", False):
-        return
-    original = NGramRepeatBlock._no_repeat_ngram
+    def wrap_no_repeat_ngram(original):
+        def _no_repeat_ngram(self, tokens, lprobs, bsz, beam_size, step):
+            return original(self, tokens[:, : step + 1], lprobs, bsz, beam_size, step)
 
-    def _no_repeat_ngram(self, tokens, lprobs, bsz, beam_size, step):
-        return original(self, tokens[:, : step + 1], lprobs, bsz, beam_size, step)
+        return _no_repeat_ngram
 
-    _no_repeat_ngram._fairseq_wean_fixed = True
-    NGramRepeatBlock._no_repeat_ngram = _no_repeat_ngram
+    wrap_once(NGramRepeatBlock, "_no_repeat_ngram", wrap_no_repeat_ngram)
 
 
 def install_generator_never_chooses_bos():
@@ -412,8 +397,7 @@ def install_generator_never_chooses_bos():
 
 
 def apply():
-    if data_utils.batch_by_size is not batch_by_size_keeping_last:
-        data_utils.batch_by_size = batch_by_size_keeping_last
+    replace_once(data_utils, "batch_by_size", batch_by_size_keeping_last)
     checkpoint_safety.install()
     install_size_filter_message()
     distributed.install()

@@ -46,6 +46,8 @@ import os
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
+from fairseq_wean.patching import replace_once, wrap_once
+
 # Read by the patched save_checkpoint; the launcher sets it for --dump-rank-params.
 DUMP_ENV = "FAIRSEQ_WEAN_DUMP_RANK_PARAMS"
 
@@ -95,22 +97,23 @@ def install():
     from fairseq.distributed import utils as distributed_utils
     from fairseq.models import distributed_fairseq_model
 
-    distributed_fairseq_model.DistributedDataParallel = CPUDistributedDataParallel
+    replace_once(distributed_fairseq_model, "DistributedDataParallel", CPUDistributedDataParallel)
+    wrap_once(distributed_utils, "_infer_torch_distributed_launch_init", _wrap_torch_distributed_launch_init)
+    if os.environ.get(DUMP_ENV):
+        wrap_once(checkpoint_utils, "save_checkpoint", _wrap_save_checkpoint)
 
-    current = distributed_utils._infer_torch_distributed_launch_init
-    if not getattr(current, "_fairseq_wean", False):
-        def patched(cfg, _original=current):
-            return _infer_torch_distributed_launch_init_cpu(cfg, _original)
 
-        patched._fairseq_wean = True
-        distributed_utils._infer_torch_distributed_launch_init = patched
+def _wrap_torch_distributed_launch_init(original):
+    def _infer_torch_distributed_launch_init(cfg):
+        return _infer_torch_distributed_launch_init_cpu(cfg, original)
 
-    current = checkpoint_utils.save_checkpoint
-    if os.environ.get(DUMP_ENV) and not getattr(current, "_fairseq_wean", False):
-        # fairseq stores the best validation loss as an attribute of the function it finds
-        # under this name (``save_checkpoint.best``); the wrapper takes that role.
-        def save_checkpoint(cfg, trainer, epoch_itr, val_loss, _original=current):
-            return _save_checkpoint_and_dump_params(cfg, trainer, epoch_itr, val_loss, _original)
+    return _infer_torch_distributed_launch_init
 
-        save_checkpoint._fairseq_wean = True
-        checkpoint_utils.save_checkpoint = save_checkpoint
+
+def _wrap_save_checkpoint(original):
+    # fairseq stores the best validation loss as an attribute of the function it finds under
+    # this name (``save_checkpoint.best``); the wrapper takes that role.
+    def save_checkpoint(cfg, trainer, epoch_itr, val_loss):
+        return _save_checkpoint_and_dump_params(cfg, trainer, epoch_itr, val_loss, original)
+
+    return save_checkpoint

@@ -4,12 +4,35 @@ fairseq's command-line entry points are not ours, so we cannot catch exceptions 
 them. Instead ``install_excepthook`` (called when the plugin is imported) makes an uncaught
 ``FairseqWeanError`` print as ``fairseq-wean: error: <message>`` on stderr, without a
 traceback, and exit with status 1. Every other exception keeps Python's normal report.
+
+Our own console scripts and ``python -m`` tools do catch it, with :func:`run_cli`: the same
+one line, named after the program (``fairseq-wean-score: error: ...``), and exit status 1.
 """
 import sys
+
+PROG = "fairseq-wean"  # how the one-line error names fairseq's own commands run with the plugin
 
 
 class FairseqWeanError(Exception):
     """A problem with the user's input or set-up; the message says what to do."""
+
+
+def error_line(prog, exc):
+    """``PROG: error: MESSAGE``, the message on one line."""
+    return "{}: error: {}".format(prog, str(exc).replace("\n", " "))
+
+
+def run_cli(main, prog, argv=None):
+    """Run a console script's ``main(argv)``; a ``FairseqWeanError`` becomes one line on stderr
+    (:func:`error_line`, after what ``main`` printed to stdout) and exit status 1.
+
+    Returns None, not what ``main`` returns: a console script's wrapper exits with the value.
+    """
+    try:
+        main(argv)
+    except FairseqWeanError as exc:
+        sys.stdout.flush()
+        sys.exit(error_line(prog, exc))
 
 
 def _excepthook(exc_type, exc, tb, _previous=sys.excepthook):
@@ -22,7 +45,7 @@ def _excepthook(exc_type, exc, tb, _previous=sys.excepthook):
     if cause is not None and not isinstance(cause, FairseqWeanError):
         cause = None
     if cause is not None:
-        sys.stderr.write("fairseq-wean: error: {}\n".format(str(cause).replace("\n", " ")))
+        sys.stderr.write(error_line(PROG, cause) + "\n")
         sys.stderr.flush()
         return
     _previous(exc_type, exc, tb)
@@ -31,14 +54,3 @@ def _excepthook(exc_type, exc, tb, _previous=sys.excepthook):
 def install_excepthook():
     if sys.excepthook is not _excepthook:
         sys.excepthook = _excepthook
-
-
-def require_joined_dictionary(task, arch):
-    """Encoder input, decoder input and output share one embedding matrix: one dictionary."""
-    src, tgt = task.source_dictionary, task.target_dictionary
-    if src is None or tgt is None or src.indices != tgt.indices:
-        raise FairseqWeanError(
-            "--arch {} shares one embedding matrix between source and target, but the source and "
-            "target dictionaries differ: binarize the data with fairseq-preprocess "
-            "--joined-dictionary".format(arch)
-        )

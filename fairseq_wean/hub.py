@@ -40,7 +40,8 @@ from fairseq.data.encoders import register_bpe
 from fairseq.dataclass import FairseqDataclass
 
 from fairseq_wean import unk_replacement
-from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker
+from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker, marker_count
+from fairseq_wean.patching import wrap_once
 
 USER_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -88,7 +89,7 @@ class UnkMarkersBPE(object):
     def set_dictionary(self, dictionary):
         """Use the words and the markers of ``dictionary`` (a fairseq Dictionary)."""
         self.vocabulary = {w for w in dictionary.symbols if not is_position_marker(w)}
-        self.max_markers = sum(1 for w in dictionary.symbols if is_position_marker(w)) or None
+        self.max_markers = marker_count(dictionary.symbols)
 
     def encode(self, x: str) -> str:
         if self.vocabulary is None:
@@ -116,7 +117,6 @@ def _wrapped_hub_init(original):
         if isinstance(self.bpe, UnkMarkersBPE) and self.bpe.vocabulary is None:
             self.bpe.set_dictionary(self.src_dict)
 
-    __init__._fairseq_wean_hub = True
     return __init__
 
 
@@ -132,7 +132,6 @@ def _wrapped_hub_sample(original):
         return [self.detokenize(self.bpe.decode(self.string(hypos[0]["tokens"]), source=t.split()))
                 for t, hypos in zip(tokenized, batched_hypos)]
 
-    sample._fairseq_wean_hub = True
     return sample
 
 
@@ -143,7 +142,6 @@ def _wrapped_build_bpe(original):
             bpe.set_dictionary(self.source_dictionary)
         return bpe
 
-    build_bpe._fairseq_wean_hub = True
     return build_bpe
 
 
@@ -152,8 +150,6 @@ def install():
     from fairseq.hub_utils import GeneratorHubInterface
     from fairseq.tasks import FairseqTask
 
-    if getattr(GeneratorHubInterface.sample, "_fairseq_wean_hub", False):
-        return
-    GeneratorHubInterface.__init__ = _wrapped_hub_init(GeneratorHubInterface.__init__)
-    GeneratorHubInterface.sample = _wrapped_hub_sample(GeneratorHubInterface.sample)
-    FairseqTask.build_bpe = _wrapped_build_bpe(FairseqTask.build_bpe)
+    wrap_once(GeneratorHubInterface, "__init__", _wrapped_hub_init)
+    wrap_once(GeneratorHubInterface, "sample", _wrapped_hub_sample)
+    wrap_once(FairseqTask, "build_bpe", _wrapped_build_bpe)

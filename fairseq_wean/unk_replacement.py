@@ -1,6 +1,7 @@
 """``--replace-unk`` that works: each ``<unk>`` of a hypothesis becomes the source word it attends to most.
 
-The rule (fairseq's, Luong et al. 2015 "Addressing the Rare Word Problem in NMT"): target word t
+The rule (fairseq's, from Luong, Sutskever, Le, Vinyals and Zaremba, "Addressing the Rare Word
+Problem in Neural Machine Translation", ACL 2015, ACL Anthology P15-1002): target word t
 is aligned to the source word s with the largest attention weight (fairseq's
 ``utils.extract_hard_alignment``: the argmax over the non-padding, non-``</s>`` source
 positions); an ``<unk>`` at t is replaced by source word s, or by its translation when
@@ -36,6 +37,7 @@ or ``--bpe unk_markers`` is in use.
 import argparse
 
 from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.patching import add_generation_argument, replace_once, wrap_once
 
 _STATE = {
     "active": False,  # a run that needs per-hypothesis source words (replace-unk or unk_markers)
@@ -136,7 +138,6 @@ def _wrapped_inference_step(original):
                 hypo["alignment"] = SourceAlignment(pairs, sources[i], _STATE["align_dict"])
         return hypos
 
-    inference_step._fairseq_wean_unk = True
     return inference_step
 
 
@@ -152,7 +153,6 @@ def _wrapped_post_process_prediction(original):
         return original(hypo_tokens, src_str, alignment, align_dict, tgt_dict, remove_bpe=remove_bpe,
                         extra_symbols_to_ignore=extra_symbols_to_ignore)
 
-    post_process_prediction._fairseq_wean_unk = True
     return post_process_prediction
 
 
@@ -189,7 +189,6 @@ def _wrapped_generate_main(original):
             raise FairseqWeanError("--replace-unk-source is only used with --replace-unk: add --replace-unk")
         return original(cfg)
 
-    main._fairseq_wean_unk = True
     return main
 
 
@@ -203,7 +202,6 @@ def _wrapped_make_batches(original):
             yield batch
         _STATE["batch_sources"] = None
 
-    make_batches._fairseq_wean_unk = True
     return make_batches
 
 
@@ -223,7 +221,6 @@ def _wrapped_interactive_tokens(original):
         _STATE["interactive_sources"] = sources
         return result
 
-    get_interactive_tokens_and_lengths._fairseq_wean_unk = True
     return get_interactive_tokens_and_lengths
 
 
@@ -241,7 +238,6 @@ def _wrapped_load_align_dict(original):
             replace_unk = True
         return original(replace_unk)
 
-    load_align_dict._fairseq_wean_unk = True
     return load_align_dict
 
 
@@ -249,33 +245,21 @@ def install():
     """Install the fixes (called when the plugin is imported); see the module docstring."""
     import fairseq_cli.generate
     import fairseq_cli.interactive
-    from fairseq import options, utils
+    from fairseq import utils
     from fairseq.tasks import FairseqTask
 
-    if getattr(utils.post_process_prediction, "_fairseq_wean_unk", False):
-        return
-    utils.replace_unk = _fixed_replace_unk
-    utils.load_align_dict = _wrapped_load_align_dict(utils.load_align_dict)
-    utils.post_process_prediction = _wrapped_post_process_prediction(utils.post_process_prediction)
-    FairseqTask.inference_step = _wrapped_inference_step(FairseqTask.inference_step)
-    FairseqTask.get_interactive_tokens_and_lengths = _wrapped_interactive_tokens(
-        FairseqTask.get_interactive_tokens_and_lengths)
-    fairseq_cli.generate.main = _wrapped_generate_main(fairseq_cli.generate.main)
-    fairseq_cli.interactive.make_batches = _wrapped_make_batches(fairseq_cli.interactive.make_batches)
-
-    original = options.add_generation_args
-
-    def add_generation_args(parser):
-        group = original(parser)
-        parser.add_argument(
-            "--replace-unk-source", action=_ReplaceUnkSource, metavar="FILE",
-            help="fairseq-generate --replace-unk on binarized data (fairseq-wean plugin): the source text "
-                 "given to fairseq-preprocess for --gen-subset; <unk> is replaced by the word of this file "
-                 "that the model attends to most")
-        return group
-
-    add_generation_args._fairseq_wean_unk = True
-    options.add_generation_args = add_generation_args
+    replace_once(utils, "replace_unk", _fixed_replace_unk)
+    wrap_once(utils, "load_align_dict", _wrapped_load_align_dict)
+    wrap_once(utils, "post_process_prediction", _wrapped_post_process_prediction)
+    wrap_once(FairseqTask, "inference_step", _wrapped_inference_step)
+    wrap_once(FairseqTask, "get_interactive_tokens_and_lengths", _wrapped_interactive_tokens)
+    wrap_once(fairseq_cli.generate, "main", _wrapped_generate_main)
+    wrap_once(fairseq_cli.interactive, "make_batches", _wrapped_make_batches)
+    add_generation_argument(
+        "--replace-unk-source", action=_ReplaceUnkSource, metavar="FILE",
+        help="fairseq-generate --replace-unk on binarized data (fairseq-wean plugin): the source text "
+             "given to fairseq-preprocess for --gen-subset; <unk> is replaced by the word of this file "
+             "that the model attends to most")
 
 
 def mark_active():

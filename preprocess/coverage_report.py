@@ -20,11 +20,10 @@ fairseq-preprocess --joined-dictionary counts them.
 import argparse
 import collections
 import json
-import sys
 
 from fairseq_wean.data.align_table import read_table
 from fairseq_wean.data.markers import is_position_marker
-from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.errors import PROG, FairseqWeanError, run_cli
 from fairseq_wean.textio import atomic_output, check_input, check_output, iter_lines, read_lines
 
 
@@ -112,10 +111,7 @@ def main(argv=None):
 
 def cli_main(argv=None):
     """``python -m preprocess.coverage_report``: a ``FairseqWeanError`` is one line and exit status 1."""
-    try:
-        main(argv)
-    except FairseqWeanError as exc:
-        sys.exit("fairseq-wean: error: {}".format(exc))
+    run_cli(main, PROG, argv)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
 """Gigaword headline generation (Rush et al. 2015): the 10k / 1k sample and the standard 1951-pair test set.
 
+Paper: Rush, Chopra and Weston, "A Neural Attention Model for Abstractive Sentence Summarization"
+(EMNLP 2015, ACL Anthology D15-1044), whose data set and test set these are.
+
     python -m preprocess.prepare_gigaword --data-dir ../shared/data --out work_dirs/gigaword
 
 The text is used as released (lowercased, PTB-tokenized, digits ``#``, rare words ``UNK``).

@@ -1,5 +1,8 @@
 """LCSTS (Hu et al. 2015): character-level preprocessing and character ROUGE on PART III.
 
+Paper: Hu, Chen and Zhu, "LCSTS: A Large Scale Chinese Short Text Summarization Dataset"
+(EMNLP 2015, ACL Anthology D15-1229, arXiv:1506.05865).
+
     python -m preprocess.prepare_lcsts --data-dir ../shared/data --out work_dirs/lcsts
 
 Reads ``DATA/summarization/lcsts/PART_{I,II,III}.txt`` (the original release: ``<doc id=N>``

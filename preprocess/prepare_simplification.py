@@ -19,14 +19,17 @@ Vocabulary variants (``--variants``, see ``preprocess.common.build_variants``): 
 (fairseq-preprocess --joined-dictionary --thresholdsrc/--thresholdtgt 2), ``word-pg`` (the same
 words, rarer ones as source-position markers ``<unk-N>`` for core_copy), ``spm`` (sentencepiece
 unigram, 8000 pieces, on the train text), ``char`` (characters, ``▁`` between words; the
-character-level transformer of Yu et al. 2018). All evaluation references are the word-level
-tokenized text in ``OUT/text``.
+character-level transformer of Yu, Rauniyar, Angelova and Schoneville, "Sentence Simplification
+with Character-Level Transformer", project report, Master's Program in Cognitive Systems,
+University of Potsdam, September 2018; code github.com/srewai/explicharr). All evaluation
+references are the word-level tokenized text in ``OUT/text``.
 
 Official sources, for users with internet (the files under ``--data-dir`` have the same names):
 TurkCorpus https://github.com/cocoxu/simplification/tree/master/data/turkcorpus ;
 ASSET https://github.com/facebookresearch/asset/tree/main/dataset ;
 OneStopEnglish https://github.com/nishkalavallabhi/OneStopEnglishCorpus/tree/master/Sentence-Aligned ;
-PWKP/WikiSmall and WikiLarge (Zhang & Lapata 2017) https://github.com/XingxingZhang/dress
+PWKP/WikiSmall and WikiLarge (Zhang and Lapata, "Sentence Simplification with Deep Reinforcement
+Learning", EMNLP 2017, ACL Anthology D17-1062) https://github.com/XingxingZhang/dress
 (mirror: https://github.com/louismartin/dress-data). With the WikiLarge training files
 (``wiki.full.aner.ori.train.{src,dst}``) in ``DATA/simplification/wikilarge/``, ``--add-wikilarge``
 adds them to the training data (not part of the fixed setting).

@@ -32,10 +32,9 @@ import argparse
 import collections
 import contextlib
 import os
-import sys
 
-from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker, marker
-from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker, marker, marker_count
+from fairseq_wean.errors import PROG, FairseqWeanError, run_cli
 from fairseq_wean.textio import atomic_output, check_input, check_output, iter_lines, read_lines, same_file
 
 SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")
@@ -108,7 +107,7 @@ def encode(args):
             raise FairseqWeanError(
                 "--src-out and --tgt-out are both {}: give two different files".format(args.src_out))
     vocabulary = read_vocab(args.vocab)
-    max_markers = sum(1 for w in vocabulary if is_position_marker(w)) or None
+    max_markers = marker_count(vocabulary)
     sources = [line.split() for line in read_lines(args.src, "--src")]
     targets = [None] * len(sources)
     if args.tgt:
@@ -153,10 +152,7 @@ def main(argv=None):
 
 def cli_main(argv=None):
     """``python -m preprocess.unk_markers``: a ``FairseqWeanError`` is one line and exit status 1."""
-    try:
-        main(argv)
-    except FairseqWeanError as exc:
-        sys.exit("fairseq-wean: error: {}".format(exc))
+    run_cli(main, PROG, argv)
 
 
 if __name__ == "__main__":

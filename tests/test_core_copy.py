@@ -9,6 +9,7 @@ from fairseq.sequence_generator import SequenceGenerator
 
 import fairseq_wean  # noqa: F401  (registers the models and criteria)
 from fairseq_wean.criterions.core_mode_loss import CoreModeLossCriterion, gold_copy_labels
+from fairseq_wean.data.markers import marker
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.models.core_copy import CoreCopyModel, base_architecture
 from fairseq_wean.modules.copy_mixture import log_mixture, masked_log
@@ -306,7 +307,7 @@ def test_temperature_keeps_a_distribution(dictionary, table):
 def test_position_markers_are_copy_only_and_read_the_unk_embedding(tmp_path):
     d = make_dictionary(20)
     for i in range(3):
-        d.add_symbol("<unk-{}>".format(i))
+        d.add_symbol(marker(i))
     table = write_table(tmp_path / "t.txt", d)
     with open(table, "a") as f:
         f.write("w1\t<unk-0>\t9\n<unk-1>\tw2\t9\n")  # ignored: markers are copy-only
@@ -560,7 +561,7 @@ def test_target_side_u_is_the_most_frequent_training_target_words(skewed_data_bi
     paper's U), plus unk and eos; the joined dictionary's order gives another set."""
     from collections import Counter
 
-    from fairseq_wean.models.core_copy import frequent_word_mask
+    from fairseq_wean.modules.restricted_vocab import frequent_word_mask
 
     data, targets = skewed_data_bin
     n = 8
@@ -613,7 +614,7 @@ def test_target_side_u_through_fairseqs_own_task_setup(skewed_data_bin, tmp_path
     from fairseq import options, tasks
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
-    from fairseq_wean.models.core_copy import frequent_mask_from_counts
+    from fairseq_wean.modules.restricted_vocab import frequent_mask_from_counts
 
     data, _ = skewed_data_bin
     parser = options.get_training_parser()

@@ -5,8 +5,6 @@ word_attn_gated on the session's simplification data, core_copy on the marker da
 tests/test_core_copy.py (a name seen once per sentence, copied by the target), and wean_lstm on
 the same named data preprocessed without markers (names are <unk>, which the model learns to copy).
 """
-import re
-
 import pytest
 
 from conftest import USER_DIR, cli, cli_concurrently, generated_hypotheses, train_args
@@ -145,6 +143,7 @@ def test_core_copy_hub_puts_rare_source_words_back(trained):
 
 def test_core_copy_interactive_bpe_unk_markers_equals_hub(trained):
     import fairseq_wean.hub
+    from fairseq_wean.data.markers import marker_position
 
     ck, named_bin = trained["ck"]["core_copy"], trained["named_bin"]
     sources, name, variant, inputs = core_copy_inputs(trained)
@@ -161,8 +160,8 @@ def test_core_copy_interactive_bpe_unk_markers_equals_hub(trained):
     for i, line in enumerate(inputs):
         for hyp_marked, hyp in zip(marked[i], detok[i]):
             assert "<unk-" not in hyp
-            expected = [line.split()[int(m.group(1))] if m else w
-                        for w, m in ((w, re.fullmatch(r"<unk-(\d+)>", w)) for w in hyp_marked.split())]
+            expected = [line.split()[n] if n is not None else w
+                        for w, n in ((w, marker_position(w)) for w in hyp_marked.split())]
             assert hyp.split() == expected
 
 

@@ -10,7 +10,14 @@ import torch.nn.functional as F
 import fairseq_wean  # noqa: F401  (registers the models)
 from fairseq_wean.errors import FairseqWeanError
 from fairseq.models import ARCH_CONFIG_REGISTRY
-from fairseq_wean.models.word_attn_gated import WordAttnGatedModel, attention_step, base_architecture
+from fairseq_wean.models.word_attn_gated import (
+    WordAttnGatedModel,
+    attention_step,
+    base_architecture,
+    word_attn_gated_iwslt,
+    word_attn_gated_wmt,
+    word_attn_rnnsearch_iwslt,
+)
 from fairseq_wean.modules.attention import SourceAttention
 from model_checks import assert_batched_beam_equals_single, assert_incremental_equals_full
 from conftest import (
@@ -261,15 +268,18 @@ def test_ablation_parameter_counts_follow_table3_pattern():
 
 
 def test_presets():
+    # each registered preset is also a module attribute, as fairseq's own presets are
+    for preset in (word_attn_rnnsearch_iwslt, word_attn_gated_iwslt, word_attn_gated_wmt):
+        assert ARCH_CONFIG_REGISTRY[preset.__name__] is preset
     iwslt = argparse.Namespace()
-    ARCH_CONFIG_REGISTRY["word_attn_rnnsearch_iwslt"](iwslt)
+    word_attn_rnnsearch_iwslt(iwslt)
     assert (iwslt.encoder_layers, iwslt.decoder_layers) == (2, 2)
     assert (iwslt.word_attention, iwslt.rnn_cell) == ("none", "gru")
     iwslt = argparse.Namespace(word_attention="ungated")  # the command line wins over the preset
-    ARCH_CONFIG_REGISTRY["word_attn_gated_iwslt"](iwslt)
+    word_attn_gated_iwslt(iwslt)
     assert iwslt.word_attention == "ungated"
     wmt = argparse.Namespace()
-    ARCH_CONFIG_REGISTRY["word_attn_gated_wmt"](wmt)
+    word_attn_gated_wmt(wmt)
     assert (wmt.encoder_layers, wmt.decoder_layers) == (4, 4)
     assert (wmt.encoder_embed_dim, wmt.decoder_hidden_size) == (620, 1000)
     assert wmt.word_attention == "gated"

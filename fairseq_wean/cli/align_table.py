@@ -4,8 +4,9 @@
 
 Input: tokenized parallel text, one sentence per line, the same tokens fairseq-preprocess sees
 (after :mod:`preprocess.unk_markers` if you use markers). The pairs are word-aligned with eflomal
-(Östling and Tiedemann 2016; the paper used fast_align, which is not packaged here), in both
-directions; a link counts once per direction that proposes it. For each source word the ``--topk``
+(Östling and Tiedemann, "Efficient Word Alignment with Markov Chain Monte Carlo", The Prague
+Bulletin of Mathematical Linguistics 106, 2016; the paper used fast_align, which is not packaged
+here), in both directions; a link counts once per direction that proposes it. For each source word the ``--topk``
 target words with the most links are kept. eflomal is a Gibbs sampler seeded from ``/dev/urandom`` (it
 has no seed option), so two runs on the same text give slightly different tables, and a
 ``core_copy`` model trained on them slightly different scores (docs/RESULTS.md, simplification).
@@ -35,7 +36,7 @@ import tempfile
 
 from fairseq_wean.data.align_table import write_table
 from fairseq_wean.data.markers import is_position_marker
-from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.errors import FairseqWeanError, run_cli
 from fairseq_wean.textio import check_input, check_output, read_lines
 
 PROG = "fairseq-wean-align-table"
@@ -124,10 +125,7 @@ def main(argv=None):
 
 def cli_main(argv=None):
     """The console script: a ``FairseqWeanError`` becomes one line on stderr and exit status 1."""
-    try:
-        main(argv)
-    except FairseqWeanError as exc:
-        sys.exit("{}: error: {}".format(PROG, str(exc).replace("\n", " ")))
+    run_cli(main, PROG, argv)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,9 @@ Bad input ends with one line ``fairseq-wean-report: error: ...`` and exit status
 written to a temporary file and renamed, so an existing page is never left half-written.
 """
 import argparse
-import sys
 
 from fairseq_wean import textio
-from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.errors import run_cli
 from fairseq_wean.report import build, render
 from fairseq_wean.scoring import metrics as M
 from fairseq_wean.scoring import sari as sari_lib
@@ -65,13 +64,7 @@ def main(argv=None):
 
 
 def cli_main(argv=None):
-    try:
-        main(argv)
-    except FairseqWeanError as e:
-        sys.stdout.flush()
-        sys.stderr.write("{}: error: {}\n".format(PROG, str(e).replace("\n", " ")))
-        sys.stderr.flush()
-        sys.exit(1)
+    run_cli(main, PROG, argv)
 
 
 if __name__ == "__main__":

@@ -19,33 +19,23 @@ exactly its dict): programs should call that rather than this command's ``main``
 """
 import argparse
 import json
-import sys
 
 from fairseq_wean import textio
-from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.errors import FairseqWeanError, run_cli
 from fairseq_wean.scoring import metrics as M
 from fairseq_wean.scoring import sari as sari_lib
 from fairseq_wean.scoring import scores
-from fairseq_wean.scoring.generate_log import GenerateLog
+from fairseq_wean.scoring.inputs import (
+    check_line_counts,
+    read_sources_and_references,
+    read_system,
+    sources_and_references_from_log,
+)
 from fairseq_wean.scoring.scores import parse_metrics
 
 PROG = "fairseq-wean-score"
 _NAMES = {"bleu": "BLEU", "sari": "SARI", "fkgl": "FKGL", "rouge1": "ROUGE-1 F1", "rouge2": "ROUGE-2 F1",
           "rougeL": "ROUGE-L F1"}
-
-
-def read_lines(path, what):
-    """The lines of an input (a file, a named pipe, /dev/stdin or -; BOM dropped): fairseq_wean.textio."""
-    return textio.read_lines(path, what)
-
-
-def read_system(path, what, n=None):
-    """(sentences, GenerateLog or None). ``n`` = expected number of sentences, if known."""
-    lines = read_lines(path, what)
-    if not GenerateLog.looks_like_log(lines):
-        return lines, None
-    log = GenerateLog(path, lines)
-    return log.hypotheses(n), log
 
 
 def get_parser():
@@ -76,16 +66,11 @@ def _load_inputs(args):
     if len(stdin) > 1:
         raise FairseqWeanError("standard input ({}) is given {} times: it can be read only once; give the other "
                                "inputs as files".format(" and ".join(stdin), len(stdin)))
-    orig = read_lines(args.orig, "--orig") if args.orig else None
-    refs = [read_lines(r, "--refs") for r in args.refs] if args.refs else None
-    n = len(orig) if orig is not None else (len(refs[0]) if refs else None)
+    orig, refs, n = read_sources_and_references(args.orig, args.refs)
     sys_sents, log = read_system(args.sys, "--sys", n)
     if n is None:
         n = len(sys_sents)
-    if orig is None and log is not None and log.src:
-        orig = log.ordered(log.src, n, "source (S- line)")
-    if refs is None and log is not None and log.tgt:
-        refs = [log.ordered(log.tgt, n, "reference (T- line)")]
+    orig, refs = sources_and_references_from_log(orig, refs, log, n)
 
     need_orig = [m for m in args.metrics if m in scores.NEEDS_SOURCES]
     need_refs = [m for m in args.metrics if m in scores.NEEDS_REFERENCES]
@@ -94,15 +79,7 @@ def _load_inputs(args):
     if need_refs and refs is None:
         raise FairseqWeanError("--refs FILE [FILE ...] is required for {}".format(", ".join(need_refs)))
 
-    counts = [("--sys " + args.sys, len(sys_sents))]
-    if orig is not None:
-        counts.append(("--orig " + (args.orig or "(S- lines)"), len(orig)))
-    for i, r in enumerate(refs or []):
-        counts.append(("--refs " + (args.refs[i] if args.refs else "(T- lines)"), len(r)))
-    if len(set(c for _, c in counts)) > 1:
-        raise FairseqWeanError(
-            "inputs have different numbers of lines: {}; every file must have one line per test "
-            "sentence".format(", ".join("{} has {}".format(name, c) for name, c in counts)))
+    counts = check_line_counts([(args.sys, sys_sents)], orig, args.orig, refs, args.refs)
     if n == 0:
         raise FairseqWeanError(
             "nothing to score: {} {}: give the files of a test set with at least one sentence".format(
@@ -162,13 +139,7 @@ def main(argv=None):
 
 
 def cli_main(argv=None):
-    try:
-        main(argv)
-    except FairseqWeanError as e:
-        sys.stdout.flush()
-        sys.stderr.write("{}: error: {}\n".format(PROG, str(e).replace("\n", " ")))
-        sys.stderr.flush()
-        sys.exit(1)
+    run_cli(main, PROG, argv)
 
 
 if __name__ == "__main__":

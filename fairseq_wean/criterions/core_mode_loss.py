@@ -15,8 +15,10 @@ probability 0: as the paper puts unk into U, such a word is scored as ``<unk>``,
 U. The loss therefore stays finite and every gradient is finite.
 
 ``--label-smoothing eps`` spreads eps over the words the model can produce for that sentence
-(the finite entries of the row), not over the whole vocabulary: summing -log p over -inf entries
-would make the loss inf (0 * inf = NaN at eps = 0), see shared/notes/fairseq-pitfalls.md.
+(the finite entries of the row), not over the whole vocabulary. fairseq's own smoothing
+(``label_smoothed_nll_loss``) sums -log p over every entry of the row; with the -inf
+log-probabilities of words outside the restricted vocabulary that sum is inf, and the loss NaN
+even at eps = 0 (0 * inf).
 """
 import math
 from dataclasses import dataclass, field

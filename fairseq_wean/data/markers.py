@@ -92,3 +92,9 @@ def encode_references(dictionary_words, sources, reference_streams):
     n_markers = len(dictionary_words) - len(vocabulary)
     return [[" ".join(encode_pair(s.split(), r.split(), vocabulary, n_markers)[1]) for s, r in zip(sources, refs)]
             for refs in reference_streams]
+
+
+def marker_count(words):
+    """How many markers ``words`` (a dictionary's symbols, a vocabulary) holds, or None for none:
+    the ``max_markers`` of :func:`encode_pair`."""
+    return sum(1 for w in words if is_position_marker(w)) or None

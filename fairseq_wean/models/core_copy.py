@@ -72,7 +72,8 @@ Design choices, and why:
   by source + target count, so a word frequent in the sources only can enter U. ``target`` counts
   the binarized training target side (``DATA/train.SRC-TGT.TGT``, with fairseq's ``train1``...
   shards) when training starts: the frequent words of the text the generative decoder writes, as a
-  separate target dictionary (dl4mt's) gives them. That U is saved in the checkpoint (buffer
+  separate target dictionary (dl4mt's) gives them. Both are computed in
+  :mod:`fairseq_wean.modules.restricted_vocab`. That U is saved in the checkpoint (buffer
   ``frequent_mask``; the joined one is recomputed from the dictionary, so older checkpoints load).
   Evidence: on 10,000 Gigaword pairs (``prepare_gigaword --tiny --max-sentences 20000 --max-eval
   500 --variants word-pg``) the two U share 1,525 of 2,002 words (simplification:
@@ -81,22 +82,17 @@ Design choices, and why:
   (joined) and 30.58 / 9.55 / 29.30 (target) on the 500 validation pairs (their validation losses,
   6.31 and 6.36, differ in which targets are scored as unk, so they do not compare).
 * **Rare and unseen words** are copied through source-position markers ``<unk-N>``
-  (:mod:`preprocess.unk_markers`, fairseq's pointer-generator recipe). Markers are copy-only (never
+  (:mod:`fairseq_wean.data.markers`, as in fairseq's pointer-generator recipe;
+  ``preprocess/unk_markers.py`` writes them into the data). Markers are copy-only (never
   in V_G) and share the ``<unk>`` input embedding, so a marker for a position never seen in
   training behaves like the trained ones.
 """
 import contextlib
-import itertools
-import logging
-import os
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from fairseq import utils
-from fairseq.data import data_utils, indexed_dataset
 from fairseq.models import (
-    FairseqIncrementalDecoder,
     register_model,
     register_model_architecture,
 )
@@ -104,20 +100,23 @@ from omegaconf import OmegaConf, open_dict
 
 from fairseq_wean.data.align_table import read_align_table
 from fairseq_wean.data.markers import marker_ids
-from fairseq_wean.errors import (
-    FairseqWeanError,
-    require_joined_dictionary,
-)
+from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SCORE_CHOICES, SourceAttention
 from fairseq_wean.modules.copy_mixture import copy_log_probs, log_mixture, restricted_log_softmax
 from fairseq_wean.modules.marker_embedding import MarkerEmbedding
 from fairseq_wean.modules.layers import RNN, Linear
-from fairseq_wean.modules.model_options import check_model_options
-from fairseq_wean.modules.decoder_state import (
-    attention_in_input_order,
-    initial_decoder_state,
-    reorder_per_sentence,
+from fairseq_wean.modules.model_options import (
+    check_choice,
+    check_model_options,
+    check_shared_output_embed,
+    require_joined_dictionary,
+)
+from fairseq_wean.modules.decoder_state import RecurrentDecoder, current_step, reorder_per_sentence
+from fairseq_wean.modules.restricted_vocab import (
+    count_training_target_words,
+    frequent_mask_from_counts,
+    frequent_word_mask,
 )
 from fairseq_wean.modules.rnn_encoder import (
     DEFAULT_MAX_POSITIONS,
@@ -125,89 +124,8 @@ from fairseq_wean.modules.rnn_encoder import (
     add_rnn_seq2seq_args,
 )
 
-logger = logging.getLogger(__name__)
-
-def frequent_word_mask(dictionary, num_frequent):
-    """U as a ``|V|`` bool mask: ids ``nspecial .. nspecial+N`` plus unk and eos, no markers."""
-    mask = torch.zeros(len(dictionary), dtype=torch.bool)
-    mask[dictionary.nspecial : dictionary.nspecial + num_frequent] = True
-    mask[dictionary.unk()] = True
-    mask[dictionary.eos()] = True
-    for i in marker_ids(dictionary):
-        mask[i] = False
-    return mask
-
-
-# --------------------------------------------------------------------------- model
 PSI_CHOICES = ("tanh", "affine")
 FREQUENT_FROM_CHOICES = ("joined", "target")
-
-
-def count_training_target_words(args, task, dictionary):
-    """Word counts (``|V|`` long tensor) of the binarized training target side.
-
-    Reads ``DATA/{train}.{src}-{tgt}.{tgt}`` (or ``{tgt}-{src}``), with fairseq's shards
-    ``train1``, ``train2``, ... and every ``:``-separated data directory, as the translation task
-    would load them. DATA and the languages come from the task (``task.cfg``), the split from
-    ``--train-subset``.
-    """
-    cfg = getattr(task, "cfg", None)
-    data = getattr(cfg, "data", None) or getattr(args, "data", None)
-    src = getattr(cfg, "source_lang", None) or getattr(args, "source_lang", None)
-    tgt = getattr(cfg, "target_lang", None) or getattr(args, "target_lang", None)
-    split = getattr(args, "train_subset", None) or "train"
-    if not (data and src and tgt):
-        raise FairseqWeanError(
-            "--core-frequent-from target needs the translation task's data directory and language "
-            "pair (--source-lang, --target-lang) to count the training targets; or use "
-            "--core-frequent-from joined"
-        )
-    counts = torch.zeros(len(dictionary), dtype=torch.long)
-    read = []
-    for data_path in utils.split_paths(data):
-        for k in itertools.count():
-            split_k = split + (str(k) if k > 0 else "")
-            prefixes = [os.path.join(data_path, "{}.{}-{}.{}".format(split_k, a, b, tgt))
-                        for a, b in ((src, tgt), (tgt, src))]
-            prefix = next((p for p in prefixes if indexed_dataset.dataset_exists(p, impl=None)), None)
-            if prefix is None:
-                break
-            dataset = data_utils.load_indexed_dataset(prefix, dictionary)
-            for start in range(0, len(dataset), 10000):  # one bincount per 10k sentences
-                ids = torch.cat([dataset[i] for i in range(start, min(start + 10000, len(dataset)))])
-                if ids.numel() and int(ids.max()) >= len(dictionary):
-                    raise FairseqWeanError(
-                        "{}: token id {} is outside the dictionary ({} words): binarize the data "
-                        "again with this dictionary".format(prefix, int(ids.max()), len(dictionary)))
-                counts += torch.bincount(ids, minlength=len(dictionary))
-            read.append(prefix)
-    if not read:
-        raise FairseqWeanError(
-            "--core-frequent-from target: no binarized training target side {}.{}-{}.{}(.bin/.idx) "
-            "in {}; binarize the training data with fairseq-preprocess --trainpref, or use "
-            "--core-frequent-from joined".format(split, src, tgt, tgt, data)
-        )
-    logger.info("core_copy: counted %d target tokens in %s", int(counts.sum()), ", ".join(read))
-    return counts
-
-
-def frequent_mask_from_counts(dictionary, counts, num_frequent):
-    """U as a ``|V|`` bool mask: the ``num_frequent`` words with the highest counts, plus unk and eos.
-
-    Ties go to the lower id (the joined dictionary's order). Special symbols and position
-    markers never count (markers are copy-only), nor do words with count 0.
-    """
-    eligible = counts.gt(0)
-    eligible[: dictionary.nspecial] = False
-    eligible[marker_ids(dictionary)] = False
-    key = torch.where(eligible, counts, counts.new_full((), -1))
-    order = torch.sort(key, descending=True, stable=True).indices[:num_frequent]
-    order = order[eligible[order]]
-    mask = torch.zeros(len(dictionary), dtype=torch.bool)
-    mask[order] = True
-    mask[dictionary.unk()] = True
-    mask[dictionary.eos()] = True
-    return mask
 
 
 @register_model("core_copy")
@@ -252,15 +170,9 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
         require_joined_dictionary(task, args.arch)
         if args.core_topk < 1 or args.core_num_frequent < 0:
             raise FairseqWeanError("--core-topk must be >= 1 and --core-num-frequent >= 0")
-        for option, value, choices in (("--core-psi", args.core_psi, PSI_CHOICES),
-                                       ("--core-frequent-from", args.core_frequent_from, FREQUENT_FROM_CHOICES)):
-            if value not in choices:
-                raise FairseqWeanError("{} {!r}: choose one of {}".format(option, value, ", ".join(choices)))
-        if args.share_decoder_input_output_embed and args.decoder_out_embed_dim != args.embed_dim:
-            raise FairseqWeanError(
-                "--share-decoder-input-output-embed needs --decoder-out-embed-dim ({}) equal to "
-                "--embed-dim ({})".format(args.decoder_out_embed_dim, args.embed_dim)
-            )
+        check_choice(args, "core_psi", PSI_CHOICES)
+        check_choice(args, "core_frequent_from", FREQUENT_FROM_CHOICES)
+        check_shared_output_embed(args, "embed_dim")
         dictionary = task.source_dictionary
         frequent_mask = frequent_word_mask(dictionary, args.core_num_frequent)
         if getattr(args, "core_align_table_in_checkpoint", False):
@@ -311,7 +223,7 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
         return self.decoder.get_normalized_probs(net_output, log_probs, sample)
 
 
-class CoreDecoder(FairseqIncrementalDecoder):
+class CoreDecoder(RecurrentDecoder):
     """GRU decoder with attention, a copying decoder, a restricted generative decoder and a gate.
 
     ``forward(prev_output_tokens B x T, encoder_out)`` returns
@@ -351,15 +263,10 @@ class CoreDecoder(FairseqIncrementalDecoder):
         max_target_positions=DEFAULT_MAX_POSITIONS,
         left_pad_source=True,
     ):
-        super().__init__(dictionary)
-        self.embed_tokens = embed_tokens
+        super().__init__(dictionary, embed_tokens, encoder_output_units, hidden_size, num_layers,
+                         dropout, left_pad_source, max_target_positions)
         embed_dim = embed_tokens.embedding_dim
-        self.left_pad_source = left_pad_source
         self.padding_idx = dictionary.pad()
-        self.num_layers = num_layers
-        self.max_target_positions = max_target_positions
-        self.dropout = nn.Dropout(dropout)
-        self.init_state_proj = Linear(encoder_output_units, hidden_size)
         self.rnn = RNN("gru", embed_dim, hidden_size, num_layers=num_layers,
                        dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
         self.attention = SourceAttention(hidden_size, encoder_output_units, attention_score)  # eq. 5
@@ -431,14 +338,12 @@ class CoreDecoder(FairseqIncrementalDecoder):
     # ---------------------------------------------------------------- forward
     def extract_features(self, prev_output_tokens, encoder_out, incremental_state=None, **unused):
         """Returns psi (B x T x D), the gate logits z_t (B x T) and alpha (B x T x S)."""
-        if incremental_state is not None:
-            prev_output_tokens = prev_output_tokens[:, -1:]
-        x = self.dropout(self.embed_tokens(prev_output_tokens))  # B x T x E
+        x = self.dropout(self.embed_tokens(current_step(prev_output_tokens, incremental_state)))  # B x T x E
 
         enc = encoder_out["encoder_states"]
         hidden = self.get_incremental_state(incremental_state, "cached_state")
         if hidden is None:
-            hidden = initial_decoder_state(self.init_state_proj, encoder_out["final_state"], self.num_layers)
+            hidden = self.initial_hidden(encoder_out)
         states, hidden = self.rnn(x, hidden)  # s_t: B x T x H
         # The key side of the additive score, W_k h_j, is the same at every step: computed once.
         per_sentence = self.get_incremental_state(incremental_state, "per_sentence") or {}
@@ -483,7 +388,7 @@ class CoreDecoder(FairseqIncrementalDecoder):
         log_p_copy = self.copy_log_probs(attn, copy_index, vocab.numel())
         lprobs = log_mixture(gate_logit.float(), log_p_copy, log_p_gen)  # eq. 11
         extra = {
-            "attn": [attention_in_input_order(attn, encoder_out["encoder_padding_mask"], self.left_pad_source)],
+            "attn": [self.attention_in_input_order(attn, encoder_out)],
             "copy_gate": [torch.sigmoid(gate_logit)],
             "copy_gate_logit": [gate_logit],
             "vocab": [vocab],
@@ -543,9 +448,6 @@ class CoreDecoder(FairseqIncrementalDecoder):
         per_sentence = self.get_incremental_state(incremental_state, "per_sentence")
         if per_sentence is not None:
             self.set_incremental_state(incremental_state, "per_sentence", reorder_per_sentence(per_sentence, new_order))
-
-    def max_positions(self):
-        return self.max_target_positions
 
 
 @register_model_architecture("core_copy", "core_copy")

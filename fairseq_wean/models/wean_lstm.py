@@ -29,12 +29,11 @@ from fairseq.models import (
     register_model_architecture,
 )
 
-from fairseq_wean.errors import require_joined_dictionary
 from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SCORE_CHOICES, ScoreFunction, SourceAttention
 from fairseq_wean.modules.decoder_state import RecurrentDecoder, current_step
 from fairseq_wean.modules.layers import RNN, Embedding, Linear
-from fairseq_wean.modules.model_options import check_choice, check_model_options
+from fairseq_wean.modules.model_options import check_choice, check_model_options, require_joined_dictionary
 from fairseq_wean.modules.rnn_encoder import (
     DEFAULT_MAX_POSITIONS,
     RNNEncoder,

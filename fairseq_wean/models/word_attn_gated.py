@@ -65,13 +65,12 @@ from fairseq.models import (
     register_model_architecture,
 )
 
-from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SourceAttention
 from fairseq_wean.modules.contextual_gate import ContextualGate
 from fairseq_wean.modules.decoder_state import RecurrentDecoder, current_step, reorder_per_sentence
 from fairseq_wean.modules.layers import Embedding, Linear, RNNCell
-from fairseq_wean.modules.model_options import check_choice, check_model_options
+from fairseq_wean.modules.model_options import check_choice, check_model_options, check_shared_output_embed
 from fairseq_wean.modules.rnn_encoder import (
     DEFAULT_MAX_POSITIONS,
     RNNEncoder,
@@ -111,10 +110,7 @@ class WordAttnGatedModel(CheckedEncoderDecoderModel):
         check_choice(args, "rnn_cell", RNN_CELL_CHOICES)
         check_model_options(args, ("encoder_embed_dim", "decoder_embed_dim", "decoder_out_embed_dim"),
                             encoder_directions=2)
-        if args.share_decoder_input_output_embed and args.decoder_out_embed_dim != args.decoder_embed_dim:
-            raise FairseqWeanError(
-                "--share-decoder-input-output-embed needs --decoder-out-embed-dim ({}) equal to "
-                "--decoder-embed-dim ({})".format(args.decoder_out_embed_dim, args.decoder_embed_dim))
+        check_shared_output_embed(args, "decoder_embed_dim")
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
         # bidirectional: RNNsearch's annotations h_j = [h->_j; h<-_j]
         encoder = RNNEncoder.from_args(
@@ -361,10 +357,11 @@ def _register_preset(word_attention, suffix, sizes):
             setattr(args, option, getattr(args, option, value))
         base_architecture(args)
 
-    preset.__name__ = name
+    preset.__name__ = preset.__qualname__ = name
     preset.__doc__ = "--word-attention {} with the sizes {} (base_architecture's otherwise).".format(
         word_attention, sizes or "of base_architecture")
-    register_model_architecture("word_attn_gated", name)(preset)
+    # a module attribute too, as fairseq's presets are: from ...word_attn_gated import word_attn_gated_iwslt
+    globals()[name] = register_model_architecture("word_attn_gated", name)(preset)
 
 
 for _mode in WORD_ATTENTION_CHOICES:

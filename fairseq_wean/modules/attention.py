@@ -10,12 +10,20 @@ word generator f(q_t, e_i) (WEAN eq. 5)::
 
 The additive form is also the attention of RNNsearch, of CoRe (Cao et al. 2017, eq. 5-6)
 and of the word attention of Wu et al. (e^beta_ij = v_b^T tanh(W_b s_{i-1} + U_b x_j)).
+
+Papers: Luong, Pham and Manning, "Effective Approaches to Attention-based Neural Machine
+Translation" (EMNLP 2015, ACL Anthology D15-1166, arXiv:1508.04025); Bahdanau, Cho
+and Bengio, "Neural Machine Translation by Jointly Learning to Align and Translate" (ICLR 2015,
+arXiv:1409.0473), RNNsearch. WEAN, CoRe and Word Attention are cited in full in their model files
+(:mod:`fairseq_wean.models.wean_lstm`, :mod:`~fairseq_wean.models.core_copy`,
+:mod:`~fairseq_wean.models.word_attn_gated`).
 """
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from fairseq_wean.modules.layers import Linear
+from fairseq_wean.modules.model_options import check_value
 
 SCORE_CHOICES = ("dot", "general", "concat")
 
@@ -33,10 +41,7 @@ class ScoreFunction(nn.Module):
 
     def __init__(self, query_dim, key_dim, kind="general", hidden_dim=None):
         super().__init__()
-        if kind not in SCORE_CHOICES:
-            raise ValueError(
-                "unknown score function {!r}: choose one of {}".format(kind, ", ".join(SCORE_CHOICES))
-            )
+        check_value(kind, SCORE_CHOICES, "score function")
         self.kind = kind
         if kind == "dot":
             if query_dim != key_dim:

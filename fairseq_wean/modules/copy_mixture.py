@@ -4,7 +4,8 @@ per-sentence vocabulary, and the gated mixture of the two, all in log space.
 The equations are those of CoRe (Cao et al., "Joint Copying and Restricted Generation for
 Paraphrase", AAAI 2017); the functions take plain tensors, so any decoder with an attention
 over the source and an output layer can use them (as OpenNMT-py's ``copy_generator.py`` does for
-See et al.'s pointer-generator). The candidate axis N holds the ids a batch can produce, sorted
+the pointer-generator of See, Liu and Manning, "Get To The Point: Summarization with
+Pointer-Generator Networks", ACL 2017). The candidate axis N holds the ids a batch can produce, sorted
 (see ``CoreDecoder.restricted_vocabulary``); every function works on that compact axis, so no
 ``B x T x |V|`` tensor is built.
 

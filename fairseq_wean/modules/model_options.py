@@ -1,5 +1,10 @@
 """Checks of the model options, run by every model's ``build_model`` before any module is built.
 
+Sizes, depths and dropout (:func:`check_model_options`), option values outside their choices
+(:func:`check_choice`), ``--share-decoder-input-output-embed`` with sizes that cannot be tied
+(:func:`check_shared_output_embed`) and a model that needs a joined dictionary
+(:func:`require_joined_dictionary`).
+
 Without them a size of 0, a negative size or ``--dropout 1.5`` reaches torch, which answers
 with a traceback from deep inside ``nn.LSTM`` or ``nn.Dropout`` (or, for ``--decoder-layers 0``,
 only at the first training step). Each check raises a one-line ``FairseqWeanError`` that names
@@ -30,10 +35,38 @@ def check_choice(args, dest, choices):
     argparse already checks ``choices`` on the command line; this catches values that reach
     ``build_model`` another way (a checkpoint's saved arguments, a Python caller).
     """
-    value = getattr(args, dest)
+    check_value(getattr(args, dest), choices, option_flag(dest))
+
+
+def check_value(value, choices, name):
+    """Refuse ``value`` outside ``choices``; ``name`` says what it is (an option's flag, or e.g.
+    "score function" for a module's constructor argument)."""
     if value not in choices:
         raise FairseqWeanError(
-            "unknown {} {!r}: choose one of {}".format(option_flag(dest), value, ", ".join(choices))
+            "unknown {} {!r}: choose one of {}".format(name, value, ", ".join(choices))
+        )
+
+
+def check_shared_output_embed(args, embed_dest):
+    """``--share-decoder-input-output-embed`` uses the decoder's input embeddings (size
+    ``args.<embed_dest>``) as the output projection: it needs ``--decoder-out-embed-dim`` equal
+    to that size."""
+    embed_dim = getattr(args, embed_dest)
+    if args.share_decoder_input_output_embed and args.decoder_out_embed_dim != embed_dim:
+        raise FairseqWeanError(
+            "--share-decoder-input-output-embed needs --decoder-out-embed-dim ({}) equal to "
+            "{} ({})".format(args.decoder_out_embed_dim, option_flag(embed_dest), embed_dim)
+        )
+
+
+def require_joined_dictionary(task, arch):
+    """Encoder input, decoder input and output share one embedding matrix: one dictionary."""
+    src, tgt = task.source_dictionary, task.target_dictionary
+    if src is None or tgt is None or src.indices != tgt.indices:
+        raise FairseqWeanError(
+            "--arch {} shares one embedding matrix between source and target, but the source and "
+            "target dictionaries differ: binarize the data with fairseq-preprocess "
+            "--joined-dictionary".format(arch)
         )
 
 

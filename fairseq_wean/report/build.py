@@ -1,10 +1,10 @@
 """The data of the ``fairseq-wean-report`` page: corpus scores, per-sentence scores, token classes.
 
 Everything the page shows is computed here, as plain Python values; :mod:`.render` only turns
-them into HTML. Inputs are read as ``fairseq-wean-score`` reads them: a system output is a plain
-file (one sentence per line) or a fairseq-generate log (its ``H-`` lines, the first per sentence
-id, put back in id order; ``S-``/``T-`` lines stand in for ``--orig``/``--refs`` when those are
-not given). From a log the report also keeps, per sentence, the per-token values fairseq-generate
+them into HTML. Inputs are read as ``fairseq-wean-score`` reads them, by the same code
+(:mod:`fairseq_wean.scoring.inputs`): a system output is a plain file (one sentence per line) or
+a fairseq-generate log (its ``H-`` lines, the first per sentence id, put back in id order;
+``S-``/``T-`` lines stand in for ``--orig``/``--refs`` when those are not given). From a log the report also keeps, per sentence, the per-token values fairseq-generate
 printed for that first hypothesis: ``P-`` (positional log2-probabilities, one per token plus
 ``</s>``) and ``G-`` (copy or contextual gates, the same shape), shown when hovering a token.
 
@@ -19,11 +19,11 @@ import os
 import re
 from collections import Counter
 
-from fairseq_wean import textio
 from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.scoring import inputs
 from fairseq_wean.scoring import metrics as M
 from fairseq_wean.scoring import scores
-from fairseq_wean.scoring.generate_log import GenerateLog, parse_token_values
+from fairseq_wean.scoring.generate_log import parse_token_values
 
 DEFAULT_METRICS = ("bleu", "sari", "stats")
 METRIC_NAMES = {"bleu": "BLEU", "sari": "SARI", "fkgl": "FKGL", "rouge1": "ROUGE-1 F1",
@@ -64,13 +64,10 @@ def token_values(log):
     return out
 
 
-def read_system(path, name, n=None):
+def read_system_output(path, name, n=None):
     """A :class:`SystemOutput` from a plain output file or a fairseq-generate log."""
-    lines = textio.read_lines(path, "--sys")
-    if not GenerateLog.looks_like_log(lines):
-        return SystemOutput(name, path, lines)
-    log = GenerateLog(path, lines)
-    return SystemOutput(name, path, log.hypotheses(n), log, token_values(log))
+    sentences, log = inputs.read_system(path, "--sys", n)
+    return SystemOutput(name, path, sentences, log, token_values(log) if log is not None else None)
 
 
 def units(text, chars=False):
@@ -186,34 +183,22 @@ def load_inputs(sys_paths, names, orig_path, ref_paths):
     if names is not None and len(names) != len(sys_paths):
         raise FairseqWeanError("--names has {} name(s) but --sys has {} file(s): give one name per "
                                "system".format(len(names), len(sys_paths)))
-    orig = textio.read_lines(orig_path, "--orig") if orig_path else None
-    refs = [textio.read_lines(r, "--refs") for r in ref_paths] if ref_paths else None
-    n = len(orig) if orig is not None else (len(refs[0]) if refs else None)
+    orig, refs, n = inputs.read_sources_and_references(orig_path, ref_paths)
     systems = []
     for i, path in enumerate(sys_paths):
         name = names[i] if names else os.path.basename(path)
-        systems.append(read_system(path, name, n))
+        systems.append(read_system_output(path, name, n))
         if n is None:
             n = len(systems[0].sentences)
     first_log = next((s.log for s in systems if s.log is not None), None)
-    if orig is None and first_log is not None and first_log.src:
-        orig = first_log.ordered(first_log.src, n, "source (S- line)")
-    if refs is None and first_log is not None and first_log.tgt:
-        refs = [first_log.ordered(first_log.tgt, n, "reference (T- line)")]
+    orig, refs = inputs.sources_and_references_from_log(orig, refs, first_log, n)
     if orig is None:
         raise FairseqWeanError("--orig FILE (the source sentences) is required (or a fairseq-generate log "
                                "with S- lines as the first --sys)")
     if refs is None:
         raise FairseqWeanError("--refs FILE [FILE ...] is required (or a fairseq-generate log with T- lines "
                                "as the first --sys)")
-    counts = [("--sys " + s.path, len(s.sentences)) for s in systems]
-    counts.append(("--orig " + (orig_path or "(S- lines)"), len(orig)))
-    for i, r in enumerate(refs):
-        counts.append(("--refs " + (ref_paths[i] if ref_paths else "(T- lines)"), len(r)))
-    if len(set(c for _, c in counts)) > 1:
-        raise FairseqWeanError(
-            "inputs have different numbers of lines: {}; every file must have one line per test "
-            "sentence".format(", ".join("{} has {}".format(name, c) for name, c in counts)))
+    inputs.check_line_counts([(s.path, s.sentences) for s in systems], orig, orig_path, refs, ref_paths)
     return systems, orig, refs
 
 

@@ -19,13 +19,15 @@ finished hypothesis, in the batch fairseq-generate just decoded. The models' inc
 equals their full forward pass (tested per model), so these are the values beam search used.
 ``fairseq-wean-report`` shows them when hovering a token.
 
-How: the option is added by wrapping ``fairseq.options.add_generation_args`` when the plugin is
-imported (fairseq imports ``--user-dir`` before it builds its parser). Only when the option is
-given are ``fairseq_cli.generate._main`` (to learn the output stream) and
-``FairseqTask.inference_step`` (to compute and print the gates) wrapped; without it nothing of
-fairseq's behaviour changes.
+How: the option is added to fairseq's generation options when the plugin is imported
+(:func:`fairseq_wean.patching.add_generation_argument`; fairseq imports ``--user-dir`` before it
+builds its parser). Only when the option is given are ``fairseq_cli.generate._main`` (to learn
+the output stream) and ``FairseqTask.inference_step`` (to compute and print the gates) wrapped;
+without it nothing of fairseq's behaviour changes.
 """
 import argparse
+
+from fairseq_wean.patching import add_generation_argument, wrap_once
 
 _STATE = {"output_file": None, "quiet": False}
 
@@ -77,7 +79,6 @@ def _wrapped_inference_step(original):
                       file=out)
         return hypos
 
-    inference_step._fairseq_wean_gates = True
     return inference_step
 
 
@@ -87,7 +88,6 @@ def _wrapped_main(original):
         _STATE["quiet"] = bool(cfg.common_eval.quiet)
         return original(cfg, output_file)
 
-    _main._fairseq_wean_gates = True
     return _main
 
 
@@ -96,10 +96,8 @@ def enable():
     import fairseq_cli.generate
     from fairseq.tasks import FairseqTask
 
-    if not getattr(fairseq_cli.generate._main, "_fairseq_wean_gates", False):
-        fairseq_cli.generate._main = _wrapped_main(fairseq_cli.generate._main)
-    if not getattr(FairseqTask.inference_step, "_fairseq_wean_gates", False):
-        FairseqTask.inference_step = _wrapped_inference_step(FairseqTask.inference_step)
+    wrap_once(fairseq_cli.generate, "_main", _wrapped_main)
+    wrap_once(FairseqTask, "inference_step", _wrapped_inference_step)
 
 
 class _PrintGates(argparse.Action):
@@ -113,20 +111,8 @@ class _PrintGates(argparse.Action):
 
 def install():
     """Add ``--print-gates`` to fairseq's generation options (called when the plugin is imported)."""
-    from fairseq import options
-
-    original = options.add_generation_args
-    if getattr(original, "_fairseq_wean_gates", False):
-        return
-
-    def add_generation_args(parser):
-        group = original(parser)
-        parser.add_argument(
-            "--print-gates", action=_PrintGates,
-            help="fairseq-generate (fairseq-wean plugin): print a G-<id> line per sentence with every "
-                 "token's gate in the best hypothesis (core_copy: copy gate lambda_t; word_attn_gated: "
-                 "mean contextual gate), for fairseq-wean-report")
-        return group
-
-    add_generation_args._fairseq_wean_gates = True
-    options.add_generation_args = add_generation_args
+    add_generation_argument(
+        "--print-gates", action=_PrintGates,
+        help="fairseq-generate (fairseq-wean plugin): print a G-<id> line per sentence with every "
+             "token's gate in the best hypothesis (core_copy: copy gate lambda_t; word_attn_gated: "
+             "mean contextual gate), for fairseq-wean-report")

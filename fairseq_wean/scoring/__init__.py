@@ -2,7 +2,9 @@
 
 The library API (lists of strings in, dicts out): ``score`` (corpus scores, what
 ``fairseq-wean-score --json`` prints) and ``sentence_scores`` (per sentence), from
-:mod:`fairseq_wean.scoring.scores`; fairseq-generate logs: :mod:`fairseq_wean.scoring.generate_log`.
+:mod:`fairseq_wean.scoring.scores`; fairseq-generate logs: :mod:`fairseq_wean.scoring.generate_log`;
+the inputs of fairseq-wean-score and fairseq-wean-report (plain file or log, ``S-``/``T-`` lines
+for missing sources and references, one line per test sentence): :mod:`fairseq_wean.scoring.inputs`.
 """
 import importlib
 import os

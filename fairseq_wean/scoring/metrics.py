@@ -264,7 +264,8 @@ def build_metrics(names, sys_sents, orig_sents, refs_streams, sari_mode="default
 
 
 def paired_bootstrap(metrics_a, metrics_b, n_samples=BOOTSTRAP_SAMPLES, seed=BOOTSTRAP_SEED):
-    """Two-sided paired-bootstrap p-values (Koehn 2004), per metric.
+    """Two-sided paired-bootstrap p-values, per metric (Koehn, "Statistical Significance Tests for
+    Machine Translation Evaluation", EMNLP 2004).
 
     The same ``n_samples`` resamples of sentence indices (fixed ``seed``) are applied to both
     systems. The bootstrap differences are centred on their mean to approximate the null

@@ -1,5 +1,8 @@
 """SARI (Xu et al., TACL 2016), computed exactly as EASSE's ``corpus_sari`` (feralvam/easse).
 
+Paper: Xu, Napoles, Pavlick, Chen and Callison-Burch, "Optimizing Statistical Machine Translation
+for Text Simplification" (TACL 4, 2016, pp. 401-415, ACL Anthology Q16-1029).
+
 No installable SARI library is available, so this is an independent implementation of the
 algorithm in ``easse/sari.py``; ``tests/test_scorer.py`` checks it against EASSE's published
 value on TurkCorpus test (DRESS-LS output, legacy mode: 37.266058818588216).

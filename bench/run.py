@@ -260,8 +260,11 @@ def read_epochs(path, metric="loss"):
     """
     records = read_train_log(path)
     if records:
-        key = "valid_" + metric
-        valid = {int(r["epoch"]): float(r[key]) for r in records.get("valid", []) if key in r}
+        # the validated subset's records: fairseq tags them (and prefixes their keys) with its
+        # name, "valid" by default and "valid1" in fairseq-wean-compare (the decoded subset)
+        tag = next((t for t in ("valid", "valid1") if any(t + "_" + metric in r for r in records.get(t, []))), "valid")
+        key = tag + "_" + metric
+        valid = {int(r["epoch"]): float(r[key]) for r in records.get(tag, []) if key in r}
         walls = {int(r["epoch"]): float(r["train_wall"]) for r in records.get("train", []) if "train_wall" in r}
         return valid, walls
     with open(path, errors="replace") as f:

@@ -33,6 +33,8 @@ this order:
    (:func:`install_diverse_beam_search_fixes`).
 10. ``--no-repeat-ngram-size`` blocks repeated n-grams on CPU too
     (:func:`install_no_repeat_ngram_on_cpu`).
+11. Decoding never outputs ``<s>``, with any search (``--sampling`` drew it)
+    (:func:`install_generator_never_chooses_bos`).
 """
 import numpy as np
 from fairseq.data import data_utils
@@ -373,27 +375,25 @@ def install_generator_never_chooses_bos():
     longer matched its words. Fix: after ``__init__``, ``<s>`` joins
     ``token_indices_to_suppress``, which ``_generate`` sets to -inf at every step before the
     search step (the mechanism of fairseq's own ``tokens_to_suppress`` argument). Forced
-    ``--prefix-size`` tokens and ``--score-reference`` are unaffected. Idempotent.
+    ``--prefix-size`` tokens and ``--score-reference`` are unaffected.
     """
     import torch
     from fairseq.sequence_generator import SequenceGenerator
 
-    if getattr(SequenceGenerator.__init__, "_fairseq_wean_fixed", False):
-        return
-    original_init = SequenceGenerator.__init__
+    def wrap_init(original_init):
+        def __init__(self, models, tgt_dict, *args, **kwargs):
+            original_init(self, models, tgt_dict, *args, **kwargs)
+            bos = tgt_dict.bos() if hasattr(tgt_dict, "bos") else None
+            if bos is None or bos in (self.eos, self.pad, self.unk):
+                return
+            bos = torch.tensor([bos], dtype=torch.long)
+            suppressed = self.token_indices_to_suppress
+            self.token_indices_to_suppress = bos if suppressed is None else torch.cat([suppressed, bos]).unique()
 
-    def __init__(self, models, tgt_dict, *args, **kwargs):
-        original_init(self, models, tgt_dict, *args, **kwargs)
-        bos = tgt_dict.bos() if hasattr(tgt_dict, "bos") else None
-        if bos is None or bos in (self.eos, self.pad, self.unk):
-            return
-        bos = torch.tensor([bos], dtype=torch.long)
-        suppressed = self.token_indices_to_suppress
-        self.token_indices_to_suppress = bos if suppressed is None else torch.cat([suppressed, bos]).unique()
+        __init__.__doc__ = original_init.__doc__
+        return __init__
 
-    __init__._fairseq_wean_fixed = True
-    __init__.__doc__ = original_init.__doc__
-    SequenceGenerator.__init__ = __init__
+    wrap_once(SequenceGenerator, "__init__", wrap_init)
 
 
 def apply():

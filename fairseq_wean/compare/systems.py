@@ -31,7 +31,8 @@ SYSTEMS = {
               "--encoder-layers", "2", "--decoder-embed-dim", "256", "--decoder-hidden-size", "256",
               "--decoder-layers", "2"] + RNN_OPTIM
        for arch in ("word_attn_rnnsearch", "word_attn_ungated", "word_attn_gated")},
-    # Yu et al. 2018: 2+2 layers, 256, inner 512, dropout 0.1, label smoothing 0.1, Adam
+    # Yu, Rauniyar, Angelova and Schoneville, "Sentence Simplification with Character-Level
+    # Transformer" (project report, University of Potsdam, September 2018): 2+2 layers, 256, inner 512, dropout 0.1, label smoothing 0.1, Adam
     # (0.9, 0.98, 1e-9), no embedding sharing; warm-up shortened to our short budget.
     "char_transformer": TRANSFORMER_SMALL + [
         "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--adam-eps", "1e-09", "--lr", "0.001",

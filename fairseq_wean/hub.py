@@ -53,13 +53,25 @@ def from_pretrained(checkpoint_dir, checkpoint_file="checkpoint_best.pt", data_n
     by ``os.pathsep`` make an ensemble); data_name_or_path: the binarized data directory (its
     dictionaries), relative to checkpoint_dir when it starts with "."; kwargs: option overrides
     (e.g. ``bpe="unk_markers"``, ``beam=5``).
+
+    A model whose source dictionary has ``<unk-N>`` markers (``core_copy`` trained on marked data)
+    gets ``bpe="unk_markers"`` when neither ``bpe`` is given nor the checkpoint names one: raw
+    text in, the source's rare words back in the output. ``bpe=None`` keeps the markers.
     """
     from fairseq import hub_utils
 
     kwargs.setdefault("user_dir", USER_DIR)
     loaded = hub_utils.from_pretrained(checkpoint_dir, checkpoint_file=checkpoint_file,
                                        data_name_or_path=data_name_or_path, **kwargs)
-    return hub_utils.GeneratorHubInterface(loaded["args"], loaded["task"], loaded["models"])
+    cfg = loaded["args"]
+    if ("bpe" not in kwargs and getattr(cfg.bpe, "_name", None) is None
+            and any(is_position_marker(w) for w in loaded["task"].source_dictionary.symbols)):
+        from omegaconf import open_dict
+
+        with open_dict(cfg):
+            cfg.bpe = UnkMarkersBPEConfig()
+            cfg.bpe._name = "unk_markers"
+    return hub_utils.GeneratorHubInterface(cfg, loaded["task"], loaded["models"])
 
 
 @dataclass

@@ -266,6 +266,20 @@ def test_main_job_tiny(tmp_path):
     kinds = [l.split("\t")[0] for l in lines if l[:2] in ("S-", "H-", "G-")]
     assert kinds == [k + "-" + str(i) for i in range(12) for k in ("S", "H", "G")]
     assert (mj / "report.html").exists() and str(mj / "report.html") in proc.stdout
+    # the printed examples ("#i SRC: source" then "OUT: output", [w] = a word copied through its
+    # marker) are test sentences and their outputs, with no <unk> and no invented word (a word in
+    # neither the source nor any of the 8 references)
+    from fairseq_wean.scoring.metrics import is_invented, known_words
+
+    examples = re.findall(r"^  #(\d+) SRC: (.*)\n {6}OUT: (.*)$", proc.stdout, re.M)
+    assert len(examples) >= 3 and [int(i) for i, _, _ in examples[:3]] == [0, 1, 2]
+    refs = [read_text_lines(mj / "data" / "text" / "test.ref.{}".format(k)) for k in range(8)]
+    for i, src, out in examples:
+        i = int(i)
+        words = [w[1:-1] if len(w) > 2 and w[0] == "[" and w[-1] == "]" else w for w in out.split()]
+        assert src == sources[i] and " ".join(words) == hyps[i]
+        known = known_words(src, [r[i] for r in refs])
+        assert not [w for w in words if "<unk" in w or is_invented(w, known)], (i, out)
 
 
 @needs_data

@@ -3,8 +3,10 @@ computations, token classes by hand, hover values from a generate log, escaping 
 no network loads, bad input; and in a real browser (headless chromium): the script runs, sorting
 and filtering from the address fragment, and hostile text runs nothing.
 
-The page is built in-process (``fairseq_wean.cli.report.main``); the browser tests skip only when
-``chromium`` is not installed (``apt-get install chromium``).
+The page is built in-process (``fairseq_wean.cli.report.main``); the browser tests (DOM after the
+script ran, and a screenshot: the page is drawn, with its tables, histogram bars and token colours)
+skip only when no headless Chromium is installed (``chromium``, ``chromium-browser``,
+``google-chrome`` or ``chrome-headless-shell`` on PATH; ``apt-get install chromium``).
 """
 import argparse
 import json
@@ -332,18 +334,54 @@ def test_log_alone_supplies_source_and_reference(files):
 
 
 # --------------------------------------------------------------------------------------------- browser
-CHROMIUM = shutil.which("chromium")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt-get install chromium)")
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome-headless-shell")
 
 
-def browser_dom(path, fragment=""):
-    """The DOM after the page's script ran (headless chromium, a 2 s virtual-time budget)."""
+def find_browser():
+    """The first headless-capable Chromium on PATH (Debian, Ubuntu, Google's names), or None."""
+    return next((path for path in map(shutil.which, BROWSERS) if path), None)
+
+
+CHROMIUM = find_browser()
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium ({}) on PATH: apt-get install chromium".format(", ".join(BROWSERS)))
+
+
+def run_browser(path, fragment, *options):
+    """Headless Chromium on the page (after its script ran, a 2 s virtual-time budget)."""
     proc = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--run-all-compositor-stages-before-draw",
-         "--virtual-time-budget=2000", "--dump-dom", "file://" + os.path.abspath(path) + fragment],
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         "--run-all-compositor-stages-before-draw", "--virtual-time-budget=2000", *options,
+         "file://" + os.path.abspath(path) + fragment],
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
+
+
+def browser_dom(path, fragment=""):
+    """The DOM after the page's script ran."""
+    return run_browser(path, fragment, "--dump-dom")
+
+
+def browser_screenshot(path, png, width, height, fragment=""):
+    """A PNG of the top width x height pixels of the page; returns its bytes."""
+    if os.path.exists(png):
+        os.remove(png)
+    run_browser(path, fragment, "--screenshot=" + str(png), "--window-size={},{}".format(width, height))
+    with open(png, "rb") as f:
+        return f.read()
+
+
+def colour_pixels(png_path):
+    """{(r, g, b): number of pixels} of a PNG."""
+    from PIL import Image  # matplotlib's dependency
+
+    with Image.open(png_path) as image:
+        return {rgb: n for n, rgb in image.convert("RGB").getcolors(maxcolors=1 << 24)}
+
+
+def rgb(hex_colour):
+    return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
 
 
 def row_ids(dom):
@@ -387,6 +425,37 @@ def test_browser_sorts_text_and_filters(page, files):
     assert sorted(visible) == [0, 2, 4] and sorted(hidden) == [1, 3, 5]
     assert row_ids(re.sub(r' hidden=""', "", dom)) == sorted(range(len(SOURCE)), key=lambda i: SOURCE[i])
     assert "3 of 6 shown" in dom
+
+
+@needs_chromium
+def test_browser_draws_the_page(page, files, tmp_path):
+    """A screenshot: the tables, the histogram bars of every series and the token colours are drawn."""
+    import struct
+
+    from fairseq_wean.report.render import SERIES_COLOURS
+
+    path = str(files["dir"] / "page.html")
+    png = tmp_path / "page.png"
+    data = browser_screenshot(path, png, 1400, 1000)
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    assert struct.unpack(">II", data[16:24]) == (1400, 1000)
+    assert len(data) > 20000  # a blank 1400x1000 page is about 5 KB
+    pixels = colour_pixels(png)
+    white = pixels.get((255, 255, 255), 0)
+    assert 0.5 < white / (1400 * 1000) < 0.97  # mostly background, but much drawn on it
+    # the two histograms (top of the page): a bar of each series, source, reference, system A, B
+    for colour in SERIES_COLOURS[:4]:
+        assert pixels.get(rgb(colour), 0) > 300, colour
+    # the whole page: the sentence table's token classes have their colours
+    tall = tmp_path / "tall.png"
+    browser_screenshot(path, tall, 1400, 4000)
+    pixels = colour_pixels(tall)
+    for cls, colour in (("copied", "#dbe9f6"), ("generated", "#c7ecc7"), ("invented", "#f7b6b6")):
+        assert pixels.get(rgb(colour), 0) > 200, cls
+    # a copy for a person to look at
+    if os.environ.get("FAIRSEQ_WEAN_SCREENSHOTS"):
+        shutil.copy(png, os.path.join(os.environ["FAIRSEQ_WEAN_SCREENSHOTS"], "report.png"))
+        shutil.copy(tall, os.path.join(os.environ["FAIRSEQ_WEAN_SCREENSHOTS"], "report-tall.png"))
 
 
 # --------------------------------------------------------------------------------------------- gates

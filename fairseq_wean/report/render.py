@@ -134,9 +134,9 @@ def histogram_svg(title, series, integer):
             out.append('<rect x="{}" y="{:.1f}" width="{}" height="{:.1f}" fill="{}"><title>{}: {} in {}'
                        '</title></rect>'.format(x0 + s * bar_w, top + plot_h - h, bar_w - 1, h, colour,
                                                 esc(name), count, esc(label(lo, hi))))
-        if b % label_every == 0:
-            out.append('<text x="{}" y="{}" class="h-axis">{}</text>'.format(
-                x0, top + plot_h + 14, esc(label(lo, hi))))
+        if b % label_every == 0:  # centred under the bin's bars
+            out.append('<text x="{}" y="{}" text-anchor="middle" class="h-axis">{}</text>'.format(
+                x0 + len(series) * bar_w / 2, top + plot_h + 14, esc(label(lo, hi))))
     for s, (name, colour, _) in enumerate(series):
         y = top + plot_h + 34 + 16 * s
         out.append('<rect x="{}" y="{}" width="10" height="10" fill="{}"/><text x="{}" y="{}" class="h-axis">'
@@ -251,6 +251,7 @@ td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-n
 #sentence-table th[aria-sort=ascending]::after { content: " \\25B2"; }
 #sentence-table th[aria-sort=descending]::after { content: " \\25BC"; }
 td.src, td.refs, td.out { max-width: 28em; }
+#sentence-table td, #sentence-table th { overflow-wrap: anywhere; }  /* long tokens wrap, not widen */
 .ref + .ref { border-top: 1px dotted #ccc; }
 .tok { border-radius: 2px; padding: 0 1px; }
 .tok.copied { background: #dbe9f6; } .tok.generated { background: #c7ecc7; }

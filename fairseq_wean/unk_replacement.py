@@ -165,10 +165,12 @@ def _wrapped_generate_main(original):
 
             cfg = convert_namespace_to_omegaconf(cfg)
         replace_unk = cfg.generation.replace_unk
-        source_file = _STATE["source_file"]
+        # per run: the --replace-unk-source the parser just stored is this run's (and consumed,
+        # so a later run in the same process without the option does not inherit it), and the
+        # hypotheses need source words only when this run replaces
+        source_file, _STATE["source_file"] = _STATE["source_file"], None
         _STATE["generate_sources"] = _STATE["align_dict"] = None
-        if replace_unk is not None:
-            _STATE["active"] = True
+        _STATE["active"] = replace_unk is not None
         if replace_unk is not None and cfg.dataset.dataset_impl != "raw":
             from fairseq import utils
 

@@ -9,9 +9,8 @@ threshold, so a third of the target words is <unk>. Those three models really wr
 source word its attention (core_copy: its copy distribution) points at, as the printed alignment says.
 
 A second module fixture runs every fairseq-generate and fairseq-interactive of the module at once:
-two processes of tests/fairseq_runs.py (one import of torch and fairseq for many runs; the runs
-without --replace-unk before those with it, as the plugin's per-run state is set by the latter),
-and the two error cases as real console scripts.
+two processes of tests/fairseq_runs.py (one import of torch and fairseq for many runs, in any
+order: the plugin's --replace-unk state is per run), and the two error cases as real console scripts.
 """
 import json
 import os

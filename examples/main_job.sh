@@ -93,22 +93,20 @@ OMP_NUM_THREADS="${ALIGN_THREADS:-2}" fairseq-wean-align-table --src "$DATA/alig
 VREFS=()
 "$PY" - "$PGTEXT" "$TEXT" "$OUT/data/valid-refs" <<'PYEOF'
 import os, sys
-from fairseq_wean.data.markers import encode_pair, is_position_marker
+from fairseq_wean.data.markers import encode_references
 from fairseq_wean.textio import read_lines
 pgtext, text, out = sys.argv[1:]
 words = [line.rsplit(" ", 1)[0] for line in read_lines(os.path.join(pgtext, "dict.txt"))]
-vocab = {w for w in words if not is_position_marker(w)}
-n_markers = len(words) - len(vocab)
-sources = [l.split() for l in read_lines(os.path.join(text, "validsrc.complex"))]
-marked = [" ".join(encode_pair(s, None, vocab, n_markers)[0]) for s in sources]
-if marked != read_lines(os.path.join(pgtext, "validsrc.complex")):
+sources = read_lines(os.path.join(text, "validsrc.complex"))
+refs = [read_lines(os.path.join(text, "valid.ref.{}".format(k))) for k in range(8)]
+# the sources with their own markers are the prepared text: else the data came from another run
+if encode_references(words, sources, [sources])[0] != read_lines(os.path.join(pgtext, "validsrc.complex")):
     sys.exit("fairseq-wean: error: validation sources re-encoded differently from the prepared word-pg text: "
              "prepare the data again")
 os.makedirs(out, exist_ok=True)
-for k in range(8):
-    refs = read_lines(os.path.join(text, "valid.ref.{}".format(k)))
+for k, stream in enumerate(encode_references(words, sources, refs)):
     with open(os.path.join(out, "valid.ref.{}".format(k)), "w", encoding="utf-8") as f:
-        f.writelines(" ".join(encode_pair(s, r.split(), vocab, n_markers)[1]) + "\n" for s, r in zip(sources, refs))
+        f.writelines(line + "\n" for line in stream)
 PYEOF
 for k in 0 1 2 3 4 5 6 7; do VREFS+=("$OUT/data/valid-refs/valid.ref.$k"); done
 EVAL_REFS="$(IFS=,; echo "${VREFS[*]}")"

@@ -1,9 +1,11 @@
 """Running the comparison: data preparation, fairseq-train and decoding jobs, launch order, progress.
 
-fairseq-train runs with ``--log-format json``; its ``train_inner``, ``train`` and ``valid``
-records (:func:`read_train_log`) give the console progress and the validation loss per epoch.
-Decoding, selection and parameter counts run in one process per system
-(:mod:`fairseq_wean.compare.evaluate`).
+fairseq-train runs with ``--task translation_with_metrics`` and ``--log-format json``; its
+``train_inner``, ``train`` and ``valid1`` records (:func:`read_train_log`) give the console
+progress and, per epoch, the validation loss and score by which fairseq-train keeps
+``checkpoint_best.pt``. Test decoding and parameter counts run in one process per system
+(:mod:`fairseq_wean.compare.evaluate`); each finished system is published to the results
+directory (:func:`publish_run`) and reused from there (:func:`published_run`).
 """
 import json
 import os
@@ -13,8 +15,8 @@ import sys
 import threading
 import time
 
-from fairseq_wean.compare.systems import (BATCH, CONVERGED, CONVERGED_BATCH, GEN_ARGS, SYSTEMS, TASKS,
-                                          VALID_FLAGS, converged_system_args)
+from fairseq_wean.compare.systems import (BATCH, CONVERGED_BATCH, GEN_ARGS, SYSTEMS, TASKS, VALID_FLAGS,
+                                          converged_system_args)
 from preprocess import common
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -217,8 +219,8 @@ def read_train_log(path):
 
 def train(args, recipe, system, variant, run_dir, label, seed=None):
     """fairseq-train, streaming progress; returns (wall seconds, {epoch: valid loss}, validation
-    curve, command). The curve (converged budget) is ``[{"epoch": e, METRIC: score}, ...]`` from
-    the validation records fairseq-train logs for the decoded subset."""
+    curve, command). The curve is ``[{"epoch": e, METRIC: score}, ...]`` from the validation
+    records fairseq-train logs for the decoded subset."""
     cmd = train_command(args, recipe, system, variant, run_dir, seed)
     ckpt_dir = os.path.join(run_dir, "checkpoints")
     if os.path.isdir(ckpt_dir):

@@ -29,7 +29,9 @@ def redraw_figure(compare_dir):
 
     with open(os.path.join(compare_dir, "results.json"), encoding="utf-8") as f:
         results = json.load(f)
-    evals = {tuple(key.split(":", 1)): ev for key, ev in results["runs"].items()}
+    # keys SYSTEM:VOCAB, and SYSTEM:VOCAB:SEED for extra seeds
+    evals = {tuple(int(p) if i == 2 else p for i, p in enumerate(key.split(":"))): ev
+             for key, ev in results["runs"].items()}
     recipe = results["recipe"]
     return report.plot_curves(argparse.Namespace(task=recipe["task"], out=compare_dir), recipe, evals)
 

@@ -24,10 +24,11 @@ def parse_args(argv=None):
     p.add_argument("--tiny", action="store_true",
                    help="CI size: a few hundred training pairs, 12 evaluation sentences, 1 epoch, fewer runs")
     p.add_argument("--budget", choices=["short", "converged"], default="short",
-                   help="short (default): every system trains --epochs epochs with 32-sentence batches and each "
-                        "epoch checkpoint is decoded afterwards (WEAN's convergence-speed setting); converged: "
+                   help="short (default): every system trains --epochs epochs with 32-sentence batches (WEAN's "
+                        "convergence-speed setting); converged: "
                         "--max-tokens batches, each system trains until its validation score (computed inside "
-                        "fairseq-train) has not improved for --patience epochs, at most --max-epoch")
+                        "fairseq-train) has not improved for --patience epochs, at most --max-epoch. Both keep "
+                        "the checkpoint with the best validation score")
     p.add_argument("--epochs", type=int, help="short budget: epochs of every system (default: per task)")
     p.add_argument("--patience", type=int, help="converged budget: epochs without a better validation score "
                                                 "before a system stops (default: per task)")

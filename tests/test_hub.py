@@ -93,6 +93,17 @@ def core_copy_inputs(trained):
     return sources, name, variant, sources + [sources[0], variant, sources[0]]
 
 
+def core_copy_markers_hub(trained):
+    """The marker-data core_copy through the hub with --bpe unk_markers: (sources, name, variant,
+    inputs, the hub's translations of the inputs)."""
+    import fairseq_wean.hub
+
+    sources, name, variant, inputs = core_copy_inputs(trained)
+    hub = fairseq_wean.hub.from_pretrained(str(trained["ck"]["core_copy_markers"]), checkpoint_file="checkpoint_best.pt",
+                                           data_name_or_path=str(trained["named_bin"]), bpe="unk_markers")
+    return sources, name, variant, inputs, hub.translate(inputs, beam=5)
+
+
 @pytest.fixture(scope="module")
 def decoded(trained):
     """{run name: stdout} of every decoding run of the module, and the two error-case processes."""
@@ -202,14 +213,9 @@ def test_inherited_from_pretrained_classmethod(trained):
 
 
 def test_core_copy_hub_puts_rare_source_words_back(trained, decoded):
-    import fairseq_wean.hub
     from fairseq_wean.data.markers import decode_hypothesis
 
-    ck, named_bin = trained["ck"]["core_copy_markers"], trained["named_bin"]
-    sources, name, variant, inputs = core_copy_inputs(trained)
-    hub = fairseq_wean.hub.from_pretrained(str(ck), checkpoint_file="checkpoint_best.pt",
-                                           data_name_or_path=str(named_bin), bpe="unk_markers")
-    translated = hub.translate(inputs, beam=5)
+    sources, name, variant, inputs, translated = core_copy_markers_hub(trained)
     # fairseq-generate on the marked binarized test set, mapped back with the raw sources
     marked = generated_hypotheses(decoded["generate.markers"])
     assert any("<unk-" in marked[i] for i in marked)  # the model copies markers
@@ -250,14 +256,9 @@ def test_hub_chooses_unk_markers_when_the_dictionary_has_markers(trained):
 
 
 def test_core_copy_interactive_bpe_unk_markers_equals_hub(trained, decoded):
-    import fairseq_wean.hub
     from fairseq_wean.data.markers import marker_position
 
-    ck, named_bin = trained["ck"]["core_copy_markers"], trained["named_bin"]
-    sources, name, variant, inputs = core_copy_inputs(trained)
-    hub = fairseq_wean.hub.from_pretrained(str(ck), checkpoint_file="checkpoint_best.pt",
-                                           data_name_or_path=str(named_bin), bpe="unk_markers")
-    translated = hub.translate(inputs, beam=5)
+    sources, name, variant, inputs, translated = core_copy_markers_hub(trained)
     stdout = decoded["interactive.markers"]  # --bpe unk_markers
     detok, marked = interactive_outputs(stdout, "D"), interactive_outputs(stdout, "H")
     assert sorted(detok) == list(range(len(inputs))) and all(len(v) == 2 for v in detok.values())

@@ -124,7 +124,7 @@ def main(argv=None):
     log("scoring test outputs (p-values against fairseq {})".format(BASELINE))
     baselines = report.baseline_outputs(args, recipe)
     rows = report.build_rows(args, recipe, evals, baselines)
-    meta = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": report.machine(),
+    meta = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": runner.machine(),
             "wall_seconds": time.time() - t_start, "prepare_command": " ".join(prepare_cmd), "epochs": args.epochs,
             "budget": args.budget, "patience": args.patience, "max_epoch": args.max_epoch,
             "results_dir": os.path.relpath(args.results_dir, REPO), "runs": len(evals), "reused": reused}

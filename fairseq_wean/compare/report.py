@@ -6,7 +6,7 @@ Scores come from the scoring library (:func:`fairseq_wean.scoring.score`, what
 import csv
 import os
 
-from fairseq_wean.compare.runner import fmt_secs, machine, run_name  # noqa: F401 (machine: cli's meta)
+from fairseq_wean.compare.runner import epochs_trained, fmt_secs, run_seed
 from fairseq_wean.compare.systems import BASELINE, METRIC_NAMES, SYSTEMS, TASKS, WORD_ATTENTION_ABLATION
 from preprocess import common
 
@@ -107,7 +107,7 @@ def build_rows(args, recipe, evals, baselines):
             row.update(params=ev["params"], output_params=ev["output_params"], output_tied=ev.get("output_tied", False),
                        train_seconds=round(ev["train_seconds"], 1), best_epoch=ev["best_epoch"],
                        best_valid=round(ev["best_valid"], 2),
-                       epochs_trained=max((int(e) for e in ev.get("valid_loss") or {}), default=None))
+                       epochs_trained=epochs_trained(ev))
         rows.append(row)
     return rows
 
@@ -156,7 +156,8 @@ def budget_sentence(args, recipe):
 
 
 def seed_rows(args, recipe, evals):
-    """The word-attention ablation over seeds: [(system, [score per seed], mean, sd, {other: [p per seed]})].
+    """The word-attention ablation over seeds: one dict per system, ``system``, ``scores`` [(seed,
+    score)], ``mean``, ``sd``, ``against`` (the row above) and ``p_values`` [(seed, p)].
 
     One row per system of WORD_ATTENTION_ABLATION that has runs for several seeds; the score is the
     main test set's validation metric, and p the paired bootstrap against the previous row of the
@@ -174,7 +175,7 @@ def seed_rows(args, recipe, evals):
 
     def run(system, seed):
         for key, ev in evals.items():
-            if key[0] == system and (key[2] if len(key) > 2 else args.seed) == seed:
+            if key[0] == system and run_seed(args, key) == seed:
                 return ev
         return None
 

@@ -318,6 +318,11 @@ def evaluate(args, recipe, system, variant, run_dir, label, curve):
     return result
 
 
+def epochs_trained(ev):
+    """How many epochs a run trained: the last epoch with a validation record (None if none)."""
+    return max((int(e) for e in ev.get("valid_loss") or {}), default=None)
+
+
 def results_dir(args, key):
     """Where a run's test outputs and scores.json are kept (``--results-dir``/SYSTEM-VOCAB[-seedN])."""
     return os.path.join(args.results_dir, run_name(key))
@@ -368,7 +373,7 @@ def publish_run(args, recipe, key, ev):
     run = {k: v for k, v in ev.items() if k not in ("outputs", "checkpoint")}
     published = {
         "system": system, "vocab": variant, "seed": run_seed(args, key), "task": args.task, "dataset": args.dataset,
-        "budget": args.budget, "epochs_trained": max((int(e) for e in ev.get("valid_loss", {})), default=None),
+        "budget": args.budget, "epochs_trained": epochs_trained(ev),
         "best_epoch": ev["best_epoch"], "valid_metric": ev["valid_metric"], "best_valid": ev["best_valid"],
         "train_seconds": round(ev["train_seconds"], 1), "train_command": ev["train_command"],
         "generate_command": ev.get("generate_command"), "scores": scores, "files": files,

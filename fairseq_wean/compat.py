@@ -35,7 +35,11 @@ this order:
     (:func:`install_no_repeat_ngram_on_cpu`).
 11. Decoding never outputs ``<s>``, with any search (``--sampling`` drew it)
     (:func:`install_generator_never_chooses_bos`).
+12. ``--patience`` survives a restart: a run resumed from ``checkpoint_last.pt`` stops where
+    the uninterrupted run would have (:func:`install_patience_survives_restart`).
 """
+import sys
+
 import numpy as np
 from fairseq.data import data_utils
 
@@ -396,6 +400,51 @@ def install_generator_never_chooses_bos():
     wrap_once(SequenceGenerator, "__init__", wrap_init)
 
 
+def install_patience_survives_restart():
+    """``--patience`` counts the epochs without a better validation score across a restart.
+
+    fairseq's bug: ``fairseq_cli.train.should_stop_early`` keeps the best score and the count
+    of epochs since it as attributes of the function, which no checkpoint holds. A run resumed
+    from ``checkpoint_last.pt`` starts counting anew, and the first validation after the restart
+    becomes the "best" whatever its score: with ``--patience 3``, a run interrupted two epochs
+    after its best epoch trained four more epochs instead of one. Fix: ``Trainer.save_checkpoint``
+    also writes the counter into the checkpoint's ``extra_state`` (key ``patience``; fairseq
+    calls ``should_stop_early`` before it saves, so the counter includes the epoch being saved),
+    and ``Trainer.load_checkpoint`` puts it back. Checkpoints without the key load as before.
+    """
+    from fairseq.trainer import Trainer
+
+    def counter():
+        # fairseq-train's module; None outside fairseq-train (nothing counts epochs there)
+        train = sys.modules.get("fairseq_cli.train")
+        return getattr(train, "should_stop_early", None)
+
+    def wrap_save(original_save):
+        def save_checkpoint(self, filename, extra_state):
+            stop = counter()
+            if stop is not None and getattr(stop, "best", None) is not None:
+                extra_state = dict(extra_state, patience={"best": stop.best, "num_runs": stop.num_runs})
+            return original_save(self, filename, extra_state)
+
+        save_checkpoint.__doc__ = original_save.__doc__
+        return save_checkpoint
+
+    def wrap_load(original_load):
+        def load_checkpoint(self, *args, **kwargs):
+            extra_state = original_load(self, *args, **kwargs)
+            stop = counter()
+            saved = (extra_state or {}).get("patience")
+            if stop is not None and saved:
+                stop.best, stop.num_runs = saved["best"], saved["num_runs"]
+            return extra_state
+
+        load_checkpoint.__doc__ = original_load.__doc__
+        return load_checkpoint
+
+    wrap_once(Trainer, "save_checkpoint", wrap_save)
+    wrap_once(Trainer, "load_checkpoint", wrap_load)
+
+
 def apply():
     replace_once(data_utils, "batch_by_size", batch_by_size_keeping_last)
     checkpoint_safety.install()
@@ -408,3 +457,4 @@ def apply():
     install_diverse_beam_search_fixes()  # --diverse-beam-groups: see its docstring
     install_no_repeat_ngram_on_cpu()  # --no-repeat-ngram-size: see its docstring
     install_generator_never_chooses_bos()  # --sampling output <s>: see its docstring
+    install_patience_survives_restart()  # --patience across a restart: see its docstring

@@ -37,6 +37,9 @@ Writes to ``--out`` (default ``work_dirs/compare-TASK``): ``results.md`` and ``r
 ``report.html`` (the inspection page of the main test set),
 ``results.json`` (everything, with the exact commands) and ``runs/SYSTEM-VOCAB/`` (training log,
 outputs). A finished system is not redone when the command is run again (``--force`` redoes).
+An interrupted system goes on from its last epoch when the same command is run again with the same
+``--out`` (``runs/SYSTEM-VOCAB/checkpoints/checkpoint_last.pt`` and ``train_state.json``; a
+higher ``--max-epoch`` also lets a run that stopped at the old cap go on).
 
 Modules: :mod:`~fairseq_wean.compare.systems` (the systems and tasks: tables),
 :mod:`~fairseq_wean.compare.runner` (data preparation, fairseq-train with ``--log-format json``,

@@ -46,7 +46,8 @@ def parse_args(argv=None):
                    help="torch threads per job (OMP_NUM_THREADS; default 1: on a shared 2-core machine two "
                         "threads per process made fairseq's LSTM 14x slower than one)")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--keep-checkpoints", action="store_true", help="keep every epoch checkpoint (default: the best)")
+    p.add_argument("--keep-checkpoints", action="store_true", help="keep checkpoint_best.pt (the selected one) and checkpoint_last.pt "
+                   "(default: deleted once the test sets are decoded)")
     p.add_argument("--force", action="store_true", help="redo finished systems")
     args = p.parse_args(argv)
     task = TASKS[args.task]

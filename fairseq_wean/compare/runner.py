@@ -121,8 +121,8 @@ def train_command(args, recipe, system, variant, run_dir, seed=None):
     if system == "core_copy":
         cmd += ["--core-align-table", align_table(recipe, data_out, variant)]
     cmd += (CONVERGED_BATCH if converged else BATCH)["char" if variant == "char" else "word"]
-    cmd += ["--save-dir", os.path.join(run_dir, "checkpoints"), "--no-save-optimizer-state", "--no-last-checkpoints",
-            "--no-epoch-checkpoints", "--seed", str(args.seed if seed is None else seed),
+    # checkpoint_last.pt keeps the optimizer state: an interrupted run resumes (see train())
+    cmd += ["--save-dir", os.path.join(run_dir, "checkpoints"), "--no-epoch-checkpoints", "--seed", str(args.seed if seed is None else seed),
             "--log-format", "json", "--log-interval", "10" if args.tiny else "100", "--num-workers", "0",
             "--ignore-unused-valid-subsets",  # the validated subset is valid1; the loss-only valid is left out
             "--max-epoch", str(args.max_epoch if converged else args.epochs)]
@@ -217,26 +217,123 @@ def read_train_log(path):
     return records
 
 
+def same_run(cmd_a, cmd_b):
+    """Whether two fairseq-train commands train the same run: equal but for ``--max-epoch``, so a
+    run resumes under a raised (or lowered) cap."""
+    def without_cap(cmd):
+        cmd = list(cmd)
+        if "--max-epoch" in cmd:
+            i = cmd.index("--max-epoch")
+            del cmd[i:i + 2]
+        return cmd
+
+    return without_cap(cmd_a) == without_cap(cmd_b)
+
+
+def resumable(run_dir, cmd):
+    """The saved state (``{"command": [...], "seconds": s, "finished": bool}``) of an earlier
+    invocation of the same command (:func:`same_run`) whose checkpoints are there
+    (``checkpoint_last.pt`` to go on training; ``checkpoint_best.pt`` when it finished), else None."""
+    state_path = os.path.join(run_dir, "train_state.json")
+    if not os.path.exists(state_path):
+        return None
+    try:
+        with open(state_path, encoding="utf-8") as f:
+            state = json.load(f)
+    except ValueError:
+        return None
+    needed = "checkpoint_best.pt" if state.get("finished") else "checkpoint_last.pt"
+    if not os.path.exists(os.path.join(run_dir, "checkpoints", needed)) or not same_run(state.get("command", []), cmd):
+        return None
+    return state
+
+
+def raised_cap(old_cmd, cmd, epochs_done):
+    """Whether ``cmd`` lets a run that ended after ``epochs_done`` epochs under ``old_cmd`` train
+    on: it ended at its old ``--max-epoch`` (not by ``--patience``) and the new cap is higher."""
+    def cap(c):
+        return int(c[c.index("--max-epoch") + 1]) if "--max-epoch" in c else None
+
+    return cap(old_cmd) is not None and cap(cmd) is not None and epochs_done >= cap(old_cmd) and cap(cmd) > cap(old_cmd)
+
+
+class ValidationRecords:
+    """The validation loss and score per epoch of one run, from its fairseq-train records."""
+
+    def __init__(self, subset, metric):
+        self.subset, self.metric = subset, metric
+        self.valid_loss, self.curve = {}, []
+
+    def add(self, tag, record):
+        """Take one ``(tag, record)`` of :func:`read_train_log_line`; returns a progress text for
+        a validation record of the decoded subset, else None. A repeated epoch (logged again
+        after a restart) replaces the earlier record."""
+        if tag != self.subset or self.subset + "_loss" not in record:
+            return None
+        epoch = int(record["epoch"])
+        self.valid_loss[epoch] = float(record[self.subset + "_loss"])
+        text = "valid loss {:.3f}".format(self.valid_loss[epoch])
+        key = self.subset + "_" + self.metric
+        if key in record:
+            self.curve = [r for r in self.curve if r["epoch"] != epoch]
+            self.curve.append({"epoch": epoch, self.metric: float(record[key])})
+            text += ", {} {:.2f} (best {:.2f})".format(self.metric, self.curve[-1][self.metric],
+                                                       float(record.get(self.subset + "_best_" + self.metric, "nan")))
+        return text
+
+
 def train(args, recipe, system, variant, run_dir, label, seed=None):
     """fairseq-train, streaming progress; returns (wall seconds, {epoch: valid loss}, validation
     curve, command). The curve is ``[{"epoch": e, METRIC: score}, ...]`` from the validation
-    records fairseq-train logs for the decoded subset."""
+    records fairseq-train logs for the decoded subset.
+
+    An interrupted run resumes: fairseq-train saves ``checkpoint_last.pt`` with the optimizer
+    state each epoch and restarts from it by itself, and ``train_state.json`` holds the command
+    and the wall time spent until the last validation. When both are there and the command is the
+    same (but for ``--max-epoch``), the checkpoints are kept, ``train.log`` is appended to and read
+    back for the epochs already done, and the wall seconds add up; ``--patience`` counts across
+    the restart (:func:`fairseq_wean.compat.install_patience_survives_restart`). The epochs
+    trained after the last checkpoint of the interrupted invocation are trained again.
+    """
     cmd = train_command(args, recipe, system, variant, run_dir, seed)
     ckpt_dir = os.path.join(run_dir, "checkpoints")
-    if os.path.isdir(ckpt_dir):
+    log_path = os.path.join(run_dir, "train.log")
+    state_path = os.path.join(run_dir, "train_state.json")
+    subset = recipe["valid"]["subset"]  # fairseq tags its records (and prefixes their keys) with its name
+    records = ValidationRecords(subset, recipe["valid"]["metric"])
+    resumed = resumable(run_dir, cmd)
+    if resumed:
+        for tag, entries in read_train_log(log_path).items() if os.path.exists(log_path) else ():
+            for record in entries:
+                records.add(tag, record)
+        go_on = raised_cap(resumed["command"], cmd, max(records.valid_loss, default=0)) \
+            and os.path.exists(os.path.join(ckpt_dir, "checkpoint_last.pt"))
+        if resumed.get("finished") and not go_on:
+            # trained to its end already (interrupted while decoding): going on would train one
+            # more epoch, which the uninterrupted run did not
+            log("{}: trained earlier ({} epochs, {}); decoding".format(
+                label, max(records.valid_loss, default=0), fmt_secs(resumed["seconds"])))
+            return resumed["seconds"], records.valid_loss, records.curve, cmd
+        log("{}: resuming after epoch {} from {} ({} trained before)".format(
+            label, max(records.valid_loss, default=0), os.path.join(ckpt_dir, "checkpoint_last.pt"),
+            fmt_secs(resumed["seconds"])))
+    elif os.path.isdir(ckpt_dir):
         shutil.rmtree(ckpt_dir)
     os.makedirs(run_dir, exist_ok=True)
-    log_path = os.path.join(run_dir, "train.log")
     budget = "at most {} epochs, patience {}".format(args.max_epoch, args.patience) if args.budget == "converged" \
         else "{} epoch(s)".format(args.epochs)
     log("{}: training {}; log {}".format(label, budget, log_path))
-    # the validated subset: fairseq tags its records (and prefixes their keys) with its name
-    subset = recipe["valid"]["subset"]
-    metric = recipe["valid"]["metric"]
+    before = resumed["seconds"] if resumed else 0.0
     t0 = time.time()
-    valid_loss, curve = {}, []
+
+    def save_state(finished=False):
+        with open(state_path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump({"command": cmd, "seconds": round(before + time.time() - t0, 1), "finished": finished}, f)
+        os.replace(state_path + ".tmp", state_path)
+
+    save_state()
     # Line-buffered, so `tail -f train.log` follows fairseq-train as it runs.
-    with open(log_path, "w", encoding="utf-8", buffering=1) as logf:
+    with open(log_path, "a" if resumed else "w", encoding="utf-8", buffering=1) as logf:
         logf.write("$ " + " ".join(cmd) + "\n")
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 env=job_env(args))
@@ -252,26 +349,25 @@ def train(args, recipe, system, variant, run_dir, label, seed=None):
                 # update = epoch - 1 + fraction of the epoch done
                 say("    {} epoch {} {:.0%} ({} updates), train loss {} ({})".format(
                     label, record["epoch"], record["update"] - (record["epoch"] - 1), record["num_updates"],
-                    record["loss"], fmt_secs(time.time() - t0)))
+                    record["loss"], fmt_secs(before + time.time() - t0)))
             elif tag == "train":
                 say("    {} epoch {} done, train loss {} ({})".format(
-                    label, record["epoch"], record["train_loss"], fmt_secs(time.time() - t0)))
-            elif tag == subset and subset + "_loss" in record:
-                epoch = int(record["epoch"])
-                valid_loss[epoch] = float(record[subset + "_loss"])
-                text = "valid loss {:.3f}".format(valid_loss[epoch])
-                if subset + "_" + metric in record:
-                    curve.append({"epoch": epoch, metric: float(record[subset + "_" + metric])})
-                    text += ", {} {:.2f} (best {:.2f})".format(metric, curve[-1][metric],
-                                                               float(record.get(subset + "_best_" + metric, "nan")))
-                say("    {} epoch {}: {}".format(label, epoch, text))
+                    label, record["epoch"], record["train_loss"], fmt_secs(before + time.time() - t0)))
+            else:
+                text = records.add(tag, record)
+                if text:
+                    # the checkpoint of this epoch is written right after its validation record:
+                    # the time is saved here so that a resumed run counts up to its last epoch
+                    save_state()
+                    say("    {} epoch {}: {}".format(label, record["epoch"], text))
         proc.wait()
-    secs = time.time() - t0
+    secs = before + time.time() - t0
     if proc.returncode != 0:
         raise RuntimeError("{}: fairseq-train failed ({}); last lines of {}:\n{}".format(
             label, proc.returncode, log_path, "".join(l[:400] + ("...\n" if len(l) > 400 else "") for l in tail[-15:])))
+    save_state(finished=True)
     log("{}: trained in {}".format(label, fmt_secs(secs)))
-    return secs, valid_loss, curve, cmd
+    return secs, records.valid_loss, records.curve, cmd
 
 
 def evaluate(args, recipe, system, variant, run_dir, label, curve):
@@ -312,7 +408,7 @@ def evaluate(args, recipe, system, variant, run_dir, label, curve):
     with open(plan["out"], encoding="utf-8") as f:
         result = json.load(f)
     if not args.keep_checkpoints:
-        os.remove(best)
+        shutil.rmtree(os.path.join(run_dir, "checkpoints"))  # the selected one and checkpoint_last.pt
     log("{}: best validation {} {:.2f} at epoch {} ({} decoding)".format(
         label, result["valid_metric"], result["best_valid"], result["best_epoch"], fmt_secs(time.time() - t0)))
     return result

@@ -365,6 +365,29 @@ def test_every_system_of_the_comparison_builds(simplification_tiny, system, comp
         assert model.encoder.embed_tokens.embedding_dim == 256
 
 
+@needs_data
+def test_compare_cpu_bf16_reaches_every_fairseq_train(simplification_tiny, compare, monkeypatch):
+    from fairseq import options
+
+    out, _ = simplification_tiny
+    commands = {}
+    for flags in ([], ["--cpu-bf16"]):
+        args = compare.parse_args(["simplification", DATA, "--tiny", "--out", str(out)] + flags)
+        commands[bool(flags)] = compare.train_command(args, recipe(out / "data"), "wean_lstm", "word",
+                                                      str(out / "runs" / "check"))
+    parse = options.get_training_parser
+    assert options.parse_args_and_arch(parse(), input_args=commands[True][1:]).cpu_bf16 is True
+    assert options.parse_args_and_arch(parse(), input_args=commands[False][1:]).cpu_bf16 is False
+    assert [a for a in commands[True] if a != "--cpu-bf16"] == commands[False] and "--cpu-bf16" in commands[True]
+    # scores.json's precision: bfloat16 only where the flag was given and the CPU has it
+    from fairseq_wean.tasks import translation_with_metrics
+
+    for native in (True, False):
+        monkeypatch.setattr(translation_with_metrics, "cpu_has_native_bf16", lambda: native)
+        assert compare.runner.train_precision(" ".join(commands[True])) == ("bfloat16 autocast" if native else "float32")
+        assert compare.runner.train_precision(" ".join(commands[False])) == "float32"
+
+
 def test_fairseq_processes_get_threads_and_malloc_settings_but_user_values_win(compare, monkeypatch):
     args = compare.parse_args(["simplification", DATA, "--threads", "2"])
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)

@@ -45,6 +45,9 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=1,
                    help="torch threads per job (OMP_NUM_THREADS; default 1: on a shared 2-core machine two "
                         "threads per process made fairseq's LSTM 14x slower than one)")
+    p.add_argument("--cpu-bf16", action="store_true",
+                   help="train every system with --cpu-bf16 (bfloat16 autocast forward passes; float32 where the "
+                        "CPU has no native bfloat16); scores.json says which precision each run had")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--keep-checkpoints", action="store_true", help="keep checkpoint_best.pt (the selected one) and checkpoint_last.pt "
                    "(default: deleted once the test sets are decoded)")

@@ -128,6 +128,8 @@ def train_command(args, recipe, system, variant, run_dir, seed=None):
             "--max-epoch", str(args.max_epoch if converged else args.epochs)]
     if converged:
         cmd += ["--patience", str(args.patience)]
+    if getattr(args, "cpu_bf16", False):
+        cmd.append("--cpu-bf16")
     return cmd + validation_metric_args(args, recipe, variant, run_dir)
 
 
@@ -471,7 +473,8 @@ def publish_run(args, recipe, key, ev):
         "system": system, "vocab": variant, "seed": run_seed(args, key), "task": args.task, "dataset": args.dataset,
         "budget": args.budget, "epochs_trained": epochs_trained(ev),
         "best_epoch": ev["best_epoch"], "valid_metric": ev["valid_metric"], "best_valid": ev["best_valid"],
-        "train_seconds": round(ev["train_seconds"], 1), "train_command": ev["train_command"],
+        "train_seconds": round(ev["train_seconds"], 1), "train_precision": train_precision(ev["train_command"]),
+        "train_command": ev["train_command"],
         "generate_command": ev.get("generate_command"), "scores": scores, "files": files,
         "date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine(), "run": run,
     }
@@ -481,6 +484,14 @@ def publish_run(args, recipe, key, ev):
     ev = dict(ev)
     ev["outputs"] = {test: {kind: os.path.join(folder, name) for kind, name in fs.items()} for test, fs in files.items()}
     return ev
+
+
+def train_precision(train_command):
+    """``bfloat16 autocast`` for a run trained with ``--cpu-bf16`` on this CPU when it has native
+    bfloat16 (else the flag fell back), ``float32`` otherwise."""
+    from fairseq_wean.tasks.translation_with_metrics import cpu_has_native_bf16
+
+    return "bfloat16 autocast" if "--cpu-bf16" in train_command.split() and cpu_has_native_bf16() else "float32"
 
 
 def machine():

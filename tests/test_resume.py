@@ -53,7 +53,8 @@ def fake_fairseq_train(tmp_path, epochs, finish=True):
     it exits non-zero after its epochs, like a run killed mid-way."""
     script = tmp_path / "fake_train.py"
     script.write_text(
-        "import json, os, sys\n"
+        "import json, os, sys, time\n"
+        "time.sleep(0.3)  # some wall time to count\n"
         "save = sys.argv[sys.argv.index('--save-dir') + 1]\n"
         "os.makedirs(save, exist_ok=True)\n"
         "for e in {epochs!r}:\n"

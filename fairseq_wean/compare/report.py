@@ -231,9 +231,10 @@ def write_tables(args, recipe, rows, meta, seeds=None):
              "| " + " | ".join(h for _, h in cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         lines.append("| " + " | ".join(cell(k, r.get(k)) for k, _ in cols) + " |")
+    has_sari = any(h.startswith("SARI") or " SARI" in h for _, h in cols)
     lines += ["", budget_sentence(args, recipe),
-              "SARI: EASSE's corpus_sari (default: lowercase + 13a tokenization); SARI (legacy): EASSE legacy=True, the "
-              "variant behind published TurkCorpus numbers. "
+              ("SARI: EASSE's corpus_sari (default: lowercase + 13a tokenization); SARI (legacy): EASSE legacy=True, "
+               "the variant behind published TurkCorpus numbers. " if has_sari else "") +
               "p: paired bootstrap (1000 resamples, fairseq-wean-score --compare-to) against fairseq `lstm` with the "
               "same vocabulary (else the word-level `lstm`) and the same UNK handling. UNK `replace-unk`: each `<unk>` replaced by the source word with "
               "the highest attention (fairseq's --replace-unk rule). output-layer params: parameters used only "

@@ -27,7 +27,7 @@ import statistics
 import sys
 import tempfile
 
-from bench.run import fairseq_command, machine_description, run_process, write_section
+from bench.run import fairseq_command, machine_description, run_process, train_inner_wps, write_section
 from fairseq_wean.compare import cli as compare_cli
 from fairseq_wean.compare import runner
 from fairseq_wean.tasks.translation_with_metrics import cpu_has_native_bf16
@@ -54,8 +54,7 @@ def measure(cmd, log_path, warmup, env):
     rc, out, _rss, wall = run_process(cmd, log_path, env)
     if rc != 0:
         raise SystemExit("fairseq-train failed ({}), log {}:\n{}".format(rc, log_path, out[-3000:]))
-    wps = [float(record["wps"]) for tag, record in filter(None, map(runner.read_train_log_line, out.splitlines()))
-           if tag == "train_inner" and "wps" in record]
+    wps = train_inner_wps(out)
     if len(wps) <= warmup:
         raise SystemExit("{} log intervals in {}: raise --updates".format(len(wps), log_path))
     return statistics.median(wps[warmup:]), wall
@@ -66,7 +65,7 @@ def main(argv=None):
     p.add_argument("compare_out", help="the --out of a converged comparison (its data/ is used)")
     p.add_argument("--systems", help="comma list of SYSTEM[:VOCAB] (default: the task's converged runs)")
     p.add_argument("--updates", type=int, default=60, help="updates per measurement (default 60)")
-    p.add_argument("--warmup", type=int, default=2, help="log intervals of 10 updates left out (default 2)")
+    p.add_argument("--warmup", type=int, default=2, help="log intervals of {} updates left out (default 2)".format(LOG_INTERVAL))
     p.add_argument("--rounds", type=int, default=2, help="float32/bf16 pairs per system (default 2)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default=os.path.join(runner.REPO, "docs", "RESULTS.md"),
@@ -109,8 +108,8 @@ def main(argv=None):
                  started.strftime("%Y-%m-%d %H:%M"), machine_description(a.threads),
                  "yes" if cpu_has_native_bf16() else "no (--cpu-bf16 falls back to float32)"),
              "- each system: its fairseq-train command of the {} comparison (`--max-tokens` batches), {} updates, "
-             "float32 and `--cpu-bf16` alternately, {} round(s); tokens/s: median `wps` per 10 updates after {} "
-             "interval(s), process CPU time".format(recipe["task"], a.updates, a.rounds, a.warmup),
+             "float32 and `--cpu-bf16` alternately, {} round(s); tokens/s: median `wps` per {} updates after {} "
+             "interval(s), process CPU time".format(recipe["task"], a.updates, a.rounds, LOG_INTERVAL, a.warmup),
              "",
              "| system | vocab | float32 tok/s | bf16 tok/s | speed-up per round | median speed-up |",
              "|---|---|---|---|---|---|"]

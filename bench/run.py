@@ -125,6 +125,13 @@ def model_args(name, table):
     return [str(a).format(table=table) for a in MODELS[name]]
 
 
+def train_inner_wps(output):
+    """fairseq-train's ``wps`` (target tokens/s) of every ``train_inner`` record of its
+    ``--log-format json`` output, in order."""
+    records = filter(None, map(read_train_log_line, output.splitlines()))
+    return [float(record["wps"]) for tag, record in records if tag == "train_inner" and "wps" in record]
+
+
 def measure_train(name, data_bin, table, work, cfg, env):
     save_dir = os.path.join(work, "ck-" + name)
     shutil.rmtree(save_dir, ignore_errors=True)  # fairseq would resume from an earlier run's checkpoint
@@ -137,9 +144,7 @@ def measure_train(name, data_bin, table, work, cfg, env):
     rc, out, rss, wall = run_process(cmd, os.path.join(work, "train-%s.log" % name), env)
     if rc != 0:
         raise RuntimeError("training {} failed ({}):\n{}".format(name, rc, out[-3000:]))
-    records = filter(None, map(read_train_log_line, out.splitlines()))
-    wps = [float(record["wps"]) for tag, record in records if tag == "train_inner" and "wps" in record]
-    measured = wps[cfg.warmup:]
+    measured = train_inner_wps(out)[cfg.warmup:]
     if not measured:
         raise RuntimeError("no train_inner lines after warm-up for {}:\n{}".format(name, out[-2000:]))
     return {"train_tok_s": statistics.median(measured), "train_tok_s_all": measured,

@@ -72,10 +72,7 @@ def runner_setup(tmp_path, monkeypatch):
 
     from fairseq_wean.compare import runner
 
-    calls = []
-
     def command(args, recipe, system, variant, run_dir, seed=None):
-        calls.append(args.max_epoch)
         return [sys.executable, str(args.script), "--save-dir", os.path.join(run_dir, "checkpoints"),
                 "--max-epoch", str(args.max_epoch)]
 
@@ -84,11 +81,11 @@ def runner_setup(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "log", lambda *a, **k: None)
     args = types.SimpleNamespace(budget="converged", max_epoch=4, patience=3, epochs=2, threads=1, script=None)
     recipe = {"valid": {"subset": "valid1", "metric": "bleu"}}
-    return runner, args, recipe, tmp_path / "run", calls
+    return runner, args, recipe, tmp_path / "run"
 
 
 def test_compare_resumes_an_interrupted_run(runner_setup, tmp_path):
-    runner, args, recipe, run_dir, _ = runner_setup
+    runner, args, recipe, run_dir = runner_setup
     args.script = fake_fairseq_train(tmp_path, [1, 2], finish=False)
     with pytest.raises(RuntimeError, match="fairseq-train failed"):
         runner.train(args, recipe, "lstm", "word", str(run_dir), "lstm/word")
@@ -104,8 +101,8 @@ def test_compare_resumes_an_interrupted_run(runner_setup, tmp_path):
     assert json.loads((run_dir / "train_state.json").read_text())["finished"] is True
 
 
-def test_compare_restarts_a_run_whose_command_changed(runner_setup, tmp_path, monkeypatch):
-    runner, args, recipe, run_dir, _ = runner_setup
+def test_compare_restarts_a_run_whose_command_changed(runner_setup, tmp_path):
+    runner, args, recipe, run_dir = runner_setup
     args.script = fake_fairseq_train(tmp_path, [1, 2], finish=False)
     with pytest.raises(RuntimeError):
         runner.train(args, recipe, "lstm", "word", str(run_dir), "lstm/word")
@@ -118,7 +115,7 @@ def test_compare_restarts_a_run_whose_command_changed(runner_setup, tmp_path, mo
 
 
 def test_compare_decodes_a_finished_run_without_training_it_again(runner_setup, tmp_path):
-    runner, args, recipe, run_dir, _ = runner_setup
+    runner, args, recipe, run_dir = runner_setup
     args.script = fake_fairseq_train(tmp_path, [1, 2, 3, 4])
     runner.train(args, recipe, "lstm", "word", str(run_dir), "lstm/word")
     log_before = (run_dir / "train.log").read_text()

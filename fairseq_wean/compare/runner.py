@@ -219,17 +219,19 @@ def read_train_log(path):
     return records
 
 
+def split_max_epoch(cmd):
+    """``(cmd without its --max-epoch N, N)`` of a fairseq-train command (N None if absent)."""
+    cmd = list(cmd)
+    if "--max-epoch" not in cmd:
+        return cmd, None
+    i = cmd.index("--max-epoch")
+    return cmd[:i] + cmd[i + 2:], int(cmd[i + 1])
+
+
 def same_run(cmd_a, cmd_b):
     """Whether two fairseq-train commands train the same run: equal but for ``--max-epoch``, so a
     run resumes under a raised (or lowered) cap."""
-    def without_cap(cmd):
-        cmd = list(cmd)
-        if "--max-epoch" in cmd:
-            i = cmd.index("--max-epoch")
-            del cmd[i:i + 2]
-        return cmd
-
-    return without_cap(cmd_a) == without_cap(cmd_b)
+    return split_max_epoch(cmd_a)[0] == split_max_epoch(cmd_b)[0]
 
 
 def resumable(run_dir, cmd):
@@ -253,10 +255,8 @@ def resumable(run_dir, cmd):
 def raised_cap(old_cmd, cmd, epochs_done):
     """Whether ``cmd`` lets a run that ended after ``epochs_done`` epochs under ``old_cmd`` train
     on: it ended at its old ``--max-epoch`` (not by ``--patience``) and the new cap is higher."""
-    def cap(c):
-        return int(c[c.index("--max-epoch") + 1]) if "--max-epoch" in c else None
-
-    return cap(old_cmd) is not None and cap(cmd) is not None and epochs_done >= cap(old_cmd) and cap(cmd) > cap(old_cmd)
+    old_cap, new_cap = split_max_epoch(old_cmd)[1], split_max_epoch(cmd)[1]
+    return old_cap is not None and new_cap is not None and epochs_done >= old_cap and new_cap > old_cap
 
 
 class ValidationRecords:
@@ -308,17 +308,16 @@ def train(args, recipe, system, variant, run_dir, label, seed=None):
         for tag, entries in read_train_log(log_path).items() if os.path.exists(log_path) else ():
             for record in entries:
                 records.add(tag, record)
-        go_on = raised_cap(resumed["command"], cmd, max(records.valid_loss, default=0)) \
+        epochs_done = max(records.valid_loss, default=0)
+        go_on = raised_cap(resumed["command"], cmd, epochs_done) \
             and os.path.exists(os.path.join(ckpt_dir, "checkpoint_last.pt"))
         if resumed.get("finished") and not go_on:
             # trained to its end already (interrupted while decoding): going on would train one
             # more epoch, which the uninterrupted run did not
-            log("{}: trained earlier ({} epochs, {}); decoding".format(
-                label, max(records.valid_loss, default=0), fmt_secs(resumed["seconds"])))
+            log("{}: trained earlier ({} epochs, {}); decoding".format(label, epochs_done, fmt_secs(resumed["seconds"])))
             return resumed["seconds"], records.valid_loss, records.curve, cmd
         log("{}: resuming after epoch {} from {} ({} trained before)".format(
-            label, max(records.valid_loss, default=0), os.path.join(ckpt_dir, "checkpoint_last.pt"),
-            fmt_secs(resumed["seconds"])))
+            label, epochs_done, os.path.join(ckpt_dir, "checkpoint_last.pt"), fmt_secs(resumed["seconds"])))
     elif os.path.isdir(ckpt_dir):
         shutil.rmtree(ckpt_dir)
     os.makedirs(run_dir, exist_ok=True)

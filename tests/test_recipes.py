@@ -542,3 +542,16 @@ def test_seed_table_is_mean_sd_and_per_seed_bootstrap_against_the_row_above(tmp_
                                   compare_to=other)["p_values"]["bleu"]
     table = "\n".join(report.seed_table(args, recipe, rows))
     assert "| word_attn_gated | {:.2f} | {:.2f} |".format(*[v for _, v in rows[2]["scores"]]) in table
+
+
+def test_converged_simplification_runs_each_system_once_on_its_vocabulary_plus_the_piece_controls(compare, tmp_path):
+    """--budget converged on simplification: every system of the short comparison plus the character
+    transformer, each once on its chosen vocabulary, and the runs behind the invented-words question
+    (wean_lstm on words; lstm and transformer on the pieces wean_lstm uses)."""
+    runs = compare.parse_args(["simplification", str(tmp_path), "--budget", "converged"]).run_list
+    assert runs[:6] == [("lstm", "word"), ("transformer", "word"), ("wean_lstm", "spm"), ("core_copy", "word-pg"),
+                        ("word_attn_gated", "word"), ("char_transformer", "char")]
+    assert set(runs[6:]) == {("wean_lstm", "word"), ("lstm", "spm"), ("transformer", "spm")}
+    assert len(set(runs)) == len(runs) == 9
+    short = compare.parse_args(["simplification", str(tmp_path)]).run_list
+    assert len(short) == 11 and ("core_copy", "spm") in short  # the short budget keeps all eleven

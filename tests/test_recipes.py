@@ -132,7 +132,8 @@ def simplification_tiny_started(tmp_path_factory):
     log = open(out.parent / "cmp-simplification.log", "w+", encoding="utf-8")
     env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
     proc = subprocess.Popen([sys.executable, "-m", "fairseq_wean.compare", "simplification", DATA,
-                             "--tiny", "--out", str(out)], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                             "--tiny", "--keep-checkpoints", "--out", str(out)], cwd=REPO, env=env, stdout=log,
+                            stderr=subprocess.STDOUT,
                             text=True)
     yield out, proc, log
     if proc.poll() is None:
@@ -322,6 +323,48 @@ def test_compare_simplification_tiny(simplification_tiny):
     # every test sentence decoded, in order
     ev = json.loads((out / "runs" / "wean_lstm-word" / "result.json").read_text())
     assert len(read_text_lines(ev["outputs"]["turkcorpus"]["plain"])) == 12
+
+
+def test_invented_words_study_decodes_the_selected_checkpoint_each_way(simplification_tiny):
+    """examples/invented_words.py: its beam-5 outputs are the comparison's own, its greedy ones
+    come from --beam 1, and its invented-word shares are metrics.invented_words' on those outputs."""
+    from fairseq_wean.scoring.metrics import invented_words
+
+    sys.path.insert(0, os.path.join(REPO, "examples"))
+    try:
+        import invented_words as study
+    finally:
+        sys.path.pop(0)
+    assert study.with_decoding(["--beam", "5", "--batch-size", "64"], "greedy") == ["--beam", "1", "--batch-size", "64"]
+    out, _ = simplification_tiny
+    runs = ["wean_lstm-word", "char_transformer-char"]  # (the tiny sentencepiece model writes empty lines)
+    proc = run_script("examples/invented_words.py", out, "--runs", "wean_lstm:word,char_transformer:char",
+                      "--decodings", "beam5,greedy")
+    rows = [l.split(" | ") for l in proc.stdout.splitlines() if l.startswith("| ") and "---" not in l][1:]
+    assert [(r[0][2:], r[1], r[2]) for r in rows] == [
+        ("wean_lstm", "word", "beam5"), ("wean_lstm", "word", "greedy"),
+        ("char_transformer", "char", "beam5"), ("char_transformer", "char", "greedy")]
+    shares = []
+    for n, row in enumerate(rows):
+        run, decoding = runs[n // 2], row[2]
+        ev = json.loads((out / "runs" / run / "result.json").read_text())
+        hyps = read_text_lines(out / "invented" / run / decoding / "hyp.txt")
+        if decoding == "beam5":  # the checkpoint and the options the comparison decoded with
+            assert hyps == read_text_lines(ev["outputs"]["turkcorpus"]["plain"])
+        spec = json.loads((out / "runs" / run / "eval_plan.json").read_text())["tests"]["turkcorpus"]
+        src = read_text_lines(out / "data" / spec["orig"])
+        refs = [read_text_lines(out / "data" / r) for r in spec["refs"]]
+        assert len(hyps) == len(src) == 12
+        invented = [invented_words(h, s, [r[i] for r in refs]) for i, (h, s) in enumerate(zip(hyps, src))]
+        words = sum(len(h.split()) for h in hyps)
+        shares.append(100.0 * sum(map(len, invented)) / max(words, 1))
+        assert float(row[7]) == pytest.approx(shares[-1], abs=0.006)
+        assert float(row[8]) == pytest.approx(100.0 * sum(1 for i in invented if i) / len(hyps), abs=0.006)
+    assert max(shares) > 0  # the tiny character model spells words no input has
+    # a run without its checkpoint is refused in one line, before anything is decoded
+    bad = subprocess.run([sys.executable, os.path.join(REPO, "examples", "invented_words.py"), str(out),
+                          "--runs", "wean_lstm:word,lstm:nosuch"], cwd=REPO, capture_output=True, text=True)
+    assert bad.returncode != 0 and "lstm:nosuch was not trained" in bad.stderr.strip().splitlines()[-1]
 
 
 @pytest.fixture

@@ -1,0 +1,139 @@
+"""Where do invented words come from? Decode trained systems of a comparison several ways and count them.
+
+    python examples/invented_words.py OUT --runs wean_lstm:spm,lstm:spm,transformer:spm \
+        [--decodings beam5,greedy] [--test turkcorpus] [--published docs/results/simplification]
+
+OUT is the ``--out`` of a comparison run with ``--keep-checkpoints`` (``fairseq-wean-compare``):
+each run's ``runs/SYSTEM-VOCAB/eval_plan.json`` names its data, test sets, decoding options and
+the checkpoint fairseq-train selected by its validation score. For every run and every decoding
+this decodes the test set with that one checkpoint (fairseq-generate, in this process) and
+prints one markdown row: SARI (legacy and EASSE default), BLEU, and the share of output words
+found in neither the source nor any reference ("invented", ``fairseq_wean.scoring.metrics.
+invented_words``), of words and of sentences.
+
+It answers the decoding question of issue 15 (does beam search make the words up, or does the
+model prefer them already step by step?) by decoding the same checkpoint with beam 5 (the
+comparison's setting) and greedily (beam 1); the vocabulary questions (pieces against words,
+pieces as output keys against a separate output matrix) by the choice of runs. With
+``--published`` the beam-5 outputs are checked against the published ``TEST.hyp`` of each system,
+so the rows are known to come from the checkpoint the tables were made with.
+
+Outputs go to OUT/invented/SYSTEM-VOCAB/DECODING/ (``hyp.txt`` and fairseq-generate's log).
+"""
+import argparse
+import json
+import os
+import sys
+
+DECODINGS = {
+    # name: what replaces the comparison's --beam 5 (every other generation option is kept)
+    "beam5": ["--beam", "5"],
+    "greedy": ["--beam", "1"],
+    "beam12": ["--beam", "12"],
+}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("out", help="the --out directory of a comparison run with --keep-checkpoints")
+    p.add_argument("--runs", required=True, help="SYSTEM:VOCAB,... (as fairseq-wean-compare --runs)")
+    p.add_argument("--decodings", default="beam5,greedy", help="comma list from: " + ", ".join(DECODINGS))
+    p.add_argument("--test", default="turkcorpus", help="test set, as the tables name it (default: turkcorpus)")
+    p.add_argument("--published", default=None,
+                   help="docs/results/TASK: check that the beam-5 outputs equal the published TEST.hyp")
+    args = p.parse_args(argv)
+    args.run_list = []
+    for item in args.runs.split(","):
+        system, sep, vocab = item.strip().partition(":")
+        if not sep or not system or not vocab:
+            p.error("--runs: {!r} is not SYSTEM:VOCAB".format(item))
+        args.run_list.append((system, vocab))
+    args.decoding_list = [d.strip() for d in args.decodings.split(",") if d.strip()]
+    for d in args.decoding_list:
+        if d not in DECODINGS:
+            p.error("--decodings: unknown {!r}; choose from {}".format(d, ", ".join(DECODINGS)))
+    return args
+
+
+def with_decoding(gen_args, decoding):
+    """The comparison's generation options with --beam replaced by ``decoding``'s."""
+    out, i = [], 0
+    while i < len(gen_args):
+        if gen_args[i] == "--beam":
+            i += 2
+            continue
+        out.append(gen_args[i])
+        i += 1
+    return DECODINGS[decoding] + out
+
+
+def load_plan(out, system, vocab, test):
+    path = os.path.join(out, "runs", "{}-{}".format(system, vocab), "eval_plan.json")
+    if not os.path.exists(path):
+        raise SystemExit("error: {} not found: {}:{} was not trained in {}".format(path, system, vocab, out))
+    with open(path, encoding="utf-8") as f:
+        plan = json.load(f)
+    ckpt = plan["selected"]["checkpoint"]
+    if not os.path.exists(ckpt):
+        raise SystemExit("error: {} not found: run the comparison with --keep-checkpoints".format(ckpt))
+    if test not in plan["tests"]:
+        raise SystemExit("error: test set {!r} not in {} (has {})".format(test, path, ", ".join(plan["tests"])))
+    return plan
+
+
+def decode(plan, test, decoding, out_dir):
+    """Decode ``test`` with the plan's checkpoint; the outputs in test order (markers mapped back)."""
+    from fairseq_wean.compare.evaluate import extract_outputs, generate, read_lines
+
+    spec = plan["tests"][test]
+    plan = dict(plan, gen_args=with_decoding(plan["gen_args"], decoding))
+    log, _secs, _argv = generate(plan, plan["selected"]["checkpoint"], spec["subset"], out_dir)
+    paths = extract_outputs(log, os.path.join(plan["data_root"], spec["orig"]), os.path.join(out_dir, "hyp"),
+                            False, plan.get("markers"))
+    return read_lines(paths["plain"])
+
+
+def score_row(plan, test, hyps):
+    from fairseq_wean.compare.evaluate import read_lines
+    from fairseq_wean.scoring.scores import score
+
+    spec = plan["tests"][test]
+    root = plan["data_root"]
+    src = read_lines(os.path.join(root, spec["orig"]))
+    refs = [read_lines(os.path.join(root, r)) for r in spec["refs"]]
+    legacy = score(hyps, sources=src, references=refs, metrics="sari,bleu,stats", sari_mode="legacy")
+    default = score(hyps, sources=src, references=refs, metrics="sari")
+    stats = legacy["stats"]
+    return {"sari_legacy": legacy["sari"], "sari": default["sari"], "bleu": legacy["bleu"],
+            "invented_pct": stats["invented_pct"], "invented_sent_pct": stats["invented_sent_pct"],
+            "copy_pct": stats["copy_pct"], "avg_len": stats["avg_len"]}
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    for system, vocab in args.run_list:  # every checkpoint is there before anything is decoded
+        load_plan(args.out, system, vocab, args.test)
+    print("| system | vocab | decoding | epoch | SARI (legacy) | SARI | BLEU | invented % words "
+          "| invented % sentences | copy % | len |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for system, vocab in args.run_list:
+        plan = load_plan(args.out, system, vocab, args.test)
+        for decoding in args.decoding_list:
+            out_dir = os.path.join(args.out, "invented", "{}-{}".format(system, vocab), decoding)
+            hyps = decode(plan, args.test, decoding, out_dir)
+            if args.published and decoding == "beam5":
+                from fairseq_wean.compare.evaluate import read_lines
+
+                published = os.path.join(args.published, "{}-{}".format(system, vocab), args.test + ".hyp")
+                if read_lines(published) != hyps:
+                    raise SystemExit("error: the beam-5 outputs of {}:{} differ from {}".format(
+                        system, vocab, published))
+            r = score_row(plan, args.test, hyps)
+            print("| {} | {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |".format(
+                system, vocab, decoding, plan["selected"]["epoch"], r["sari_legacy"], r["sari"], r["bleu"],
+                r["invented_pct"], r["invented_sent_pct"], r["copy_pct"], r["avg_len"]), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -85,8 +85,13 @@ def decode(plan, test, decoding, out_dir):
     """Decode ``test`` with the plan's checkpoint; the outputs in test order (markers mapped back)."""
     from fairseq_wean.compare.evaluate import extract_outputs, generate, read_lines
 
+    import fairseq_wean
+
     spec = plan["tests"][test]
-    plan = dict(plan, gen_args=with_decoding(plan["gen_args"], decoding))
+    # The plugin this process imported, not the plan's: the comparison may have run from another
+    # checkout, and fairseq refuses a --user-dir whose package name is already imported from elsewhere.
+    plugin_dir = os.path.dirname(os.path.abspath(fairseq_wean.__file__))
+    plan = dict(plan, gen_args=with_decoding(plan["gen_args"], decoding), user_dir=plugin_dir)
     log, _secs, _argv = generate(plan, plan["selected"]["checkpoint"], spec["subset"], out_dir)
     paths = extract_outputs(log, os.path.join(plan["data_root"], spec["orig"]), os.path.join(out_dir, "hyp"),
                             False, plan.get("markers"))

@@ -6,6 +6,7 @@ repository, or $FAIRSEQ_WEAN_DATA).
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -365,6 +366,22 @@ def test_invented_words_study_decodes_the_selected_checkpoint_each_way(simplific
     bad = subprocess.run([sys.executable, os.path.join(REPO, "examples", "invented_words.py"), str(out),
                           "--runs", "wean_lstm:word,lstm:nosuch"], cwd=REPO, capture_output=True, text=True)
     assert bad.returncode != 0 and "lstm:nosuch was not trained" in bad.stderr.strip().splitlines()[-1]
+    # a comparison run from another checkout (its plan's --user-dir is that checkout's plugin) is
+    # decoded with this checkout's plugin: fairseq refuses a second package named fairseq_wean
+    plan_path = out / "runs" / "wean_lstm-word" / "eval_plan.json"
+    plan_text = plan_path.read_text()
+    other = out / "other-checkout" / "fairseq_wean"
+    shutil.copytree(os.path.join(REPO, "fairseq_wean"), other, ignore=shutil.ignore_patterns("__pycache__"))
+    try:
+        plan_path.write_text(json.dumps(dict(json.loads(plan_text), user_dir=str(other))))
+        moved = run_script("examples/invented_words.py", out, "--runs", "wean_lstm:word", "--decodings", "beam5")
+        moved_rows = [l.split(" | ") for l in moved.stdout.splitlines() if l.startswith("| ") and "---" not in l][1:]
+        assert moved_rows == rows[:1]  # the same beam-5 row as from the plan's own checkout
+        assert read_text_lines(out / "invented" / "wean_lstm-word" / "beam5" / "hyp.txt") == read_text_lines(
+            json.loads((out / "runs" / "wean_lstm-word" / "result.json").read_text())["outputs"]["turkcorpus"]["plain"])
+    finally:
+        plan_path.write_text(plan_text)
+        shutil.rmtree(out / "other-checkout")
 
 
 @pytest.fixture

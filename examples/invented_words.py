@@ -1,7 +1,8 @@
 """Where do invented words come from? Decode trained systems of a comparison several ways and count them.
 
     python examples/invented_words.py OUT --runs wean_lstm:spm,lstm:spm,transformer:spm \
-        [--decodings beam5,greedy] [--test turkcorpus] [--published docs/results/simplification]
+        [--decodings beam5,greedy] [--test turkcorpus] [--published docs/results/simplification] \
+        [--outputs DRESS-LS=../shared/data/simplification/system_outputs/Dress-Ls.tok.low]
 
 OUT is the ``--out`` of a comparison run with ``--keep-checkpoints`` (``fairseq-wean-compare``):
 each run's ``runs/SYSTEM-VOCAB/eval_plan.json`` names its data, test sets, decoding options and
@@ -9,14 +10,18 @@ the checkpoint fairseq-train selected by its validation score. For every run and
 this decodes the test set with that one checkpoint (fairseq-generate, in this process) and
 prints one markdown row: SARI (legacy and EASSE default), BLEU, and the share of output words
 found in neither the source nor any reference ("invented", ``fairseq_wean.scoring.metrics.
-invented_words``), of words and of sentences.
+invented_words``), of words and of sentences, and the share of those that are no word of the
+comparison's training text either (``OUT/data/text/train.*``, lowercased): non-words such as a
+rare source word re-spelled piece by piece, as against real words no input has (substitutions).
 
 It answers the decoding question of issue 15 (does beam search make the words up, or does the
 model prefer them already step by step?) by decoding the same checkpoint with beam 5 (the
 comparison's setting) and greedily (beam 1); the vocabulary questions (pieces against words,
 pieces as output keys against a separate output matrix) by the choice of runs. With
 ``--published`` the beam-5 outputs are checked against the published ``TEST.hyp`` of each system,
-so the rows are known to come from the checkpoint the tables were made with.
+so the rows are known to come from the checkpoint the tables were made with. ``--outputs
+NAME=FILE`` adds rows for outputs made elsewhere (the published DRESS-LS outputs, say), scored
+against the same test set and training text.
 
 Outputs go to OUT/invented/SYSTEM-VOCAB/DECODING/ (``hyp.txt`` and fairseq-generate's log).
 """
@@ -41,6 +46,9 @@ def parse_args(argv=None):
     p.add_argument("--test", default="turkcorpus", help="test set, as the tables name it (default: turkcorpus)")
     p.add_argument("--published", default=None,
                    help="docs/results/TASK: check that the beam-5 outputs equal the published TEST.hyp")
+    p.add_argument("--outputs", default="",
+                   help="NAME=FILE,...: also score these outputs of the test set (one line per sentence, "
+                        "e.g. another system's published outputs), without decoding")
     args = p.parse_args(argv)
     args.run_list = []
     for item in args.runs.split(","):
@@ -52,6 +60,14 @@ def parse_args(argv=None):
     for d in args.decoding_list:
         if d not in DECODINGS:
             p.error("--decodings: unknown {!r}; choose from {}".format(d, ", ".join(DECODINGS)))
+    args.output_list = []
+    for item in filter(None, (i.strip() for i in args.outputs.split(","))):
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            p.error("--outputs: {!r} is not NAME=FILE".format(item))
+        if not os.path.isfile(path):
+            p.error("--outputs: {} not found".format(path))
+        args.output_list.append((name, path))
     return args
 
 
@@ -98,8 +114,25 @@ def decode(plan, test, decoding, out_dir):
     return read_lines(paths["plain"])
 
 
-def score_row(plan, test, hyps):
+def training_words(plan):
+    """The lowercased whitespace tokens of the comparison's training text, both sides
+    (``DATA_ROOT/text/train.*``, the plain text the recipes binarize)."""
+    import glob
+
+    paths = sorted(glob.glob(os.path.join(plan["data_root"], "text", "train.*")))
+    if not paths:
+        raise SystemExit("error: no training text {} found".format(os.path.join(plan["data_root"], "text", "train.*")))
+    words = set()
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                words.update(line.lower().split())
+    return words
+
+
+def score_row(plan, test, hyps, train_words):
     from fairseq_wean.compare.evaluate import read_lines
+    from fairseq_wean.scoring.metrics import invented_words
     from fairseq_wean.scoring.scores import score
 
     spec = plan["tests"][test]
@@ -109,34 +142,57 @@ def score_row(plan, test, hyps):
     legacy = score(hyps, sources=src, references=refs, metrics="sari,bleu,stats", sari_mode="legacy")
     default = score(hyps, sources=src, references=refs, metrics="sari")
     stats = legacy["stats"]
+    # the invented words that are no word of the training text either: the model spelled them
+    non_words = [[w for w in invented_words(h, s, [r[i] for r in refs]) if w not in train_words]
+                 for i, (h, s) in enumerate(zip(hyps, src))]
+    n_words = sum(len(h.split()) for h in hyps)
     return {"sari_legacy": legacy["sari"], "sari": default["sari"], "bleu": legacy["bleu"],
             "invented_pct": stats["invented_pct"], "invented_sent_pct": stats["invented_sent_pct"],
-            "copy_pct": stats["copy_pct"], "avg_len": stats["avg_len"]}
+            "copy_pct": stats["copy_pct"], "avg_len": stats["avg_len"],
+            "non_word_pct": 100.0 * sum(map(len, non_words)) / max(n_words, 1),
+            "non_word_sent_pct": 100.0 * sum(1 for n in non_words if n) / max(len(hyps), 1)}
+
+
+def format_row(system, vocab, decoding, epoch, r):
+    return ("| {} | {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} "
+            "| {:.2f} | {:.2f} |").format(
+        system, vocab, decoding, epoch, r["sari_legacy"], r["sari"], r["bleu"], r["invented_pct"],
+        r["invented_sent_pct"], r["copy_pct"], r["avg_len"], r["non_word_pct"], r["non_word_sent_pct"])
 
 
 def main(argv=None):
     args = parse_args(argv)
-    for system, vocab in args.run_list:  # every checkpoint is there before anything is decoded
-        load_plan(args.out, system, vocab, args.test)
+    from fairseq_wean.compare.evaluate import read_lines
+
+    # every checkpoint and every given output is there (and of the test set's length) before
+    # anything is decoded
+    plans = [load_plan(args.out, system, vocab, args.test) for system, vocab in args.run_list]
+    n_test = len(read_lines(os.path.join(plans[0]["data_root"], plans[0]["tests"][args.test]["orig"])))
+    given = []
+    for name, path in args.output_list:
+        hyps = read_lines(path)
+        if len(hyps) != n_test:
+            raise SystemExit("error: --outputs {}: {} has {} lines, the test set {} has {}".format(
+                name, path, len(hyps), args.test, n_test))
+        given.append((name, hyps))
+    train_words = training_words(plans[0])
     print("| system | vocab | decoding | epoch | SARI (legacy) | SARI | BLEU | invented % words "
-          "| invented % sentences | copy % | len |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| invented % sentences | copy % | len | not a training word % words | not a training word % sentences |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, hyps in given:
+        print(format_row(name, "-", "given", "-", score_row(plans[0], args.test, hyps, train_words)), flush=True)
     for system, vocab in args.run_list:
         plan = load_plan(args.out, system, vocab, args.test)
         for decoding in args.decoding_list:
             out_dir = os.path.join(args.out, "invented", "{}-{}".format(system, vocab), decoding)
             hyps = decode(plan, args.test, decoding, out_dir)
             if args.published and decoding == "beam5":
-                from fairseq_wean.compare.evaluate import read_lines
-
                 published = os.path.join(args.published, "{}-{}".format(system, vocab), args.test + ".hyp")
                 if read_lines(published) != hyps:
                     raise SystemExit("error: the beam-5 outputs of {}:{} differ from {}".format(
                         system, vocab, published))
-            r = score_row(plan, args.test, hyps)
-            print("| {} | {} | {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |".format(
-                system, vocab, decoding, plan["selected"]["epoch"], r["sari_legacy"], r["sari"], r["bleu"],
-                r["invented_pct"], r["invented_sent_pct"], r["copy_pct"], r["avg_len"]), flush=True)
+            r = score_row(plan, args.test, hyps, train_words)
+            print(format_row(system, vocab, decoding, plan["selected"]["epoch"], r), flush=True)
     return 0
 
 

@@ -339,13 +339,17 @@ def test_invented_words_study_decodes_the_selected_checkpoint_each_way(simplific
     assert study.with_decoding(["--beam", "5", "--batch-size", "64"], "greedy") == ["--beam", "1", "--batch-size", "64"]
     out, _ = simplification_tiny
     runs = ["wean_lstm-word", "char_transformer-char"]  # (the tiny sentencepiece model writes empty lines)
+    train_words = set()
+    for name in ("train.complex", "train.simple"):
+        for line in read_text_lines(out / "data" / "text" / name):
+            train_words.update(line.lower().split())
     proc = run_script("examples/invented_words.py", out, "--runs", "wean_lstm:word,char_transformer:char",
                       "--decodings", "beam5,greedy")
     rows = [l.split(" | ") for l in proc.stdout.splitlines() if l.startswith("| ") and "---" not in l][1:]
     assert [(r[0][2:], r[1], r[2]) for r in rows] == [
         ("wean_lstm", "word", "beam5"), ("wean_lstm", "word", "greedy"),
         ("char_transformer", "char", "beam5"), ("char_transformer", "char", "greedy")]
-    shares = []
+    shares, non_word_shares = [], []
     for n, row in enumerate(rows):
         run, decoding = runs[n // 2], row[2]
         ev = json.loads((out / "runs" / run / "result.json").read_text())
@@ -361,11 +365,22 @@ def test_invented_words_study_decodes_the_selected_checkpoint_each_way(simplific
         shares.append(100.0 * sum(map(len, invented)) / max(words, 1))
         assert float(row[7]) == pytest.approx(shares[-1], abs=0.006)
         assert float(row[8]) == pytest.approx(100.0 * sum(1 for i in invented if i) / len(hyps), abs=0.006)
+        non_words = [[w for w in i if w not in train_words] for i in invented]
+        non_word_shares.append(100.0 * sum(map(len, non_words)) / max(words, 1))
+        assert float(row[11]) == pytest.approx(non_word_shares[-1], abs=0.006)
+        assert float(row[12].rstrip(" |")) == pytest.approx(100.0 * sum(1 for n in non_words if n) / len(hyps), abs=0.006)
     assert max(shares) > 0  # the tiny character model spells words no input has
+    assert max(non_word_shares) > 0  # ... and some are no word of the training text either
     # a run without its checkpoint is refused in one line, before anything is decoded
     bad = subprocess.run([sys.executable, os.path.join(REPO, "examples", "invented_words.py"), str(out),
                           "--runs", "wean_lstm:word,lstm:nosuch"], cwd=REPO, capture_output=True, text=True)
     assert bad.returncode != 0 and "lstm:nosuch was not trained" in bad.stderr.strip().splitlines()[-1]
+    short = out / "short.hyp"
+    short.write_text("one line\n")
+    bad = subprocess.run([sys.executable, os.path.join(REPO, "examples", "invented_words.py"), str(out),
+                          "--runs", "wean_lstm:word", "--outputs", "x={}".format(short)],
+                         cwd=REPO, capture_output=True, text=True)
+    assert bad.returncode != 0 and "has 1 lines, the test set turkcorpus has 12" in bad.stderr.strip().splitlines()[-1]
     # a comparison run from another checkout (its plan's --user-dir is that checkout's plugin) is
     # decoded with this checkout's plugin: fairseq refuses a second package named fairseq_wean
     plan_path = out / "runs" / "wean_lstm-word" / "eval_plan.json"
@@ -374,9 +389,13 @@ def test_invented_words_study_decodes_the_selected_checkpoint_each_way(simplific
     shutil.copytree(os.path.join(REPO, "fairseq_wean"), other, ignore=shutil.ignore_patterns("__pycache__"))
     try:
         plan_path.write_text(json.dumps(dict(json.loads(plan_text), user_dir=str(other))))
-        moved = run_script("examples/invented_words.py", out, "--runs", "wean_lstm:word", "--decodings", "beam5")
+        # (--outputs: the character model's beam-5 outputs, given as a file, score as its beam-5 row)
+        char_hyp = out / "invented" / "char_transformer-char" / "beam5" / "hyp.txt"
+        moved = run_script("examples/invented_words.py", out, "--runs", "wean_lstm:word", "--decodings", "beam5",
+                           "--outputs", "given={}".format(char_hyp))
         moved_rows = [l.split(" | ") for l in moved.stdout.splitlines() if l.startswith("| ") and "---" not in l][1:]
-        assert moved_rows == rows[:1]  # the same beam-5 row as from the plan's own checkout
+        assert moved_rows[1:] == rows[:1]  # the same beam-5 row as from the plan's own checkout
+        assert moved_rows[0][:4] == ["| given", "-", "given", "-"] and moved_rows[0][4:] == rows[2][4:]
         assert read_text_lines(out / "invented" / "wean_lstm-word" / "beam5" / "hyp.txt") == read_text_lines(
             json.loads((out / "runs" / "wean_lstm-word" / "result.json").read_text())["outputs"]["turkcorpus"]["plain"])
     finally:

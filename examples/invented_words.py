@@ -16,7 +16,10 @@ rare source word re-spelled piece by piece, as against real words no input has (
 
 It answers the decoding question of issue 15 (does beam search make the words up, or does the
 model prefer them already step by step?) by decoding the same checkpoint with beam 5 (the
-comparison's setting) and greedily (beam 1); the vocabulary questions (pieces against words,
+comparison's setting), greedily (beam 1) and with beam 12; ``beam5-known`` decodes with beam 5
+that may spell only words of the training text or of the sentence's source (``--task
+translation_with_metrics --known-words``, sentencepiece runs only): a decoding choice against
+non-words. The vocabulary questions (pieces against words,
 pieces as output keys against a separate output matrix) by the choice of runs. With
 ``--published`` the beam-5 outputs are checked against the published ``TEST.hyp`` of each system,
 so the rows are known to come from the checkpoint the tables were made with. ``--outputs
@@ -35,7 +38,10 @@ DECODINGS = {
     "beam5": ["--beam", "5"],
     "greedy": ["--beam", "1"],
     "beam12": ["--beam", "12"],
+    # beam 5 that spells only words of the training text or of the sentence's source (--known-words)
+    "beam5-known": ["--beam", "5"],
 }
+KNOWN_WORDS_DECODINGS = {"beam5-known"}
 
 
 def parse_args(argv=None):
@@ -97,8 +103,9 @@ def load_plan(out, system, vocab, test):
     return plan
 
 
-def decode(plan, test, decoding, out_dir):
-    """Decode ``test`` with the plan's checkpoint; the outputs in test order (markers mapped back)."""
+def decode(plan, test, decoding, out_dir, known_words=None):
+    """Decode ``test`` with the plan's checkpoint; the outputs in test order (markers mapped back).
+    ``known_words``: the word file for the decodings in KNOWN_WORDS_DECODINGS."""
     from fairseq_wean.compare.evaluate import extract_outputs, generate, read_lines
 
     import fairseq_wean
@@ -107,7 +114,10 @@ def decode(plan, test, decoding, out_dir):
     # The plugin this process imported, not the plan's: the comparison may have run from another
     # checkout, and fairseq refuses a --user-dir whose package name is already imported from elsewhere.
     plugin_dir = os.path.dirname(os.path.abspath(fairseq_wean.__file__))
-    plan = dict(plan, gen_args=with_decoding(plan["gen_args"], decoding), user_dir=plugin_dir)
+    gen_args = with_decoding(plan["gen_args"], decoding)
+    if decoding in KNOWN_WORDS_DECODINGS:
+        gen_args += ["--task", "translation_with_metrics", "--known-words", known_words]
+    plan = dict(plan, gen_args=gen_args, user_dir=plugin_dir)
     log, _secs, _argv = generate(plan, plan["selected"]["checkpoint"], spec["subset"], out_dir)
     paths = extract_outputs(log, os.path.join(plan["data_root"], spec["orig"]), os.path.join(out_dir, "hyp"),
                             False, plan.get("markers"))
@@ -175,7 +185,17 @@ def main(argv=None):
             raise SystemExit("error: --outputs {}: {} has {} lines, the test set {} has {}".format(
                 name, path, len(hyps), args.test, n_test))
         given.append((name, hyps))
+    for (system, vocab), plan in zip(args.run_list, plans):
+        if set(args.decoding_list) & KNOWN_WORDS_DECODINGS and plan.get("post_process") != "sentencepiece":
+            raise SystemExit("error: {}:{}: {} decodes sentencepiece runs only".format(
+                system, vocab, ", ".join(sorted(set(args.decoding_list) & KNOWN_WORDS_DECODINGS))))
     train_words = training_words(plans[0])
+    known_words = None
+    if set(args.decoding_list) & KNOWN_WORDS_DECODINGS:
+        known_words = os.path.join(args.out, "invented", "known-words.txt")
+        os.makedirs(os.path.dirname(known_words), exist_ok=True)
+        with open(known_words, "w", encoding="utf-8") as f:
+            f.write("\n".join(sorted(train_words)) + "\n")
     print("| system | vocab | decoding | epoch | SARI (legacy) | SARI | BLEU | invented % words "
           "| invented % sentences | copy % | len | not a training word % words | not a training word % sentences |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -185,7 +205,7 @@ def main(argv=None):
         plan = load_plan(args.out, system, vocab, args.test)
         for decoding in args.decoding_list:
             out_dir = os.path.join(args.out, "invented", "{}-{}".format(system, vocab), decoding)
-            hyps = decode(plan, args.test, decoding, out_dir)
+            hyps = decode(plan, args.test, decoding, out_dir, known_words)
             if args.published and decoding == "beam5":
                 published = os.path.join(args.published, "{}-{}".format(system, vocab), args.test + ".hyp")
                 if read_lines(published) != hyps:

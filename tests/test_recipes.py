@@ -375,6 +375,17 @@ def test_invented_words_study_decodes_the_selected_checkpoint_each_way(simplific
     bad = subprocess.run([sys.executable, os.path.join(REPO, "examples", "invented_words.py"), str(out),
                           "--runs", "wean_lstm:word,lstm:nosuch"], cwd=REPO, capture_output=True, text=True)
     assert bad.returncode != 0 and "lstm:nosuch was not trained" in bad.stderr.strip().splitlines()[-1]
+    # beam5-known: the sentencepiece model writes no word of neither its training text nor its source
+    known = run_script("examples/invented_words.py", out, "--runs", "wean_lstm:spm", "--decodings", "beam5-known")
+    known_rows = [l.split(" | ") for l in known.stdout.splitlines() if l.startswith("| ") and "---" not in l][1:]
+    assert [r[:3] for r in known_rows] == [["| wean_lstm", "spm", "beam5-known"]]
+    assert float(known_rows[0][11]) == 0.0
+    assert read_text_lines(out / "invented" / "known-words.txt") == sorted(train_words)
+    # (fairseq-generate logs its task options: the decoding ran with the constraint on that file)
+    assert "'known_words': '{}'".format(out / "invented" / "known-words.txt") in known.stderr
+    bad = subprocess.run([sys.executable, os.path.join(REPO, "examples", "invented_words.py"), str(out),
+                          "--runs", "wean_lstm:word", "--decodings", "beam5-known"], cwd=REPO, capture_output=True, text=True)
+    assert bad.returncode != 0 and "beam5-known decodes sentencepiece runs only" in bad.stderr.strip().splitlines()[-1]
     short = out / "short.hyp"
     short.write_text("one line\n")
     bad = subprocess.run([sys.executable, os.path.join(REPO, "examples", "invented_words.py"), str(out),

@@ -9,6 +9,8 @@ A drop-in for ``--task translation`` (every option of it still applies, checkpoi
 task). ``--eval-sari`` logs ``sari`` and ``--eval-rouge`` logs ``rouge1``, ``rouge2`` and ``rougeL``
 after each validation, beside fairseq's own ``--eval-bleu`` (``bleu``); all three can be on at once.
 ``--cpu-bf16`` trains in bfloat16 autocast on CPUs that have it (:meth:`TranslationWithMetricsTask.train_step`).
+``--known-words FILE`` makes every decoding (fairseq-generate, fairseq-interactive, validation) spell
+only words of FILE or of the sentence's source from sentencepiece pieces (:mod:`fairseq_wean.known_words`).
 
 Decoding is fairseq's ``--eval-bleu`` machinery, and the options keep fairseq's names, because they
 apply to every metric: ``--eval-bleu-args`` (generation arguments as JSON, e.g. the beam),
@@ -60,6 +62,7 @@ from fairseq.tasks.translation import EVAL_BLEU_ORDER, TranslationConfig, Transl
 from omegaconf import II
 
 from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.known_words import KnownWordsBeamSearch, KnownWordsConstraint, read_known_words
 from fairseq_wean.scoring import sari as sari_lib
 from fairseq_wean.scoring.metrics import ROUGE_TYPES, rouge_sentence_scores
 from fairseq_wean.textio import read_lines
@@ -129,6 +132,12 @@ class TranslationWithMetricsConfig(TranslationConfig):
                           "(parameters, optimizer, losses, validation and decoding stay float32); falls back to "
                           "float32 with a warning where the CPU has no native bfloat16 (avx512_bf16 or AMX)"},
     )
+    known_words: Optional[str] = field(
+        default=None,
+        metadata={"help": "decoding (fairseq-generate, fairseq-interactive, validation): a text file; beam search "
+                          "writes only words that are whitespace tokens of it or of the sentence's source "
+                          "(lowercased), spelled from sentencepiece pieces (fairseq_wean.known_words)"},
+    )
     valid_subset: str = II("dataset.valid_subset")
     best_checkpoint_metric: str = II("checkpoint.best_checkpoint_metric")
 
@@ -149,6 +158,9 @@ class TranslationWithMetricsTask(TranslationTask):
             self.eval_refs = [read_lines(p, "--eval-refs file") for p in paths]
         if cfg.eval_orig:
             self.eval_orig = read_lines(cfg.eval_orig, "--eval-orig file")
+        self.known_words = None
+        if cfg.known_words:
+            self.known_words = KnownWordsConstraint(tgt_dict, read_known_words(cfg.known_words))
         self.autocast_bf16 = bool(cfg.cpu_bf16) and cpu_has_native_bf16()
         if cfg.cpu_bf16 and not self.autocast_bf16:
             logger.warning("--cpu-bf16: this CPU has no native bfloat16 (avx512_bf16 or AMX); training in float32")
@@ -206,6 +218,39 @@ class TranslationWithMetricsTask(TranslationTask):
             gen_args = json.loads(self.cfg.eval_bleu_args)
             self.sequence_generator = self.build_generator([model], Namespace(**gen_args))
         return model
+
+    def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None,
+                        prefix_allowed_tokens_fn=None):
+        """fairseq's generator; with ``--known-words``, its beam search spells only known words
+        (:class:`fairseq_wean.known_words.KnownWordsBeamSearch`)."""
+        if self.known_words is None or getattr(args, "score_reference", False):
+            return super().build_generator(models, args, seq_gen_cls, extra_gen_cls_kwargs, prefix_allowed_tokens_fn)
+        other = [flag for flag, on in [
+            ("--sampling", getattr(args, "sampling", False)),
+            ("--diverse-beam-groups", getattr(args, "diverse_beam_groups", -1) > 0),
+            ("--match-source-len", getattr(args, "match_source_len", False)),
+            ("--diversity-rate", getattr(args, "diversity_rate", -1) > -1),
+            ("--constraints", getattr(args, "constraints", False)),
+            ("--prefix-size", getattr(args, "prefix_size", 0) > 0),
+            ("a prefix_allowed_tokens_fn", prefix_allowed_tokens_fn is not None),
+        ] if on]
+        if other:
+            # fairseq would silently use the other search and drop the constraint
+            raise FairseqWeanError("--known-words is a beam search of its own: it cannot be combined with "
+                                   + ", ".join(other))
+        generator = super().build_generator(models, args, seq_gen_cls, extra_gen_cls_kwargs)
+        # (fairseq chooses the search from the generation options only: plain beam search here)
+        generator.search = KnownWordsBeamSearch(self.target_dictionary, self.known_words)
+        return generator
+
+    def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
+        if self.known_words is not None:
+            # each sentence may also write the words of its own source (names, rare words)
+            src_tokens, pad = sample["net_input"]["src_tokens"], self.src_dict.pad()
+            self.known_words.set_sources(sample["id"].tolist(), [
+                self.src_dict.string(utils.strip_pad(src_tokens[i], pad), "sentencepiece")
+                for i in range(src_tokens.size(0))])
+        return super().inference_step(generator, models, sample, prefix_tokens=prefix_tokens, constraints=constraints)
 
     def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
         """fairseq's training step; with ``--cpu-bf16`` its forward pass and loss run under

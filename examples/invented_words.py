@@ -26,7 +26,14 @@ so the rows are known to come from the checkpoint the tables were made with. ``-
 NAME=FILE`` adds rows for outputs made elsewhere (the published DRESS-LS outputs, say), scored
 against the same test set and training text.
 
-Outputs go to OUT/invented/SYSTEM-VOCAB/DECODING/ (``hyp.txt`` and fairseq-generate's log).
+Runs whose comparison replaces ``<unk>`` (word vocabularies) are decoded as the comparison
+decoded them, one sentence per batch with ``--print-alignment`` (fairseq's maximum output length
+depends on the longest source of a batch, so the batching changes outputs that reach it), and
+their rows score the outputs with ``<unk>`` replaced (decoding ``beam5+replace-unk``, say);
+``--published`` then checks both ``TEST.hyp`` and ``TEST.replace-unk.hyp``.
+
+Outputs go to OUT/invented/SYSTEM-VOCAB/DECODING/ (``hyp.txt``, ``hyp.replace-unk.txt`` where
+``<unk>`` is replaced, and fairseq-generate's log).
 """
 import argparse
 import json
@@ -104,7 +111,8 @@ def load_plan(out, system, vocab, test):
 
 
 def decode(plan, test, decoding, out_dir, known_words=None):
-    """Decode ``test`` with the plan's checkpoint; the outputs in test order (markers mapped back).
+    """Decode ``test`` with the plan's checkpoint as the comparison did: ``{"plain": lines}`` in
+    test order (markers mapped back), plus ``"replace_unk"`` where the comparison replaces ``<unk>``.
     ``known_words``: the word file for the decodings in KNOWN_WORDS_DECODINGS."""
     from fairseq_wean.compare.evaluate import extract_outputs, generate, read_lines
 
@@ -118,10 +126,11 @@ def decode(plan, test, decoding, out_dir, known_words=None):
     if decoding in KNOWN_WORDS_DECODINGS:
         gen_args += ["--task", "translation_with_metrics", "--known-words", known_words]
     plan = dict(plan, gen_args=gen_args, user_dir=plugin_dir)
-    log, _secs, _argv = generate(plan, plan["selected"]["checkpoint"], spec["subset"], out_dir)
+    with_replace_unk = bool(plan.get("replace_unk"))
+    log, _secs, _argv = generate(plan, plan["selected"]["checkpoint"], spec["subset"], out_dir, align=with_replace_unk)
     paths = extract_outputs(log, os.path.join(plan["data_root"], spec["orig"]), os.path.join(out_dir, "hyp"),
-                            False, plan.get("markers"))
-    return read_lines(paths["plain"])
+                            with_replace_unk, plan.get("markers"))
+    return {kind: read_lines(path) for kind, path in paths.items()}
 
 
 def training_words(plan):
@@ -205,14 +214,18 @@ def main(argv=None):
         plan = load_plan(args.out, system, vocab, args.test)
         for decoding in args.decoding_list:
             out_dir = os.path.join(args.out, "invented", "{}-{}".format(system, vocab), decoding)
-            hyps = decode(plan, args.test, decoding, out_dir, known_words)
+            outputs = decode(plan, args.test, decoding, out_dir, known_words)
             if args.published and decoding == "beam5":
-                published = os.path.join(args.published, "{}-{}".format(system, vocab), args.test + ".hyp")
-                if read_lines(published) != hyps:
-                    raise SystemExit("error: the beam-5 outputs of {}:{} differ from {}".format(
-                        system, vocab, published))
-            r = score_row(plan, args.test, hyps, train_words)
-            print(format_row(system, vocab, decoding, plan["selected"]["epoch"], r), flush=True)
+                for kind, hyps in outputs.items():
+                    published = os.path.join(args.published, "{}-{}".format(system, vocab), args.test + (
+                        ".hyp" if kind == "plain" else ".replace-unk.hyp"))
+                    if read_lines(published) != hyps:
+                        raise SystemExit("error: the beam-5 outputs of {}:{} differ from {}".format(
+                            system, vocab, published))
+            kind = "replace_unk" if "replace_unk" in outputs else "plain"
+            r = score_row(plan, args.test, outputs[kind], train_words)
+            label = decoding + ("+replace-unk" if kind == "replace_unk" else "")
+            print(format_row(system, vocab, label, plan["selected"]["epoch"], r), flush=True)
     return 0
 
 

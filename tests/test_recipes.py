@@ -346,16 +346,22 @@ def test_invented_words_study_decodes_the_selected_checkpoint_each_way(simplific
     proc = run_script("examples/invented_words.py", out, "--runs", "wean_lstm:word,char_transformer:char",
                       "--decodings", "beam5,greedy")
     rows = [l.split(" | ") for l in proc.stdout.splitlines() if l.startswith("| ") and "---" not in l][1:]
+    plans = {run: json.loads((out / "runs" / run / "eval_plan.json").read_text()) for run in runs}
+    assert plans["wean_lstm-word"]["replace_unk"] and not plans["char_transformer-char"]["replace_unk"]
+    # (the word run's rows score its outputs with <unk> replaced, as the comparison publishes them)
     assert [(r[0][2:], r[1], r[2]) for r in rows] == [
-        ("wean_lstm", "word", "beam5"), ("wean_lstm", "word", "greedy"),
+        ("wean_lstm", "word", "beam5+replace-unk"), ("wean_lstm", "word", "greedy+replace-unk"),
         ("char_transformer", "char", "beam5"), ("char_transformer", "char", "greedy")]
     shares, non_word_shares = [], []
     for n, row in enumerate(rows):
-        run, decoding = runs[n // 2], row[2]
+        run, decoding = runs[n // 2], row[2].split("+")[0]
         ev = json.loads((out / "runs" / run / "result.json").read_text())
-        hyps = read_text_lines(out / "invented" / run / decoding / "hyp.txt")
-        if decoding == "beam5":  # the checkpoint and the options the comparison decoded with
-            assert hyps == read_text_lines(ev["outputs"]["turkcorpus"]["plain"])
+        kinds = ["plain", "replace_unk"] if plans[run]["replace_unk"] else ["plain"]
+        outputs = {kind: read_text_lines(out / "invented" / run / decoding /
+                                         ("hyp.txt" if kind == "plain" else "hyp.replace-unk.txt")) for kind in kinds}
+        if decoding == "beam5":  # the checkpoint, batching and options the comparison decoded with
+            assert outputs == {kind: read_text_lines(ev["outputs"]["turkcorpus"][kind]) for kind in kinds}
+        hyps = outputs[kinds[-1]]
         spec = json.loads((out / "runs" / run / "eval_plan.json").read_text())["tests"]["turkcorpus"]
         src = read_text_lines(out / "data" / spec["orig"])
         refs = [read_text_lines(out / "data" / r) for r in spec["refs"]]

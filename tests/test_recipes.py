@@ -640,6 +640,34 @@ def test_seed_table_is_mean_sd_and_per_seed_bootstrap_against_the_row_above(tmp_
     assert "| word_attn_gated | {:.2f} | {:.2f} |".format(*[v for _, v in rows[2]["scores"]]) in table
 
 
+@needs_data
+def test_converged_simplification_lstm_on_words_ties_its_embeddings_and_the_piece_control_does_not(
+        simplification_tiny, compare):
+    """fairseq lstm on simplification words is trained with tied decoder embeddings (the anchor's
+    recipe; CONVERGED run_overrides); lstm on pieces (the separate-output-matrix control), lstm on
+    translation and the short budget keep a separate output matrix."""
+    from fairseq import options, tasks, utils
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    from fairseq_wean.compare import systems
+
+    out, _ = simplification_tiny
+    tied = {}
+    for budget, variant in [("converged", "word"), ("short", "word"), ("converged", "spm")]:
+        args = compare.parse_args(["simplification", DATA, "--tiny", "--out", str(out), "--budget", budget])
+        cmd = compare.train_command(args, recipe(out / "data"), "lstm", variant, str(out / "runs" / "check"))
+        parsed = options.parse_args_and_arch(options.get_training_parser(), input_args=cmd[1:])
+        cfg = convert_namespace_to_omegaconf(parsed)
+        utils.import_user_module(cfg.common)
+        model = tasks.setup_task(cfg.task).build_model(cfg.model)
+        # fairseq's LSTMDecoder has no fc_out when it projects with its input embeddings
+        tied[budget, variant] = not hasattr(model.decoder, "fc_out")
+        assert tied[budget, variant] == ("--share-decoder-input-output-embed" in cmd)
+    assert tied == {("converged", "word"): True, ("short", "word"): False, ("converged", "spm"): False}
+    for task in ("translation", "summarization"):  # published untied, anchors met
+        assert "--share-decoder-input-output-embed" not in systems.converged_system_args("lstm", task, "word")
+
+
 def test_converged_simplification_runs_each_system_once_on_its_vocabulary_plus_the_piece_controls(compare, tmp_path):
     """--budget converged on simplification: every system of the short comparison plus the character
     transformer, each once on its chosen vocabulary, and the runs behind the invented-words question

@@ -117,7 +117,7 @@ def train_command(args, recipe, system, variant, run_dir, seed=None):
     converged = args.budget == "converged"
     cmd = [common.bin_path("fairseq-train"), os.path.join(data_out, info["bin"]), "--user-dir", USER_DIR,
            "--task", "translation_with_metrics", "--source-lang", recipe["src"], "--target-lang", recipe["tgt"]]
-    cmd += converged_system_args(system) if converged else SYSTEMS[system]
+    cmd += converged_system_args(system, args.task, variant) if converged else SYSTEMS[system]
     if system == "core_copy":
         cmd += ["--core-align-table", align_table(recipe, data_out, variant)]
     cmd += (CONVERGED_BATCH if converged else BATCH)["char" if variant == "char" else "word"]

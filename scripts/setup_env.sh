@@ -9,8 +9,36 @@
 #   PYTHON=python3.11   which interpreter creates the venv (default python3)
 #   TORCH_SPEC=...      what to install for torch (default torch==2.13.0)
 #   PIP_EXTRA=...       extra pip options, e.g. "--extra-index-url https://download.pytorch.org/whl/cpu"
+# --with-browser (the test set-up command): also install Debian's chromium when no headless
+# Chromium is on PATH, so that the report's browser tests run on a fresh machine instead of being
+# skipped. Best effort: without root and apt-get, or when apt-get fails, it says so in one line and
+# goes on (those tests then skip, saying why).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+with_browser=0
+for arg in "$@"; do
+    case "$arg" in
+        --with-browser) with_browser=1 ;;
+        *) echo "setup_env.sh: unknown option $arg (known: --with-browser)" >&2; exit 2 ;;
+    esac
+done
+# the names tests/test_report.py looks for
+browsers=(chromium chromium-browser google-chrome chrome-headless-shell)
+have_browser() {
+    local b
+    for b in "${browsers[@]}"; do command -v "$b" >/dev/null 2>&1 && return 0; done
+    return 1
+}
+if [ "$with_browser" = 1 ] && ! have_browser; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "fairseq-wean: installing chromium with apt-get (the report's browser tests)" >&2
+        if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1; then
+            echo "fairseq-wean: warning: apt-get could not install chromium; the browser tests will skip" >&2
+        fi
+    else
+        echo "fairseq-wean: warning: no headless Chromium on PATH and no root apt-get to install it; the browser tests will skip" >&2
+    fi
+fi
 venv=.venv
 stamp=$venv/.fairseq-wean-setup
 if [ ! -x "$venv/bin/python" ]; then

@@ -6,7 +6,8 @@ and filtering from the address fragment, and hostile text runs nothing.
 The page is built in-process (``fairseq_wean.cli.report.main``); the browser tests (DOM after the
 script ran, and a screenshot: the page is drawn, with its tables, histogram bars and token colours)
 skip only when no headless Chromium is installed (``chromium``, ``chromium-browser``,
-``google-chrome`` or ``chrome-headless-shell`` on PATH; ``apt-get install chromium``).
+``google-chrome`` or ``chrome-headless-shell`` on PATH), which the test set-up command
+(``scripts/setup_env.sh --with-browser``) installs with apt-get; its browser step is tested at the end.
 """
 import argparse
 import json
@@ -578,3 +579,59 @@ def test_histograms_count_every_sentence_in_its_bin(page):
     assert sum(c for c, _, _ in bins_b) == len(SYS_B)
     assert [c for c, _, _ in bins_b] == [sum(lo <= r + 1e-9 < hi for r in ratios_b) for _, lo, hi in bins_b]
     assert min(ratios_b) < max(ratios_b) < bins_b[-1][2]  # several bins used, the last covers the largest
+
+
+# --------------------------------------------------------------------------------------------- browser set-up
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SETUP = os.path.join(REPO, "scripts", "setup_env.sh")
+
+
+def run_setup(tmp_path, *args, browser=None, apt_fails=False):
+    """scripts/setup_env.sh ARGS with a PATH of only what its browser step and its early exit use,
+    a fake apt-get that logs its arguments, and a fake browser named ``browser``. Returns the process
+    and the apt-get calls."""
+    if not (os.path.isfile(os.path.join(REPO, ".venv", ".fairseq-wean-setup")) and subprocess.run(
+            ["cmp", "-s", os.path.join(REPO, ".venv", ".fairseq-wean-setup"), os.path.join(REPO, "setup.py")]
+    ).returncode == 0):
+        pytest.skip("scripts/setup_env.sh has not set up .venv for this setup.py (it would install it now)")
+    bindir = tmp_path / "bin"
+    bindir.mkdir(parents=True)
+    for tool in ("bash", "cmp", "id", "dirname"):
+        os.symlink(shutil.which(tool), bindir / tool)
+    calls = tmp_path / "apt-get.calls"
+    fakes = {"apt-get": 'echo "$@" >> {}\nexit {}\n'.format(calls, 1 if apt_fails else 0)}
+    if browser:
+        fakes[browser] = "exit 0\n"
+    for name, body in fakes.items():
+        (bindir / name).write_text("#!" + shutil.which("bash") + "\n" + body)
+        (bindir / name).chmod(0o755)
+    proc = subprocess.run([str(bindir / "bash"), SETUP, *args], env={"PATH": str(bindir)},
+                          capture_output=True, text=True, timeout=60)
+    return proc, calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_setup_with_browser_installs_chromium_only_where_none_is_on_path(tmp_path):
+    proc, calls = run_setup(tmp_path / "none", "--with-browser")
+    assert proc.returncode == 0, proc.stderr
+    if os.geteuid() == 0:
+        assert calls == ["update -qq", "install -y -qq chromium"]
+        assert "installing chromium" in proc.stderr and "warning" not in proc.stderr
+    else:
+        assert calls == [] and "no root apt-get" in proc.stderr
+    for browser in BROWSERS:  # any of the names the browser tests accept
+        proc, calls = run_setup(tmp_path / browser, "--with-browser", browser=browser)
+        assert (proc.returncode, calls, proc.stderr) == (0, [], "")
+    proc, calls = run_setup(tmp_path / "plain")  # the main job's set-up installs no browser
+    assert (proc.returncode, calls, proc.stderr) == (0, [], "")
+
+
+def test_setup_goes_on_when_apt_get_fails_and_refuses_unknown_options(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("apt-get is tried as root only")
+    proc, calls = run_setup(tmp_path / "fails", "--with-browser", apt_fails=True)
+    assert proc.returncode == 0 and calls == ["update -qq"]
+    assert proc.stderr.splitlines()[-1] == \
+        "fairseq-wean: warning: apt-get could not install chromium; the browser tests will skip"
+    proc, calls = run_setup(tmp_path / "bad", "--with-browsers")
+    assert proc.returncode == 2 and calls == []
+    assert proc.stderr == "setup_env.sh: unknown option --with-browsers (known: --with-browser)\n"

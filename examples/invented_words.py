@@ -182,6 +182,7 @@ def format_row(system, vocab, decoding, epoch, r):
 def main(argv=None):
     args = parse_args(argv)
     from fairseq_wean.compare.evaluate import read_lines
+    from fairseq_wean.compare.runner import published_name
 
     # every checkpoint and every given output is there (and of the test set's length) before
     # anything is decoded
@@ -210,15 +211,14 @@ def main(argv=None):
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, hyps in given:
         print(format_row(name, "-", "given", "-", score_row(plans[0], args.test, hyps, train_words)), flush=True)
-    for system, vocab in args.run_list:
-        plan = load_plan(args.out, system, vocab, args.test)
+    for (system, vocab), plan in zip(args.run_list, plans):
         for decoding in args.decoding_list:
             out_dir = os.path.join(args.out, "invented", "{}-{}".format(system, vocab), decoding)
             outputs = decode(plan, args.test, decoding, out_dir, known_words)
             if args.published and decoding == "beam5":
                 for kind, hyps in outputs.items():
-                    published = os.path.join(args.published, "{}-{}".format(system, vocab), args.test + (
-                        ".hyp" if kind == "plain" else ".replace-unk.hyp"))
+                    published = os.path.join(args.published, "{}-{}".format(system, vocab),
+                                             published_name(args.test, kind))
                     if read_lines(published) != hyps:
                         raise SystemExit("error: the beam-5 outputs of {}:{} differ from {}".format(
                             system, vocab, published))

@@ -362,7 +362,7 @@ def test_invented_words_study_decodes_the_selected_checkpoint_each_way(simplific
         if decoding == "beam5":  # the checkpoint, batching and options the comparison decoded with
             assert outputs == {kind: read_text_lines(ev["outputs"]["turkcorpus"][kind]) for kind in kinds}
         hyps = outputs[kinds[-1]]
-        spec = json.loads((out / "runs" / run / "eval_plan.json").read_text())["tests"]["turkcorpus"]
+        spec = plans[run]["tests"]["turkcorpus"]
         src = read_text_lines(out / "data" / spec["orig"])
         refs = [read_text_lines(out / "data" / r) for r in spec["refs"]]
         assert len(hyps) == len(src) == 12

@@ -20,7 +20,7 @@ from html.parser import HTMLParser
 import pytest
 import torch
 
-from conftest import FakeTask, USER_DIR, cli, cli_concurrently, generated_hypotheses, make_dictionary, \
+from conftest import REPO, FakeTask, USER_DIR, cli, cli_concurrently, generated_hypotheses, make_dictionary, \
     random_batch, train_args
 from fairseq_wean.cli import report as report_cli
 from fairseq_wean.cli import score
@@ -582,7 +582,6 @@ def test_histograms_count_every_sentence_in_its_bin(page):
 
 
 # --------------------------------------------------------------------------------------------- browser set-up
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SETUP = os.path.join(REPO, "scripts", "setup_env.sh")
 
 

@@ -97,6 +97,11 @@ def align_table(recipe, data_out, variant):
     return table
 
 
+def published_name(test, kind):
+    """The file of a published test output: ``TESTSET.hyp`` (``plain``), ``TESTSET.replace-unk.hyp``."""
+    return test + (".hyp" if kind == "plain" else ".{}.hyp".format(kind.replace("_", "-")))
+
+
 def run_seed(args, key):
     """The seed of a run: its third element (extra seeds of CONVERGED["seeds"]), else --seed."""
     return key[2] if len(key) > 2 else args.seed
@@ -458,7 +463,7 @@ def publish_run(args, recipe, key, ev):
     for test, outs in ev["outputs"].items():
         files[test], scores[test] = {}, {}
         for kind, path in outs.items():
-            name = test + (".hyp" if kind == "plain" else ".{}.hyp".format(kind.replace("_", "-")))
+            name = published_name(test, kind)
             shutil.copyfile(path, os.path.join(folder, name + ".tmp"))
             os.replace(os.path.join(folder, name + ".tmp"), os.path.join(folder, name))
             files[test][kind] = name

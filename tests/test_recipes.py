@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from conftest import REPO, read_text_lines, shared_data_dir
 
@@ -75,6 +76,23 @@ def test_replace_unk_takes_the_most_attended_source_word():
     assert replace_unk("the <unk> sat on <unk>", "a zorbly cat sat on mats", [(0, 0), (1, 1), (3, 2), (5, 4)]) == \
         "the zorbly sat on mats"
     assert replace_unk("<unk> x", "a b", []) == "<unk> x"  # no alignment: left alone
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_output_layer_of_fairseq_lstm_is_counted_tied_or_as_fc_out(tied):
+    """fairseq's LSTMDecoder tied by --share-decoder-input-output-embed has no fc_out: the table must
+    say "tied", not show an output layer of 0 parameters as if it had none."""
+    from fairseq.models.lstm import LSTMDecoder
+
+    from conftest import make_dictionary
+    from fairseq_wean.compare.evaluate import output_layer_parameters
+
+    d = make_dictionary(20)
+    decoder = LSTMDecoder(d, embed_dim=8, hidden_size=8, out_embed_dim=8, num_layers=1,
+                          encoder_output_units=8, share_input_output_embed=tied)
+    model = torch.nn.Module()
+    model.decoder = decoder
+    assert output_layer_parameters(model) == ((0, True) if tied else (len(d) * 8 + len(d), False))
 
 
 def test_split_keeps_validation_and_test_sources_out_of_training():

@@ -99,24 +99,30 @@ def extract_outputs(log_path, orig_path, out_prefix, with_replace_unk, markers=F
 
 
 def count_parameters(ckpt, data):
-    """(all parameters, output-layer parameters, output layer tied to an embedding?) of a checkpoint's model.
+    """(all parameters, output-layer parameters, output layer tied to an embedding?) of a checkpoint's
+    model: see :func:`output_layer_parameters`."""
+    from fairseq import checkpoint_utils
+
+    models, _cfg, _task = checkpoint_utils.load_model_ensemble_and_task([ckpt], arg_overrides={"data": data})
+    model = models[0]
+    return (sum(p.numel() for p in model.parameters()),) + output_layer_parameters(model)
+
+
+def output_layer_parameters(model):
+    """(output-layer parameters, tied to an embedding?) of a model.
 
     Output layer = parameters used only to map the decoder output to vocabulary scores (WEAN's
     Table 5 accounting): ``decoder.output_layer_num_parameters()`` where the model defines it,
     else fairseq LSTM's ``fc_out`` (+ ``additional_fc``) or the transformer's
     ``output_projection``; a matrix tied to an input embedding counts 0 (it is counted once, as
-    an embedding).
+    an embedding). fairseq's ``LSTMDecoder`` with ``--share-decoder-input-output-embed`` has no
+    ``fc_out`` at all: it scores with ``embed_tokens.weight`` directly, so its flag says "tied".
     """
-    from fairseq import checkpoint_utils
-
-    models, _cfg, _task = checkpoint_utils.load_model_ensemble_and_task([ckpt], arg_overrides={"data": data})
-    model = models[0]
-    total = sum(p.numel() for p in model.parameters())
     dec = model.decoder
-    embeddings = {id(m.weight) for m in model.modules() if m.__class__.__name__ == "Embedding"}
     if hasattr(dec, "output_layer_num_parameters"):
-        return total, int(dec.output_layer_num_parameters()), False
-    out, tied = 0, False
+        return int(dec.output_layer_num_parameters()), False
+    embeddings = {id(m.weight) for m in model.modules() if m.__class__.__name__ == "Embedding"}
+    out, tied = 0, bool(getattr(dec, "share_input_output_embed", False))
     for name in ("fc_out", "additional_fc", "output_projection"):
         layer = getattr(dec, name, None)
         if layer is None:
@@ -126,7 +132,7 @@ def count_parameters(ckpt, data):
                 tied = True
             else:
                 out += p.numel()
-    return total, out, tied
+    return out, tied
 
 
 def main(plan_path):

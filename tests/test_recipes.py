@@ -570,6 +570,20 @@ def test_train_log_records_are_read_from_fairseq_json_lines(tmp_path):
     assert sorted(records) == ["train_inner", "valid"] and len(records["train_inner"]) == 2
 
 
+def test_validation_progress_shows_a_best_score_from_the_first_epoch_on():
+    """fairseq's first validation record has no VALID_best_METRIC: the progress line shows that
+    epoch's score as the best, not nan; later records show fairseq's best."""
+    from fairseq_wean.compare.runner import ValidationRecords
+
+    records = ValidationRecords("valid1", "bleu")
+    first = records.add("valid1", {"epoch": 1, "valid1_loss": "6.019", "valid1_bleu": "3.47"})
+    assert first == "valid loss 6.019, bleu 3.47 (best 3.47)"
+    second = records.add("valid1", {"epoch": 2, "valid1_loss": "5.5", "valid1_bleu": "2.5", "valid1_best_bleu": "3.47"})
+    assert second == "valid loss 5.500, bleu 2.50 (best 3.47)"
+    assert records.curve == [{"epoch": 1, "bleu": 3.47}, {"epoch": 2, "bleu": 2.5}]
+    assert records.add("train", {"epoch": 2, "loss": "4"}) is None
+
+
 def test_run_all_reports_progress_after_each_run_and_stops_at_the_first_failure(capsys, monkeypatch, compare):
     import argparse
     import threading

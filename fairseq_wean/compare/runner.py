@@ -284,8 +284,10 @@ class ValidationRecords:
         if key in record:
             self.curve = [r for r in self.curve if r["epoch"] != epoch]
             self.curve.append({"epoch": epoch, self.metric: float(record[key])})
-            text += ", {} {:.2f} (best {:.2f})".format(self.metric, self.curve[-1][self.metric],
-                                                       float(record.get(self.subset + "_best_" + self.metric, "nan")))
+            # fairseq logs VALID_best_METRIC only from the second validation on (its best is set
+            # after the first record is written): until then the best is this epoch's score
+            best = record.get(self.subset + "_best_" + self.metric, self.curve[-1][self.metric])
+            text += ", {} {:.2f} (best {:.2f})".format(self.metric, self.curve[-1][self.metric], float(best))
         return text
 
 

@@ -97,7 +97,9 @@ def with_decoding(gen_args, decoding):
 
 
 def load_plan(out, system, vocab, test):
-    path = os.path.join(out, "runs", "{}-{}".format(system, vocab), "eval_plan.json")
+    from fairseq_wean.compare.runner import run_name
+
+    path = os.path.join(out, "runs", run_name((system, vocab)), "eval_plan.json")
     if not os.path.exists(path):
         raise SystemExit("error: {} not found: {}:{} was not trained in {}".format(path, system, vocab, out))
     with open(path, encoding="utf-8") as f:
@@ -182,7 +184,7 @@ def format_row(system, vocab, decoding, epoch, r):
 def main(argv=None):
     args = parse_args(argv)
     from fairseq_wean.compare.evaluate import read_lines
-    from fairseq_wean.compare.runner import published_name
+    from fairseq_wean.compare.runner import published_name, run_name
 
     # every checkpoint and every given output is there (and of the test set's length) before
     # anything is decoded
@@ -213,11 +215,11 @@ def main(argv=None):
         print(format_row(name, "-", "given", "-", score_row(plans[0], args.test, hyps, train_words)), flush=True)
     for (system, vocab), plan in zip(args.run_list, plans):
         for decoding in args.decoding_list:
-            out_dir = os.path.join(args.out, "invented", "{}-{}".format(system, vocab), decoding)
+            out_dir = os.path.join(args.out, "invented", run_name((system, vocab)), decoding)
             outputs = decode(plan, args.test, decoding, out_dir, known_words)
             if args.published and decoding == "beam5":
                 for kind, hyps in outputs.items():
-                    published = os.path.join(args.published, "{}-{}".format(system, vocab),
+                    published = os.path.join(args.published, run_name((system, vocab)),
                                              published_name(args.test, kind))
                     if read_lines(published) != hyps:
                         raise SystemExit("error: the beam-5 outputs of {}:{} differ from {}".format(

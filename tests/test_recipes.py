@@ -711,3 +711,21 @@ def test_converged_simplification_runs_each_system_once_on_its_vocabulary_plus_t
     assert len(set(runs)) == len(runs) == 9
     short = compare.parse_args(["simplification", str(tmp_path)]).run_list
     assert len(short) == 11 and ("core_copy", "spm") in short  # the short budget keeps all eleven
+
+
+def test_converged_translation_adds_the_ablation_seeds_and_seeds_narrows_them(compare, tmp_path):
+    """--budget converged on translation: the seven systems once, then seeds 2 and 3 of the three
+    word-attention variants; --seeds chooses those seeds (--seeds 1: the seed-1 table alone, nothing
+    else trained), and a list without --seed is refused."""
+    base = ["translation", str(tmp_path), "--budget", "converged"]
+    main = [("lstm", "word"), ("transformer", "word"), ("wean_lstm", "word"), ("core_copy", "word-pg"),
+            ("word_attn_rnnsearch", "word"), ("word_attn_ungated", "word"), ("word_attn_gated", "word")]
+    ablation = ["word_attn_rnnsearch", "word_attn_ungated", "word_attn_gated"]
+    assert compare.parse_args(base).run_list == main + [(s, "word", seed) for s in ablation for seed in (2, 3)]
+    assert compare.parse_args(base + ["--seeds", "1"]).run_list == main
+    assert compare.parse_args(base + ["--seeds", "1,3,3"]).run_list == main + [(s, "word", 3) for s in ablation]
+    assert compare.parse_args(base + ["--seed", "2", "--seeds", "1,2"]).run_list == \
+        main + [(s, "word", 1) for s in ablation]
+    for bad in (["--seeds", "2,3"], ["--seeds", "1,x"]):
+        with pytest.raises(SystemExit):
+            compare.parse_args(base + bad)

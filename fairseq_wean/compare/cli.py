@@ -48,7 +48,11 @@ def parse_args(argv=None):
     p.add_argument("--cpu-bf16", action="store_true",
                    help="train every system with --cpu-bf16 (bfloat16 autocast forward passes; float32 where the "
                         "CPU has no native bfloat16); scores.json says which precision each run had")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=int, default=1, help="each system's first run (its row in the main table)")
+    p.add_argument("--seeds", help="converged budget: comma list of the seeds of the systems the task runs with "
+                                   "several seeds (translation: the word-attention ablation; default 1,2,3); it "
+                                   "must hold --seed. --seeds 1 gives the table of seed 1 alone, training no other "
+                                   "seed")
     p.add_argument("--keep-checkpoints", action="store_true", help="keep checkpoint_best.pt (the selected one) and checkpoint_last.pt "
                    "(default: deleted once the test sets are decoded)")
     p.add_argument("--force", action="store_true", help="redo finished systems")
@@ -76,8 +80,16 @@ def parse_args(argv=None):
     if args.budget == "converged" and not args.tiny:
         # extra seeds (the word-attention ablation): runs (system, vocab, seed) after the main list
         seeds = CONVERGED[args.task].get("seeds", {})
+        if args.seeds is not None:
+            try:
+                chosen = [int(seed) for seed in args.seeds.split(",")]
+            except ValueError:
+                p.error("--seeds: {!r} is not a comma list of integers".format(args.seeds))
+            if args.seed not in chosen:
+                p.error("--seeds {} must hold --seed {} (each system's first run)".format(args.seeds, args.seed))
+            seeds = {system: chosen for system in seeds}
         args.run_list = list(args.run_list) + [(s, v, seed) for s, v in args.run_list
-                                               for seed in seeds.get(s, []) if seed != args.seed]
+                                               for seed in dict.fromkeys(seeds.get(s, [])) if seed != args.seed]
     if args.epochs is None:
         args.epochs = 1 if args.tiny else task["epochs"]
     if args.max_epoch is None:

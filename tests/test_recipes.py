@@ -671,6 +671,27 @@ def test_seed_table_is_mean_sd_and_per_seed_bootstrap_against_the_row_above(tmp_
     table = "\n".join(report.seed_table(args, recipe, rows))
     assert "| word_attn_gated | {:.2f} | {:.2f} |".format(*[v for _, v in rows[2]["scores"]]) in table
 
+    # a seed not run yet by one variant: its cell is "-", its sd undefined, and the columns stay aligned
+    del evals[("word_attn_gated", "word", 2)]
+    rows = report.seed_rows(args, recipe, evals)
+    gated = score(outputs[("word_attn_gated", 1)], sources=src, references=[ref], metrics="bleu",
+                  compare_to=outputs[("word_attn_ungated", 1)])
+    assert rows[2]["scores"] == [(1, pytest.approx(gated["bleu"]))] and rows[2]["sd"] is None
+    assert rows[2]["p_values"] == [(1, gated["p_values"]["bleu"])]
+    line = [x for x in report.seed_table(args, recipe, rows) if x.startswith("| word_attn_gated ")][0]
+    assert line == "| word_attn_gated | {0:.2f} | - | {0:.2f} | - | word_attn_ungated | 1: {1} |".format(
+        gated["bleu"], "<0.001" if gated["p_values"]["bleu"] < 0.001 else "{:.3f}".format(gated["p_values"]["bleu"]))
+
+    # seed 1 alone (--seeds 1): the variants still compared with each other, a missing one skipped
+    seed1 = {key: ev for key, ev in evals.items() if len(key) == 2 and key[0] != "word_attn_ungated"}
+    rows = report.seed_rows(args, recipe, seed1)
+    assert [(r["system"], r["against"]) for r in rows] == [("word_attn_rnnsearch", None),
+                                                          ("word_attn_gated", "word_attn_rnnsearch")]
+    assert rows[1]["p_values"] == [(1, score(outputs[("word_attn_gated", 1)], sources=src, references=[ref],
+                                              metrics="bleu", compare_to=src)["p_values"]["bleu"])]
+    # one ablation run (word_attn_gated in the summarization comparison): nothing to compare, no table
+    assert report.seed_rows(args, recipe, {("word_attn_gated", "word"): evals[("word_attn_gated", "word")]}) == []
+
 
 @needs_data
 def test_converged_simplification_lstm_on_words_ties_its_embeddings_and_the_piece_control_does_not(

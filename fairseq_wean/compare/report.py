@@ -156,12 +156,15 @@ def budget_sentence(args, recipe):
 
 
 def seed_rows(args, recipe, evals):
-    """The word-attention ablation over seeds: one dict per system, ``system``, ``scores`` [(seed,
-    score)], ``mean``, ``sd``, ``against`` (the row above) and ``p_values`` [(seed, p)].
+    """The word-attention ablation (RNNsearch < + word attention < + contextual gates) over seeds: one
+    dict per system of WORD_ATTENTION_ABLATION that has runs in ``evals``: ``system``, ``scores``
+    [(seed, score)] for the seeds it has run, ``mean``, ``sd`` (sample standard deviation; None for
+    one seed), ``against`` (the row above) and ``p_values`` [(seed, p)].
 
-    One row per system of WORD_ATTENTION_ABLATION that has runs for several seeds; the score is the
-    main test set's validation metric, and p the paired bootstrap against the previous row of the
-    ablation (RNNsearch < + word attention < + contextual gates) trained with the same seed.
+    The score is the main test set's validation metric, as decoded, and p the paired bootstrap
+    against the row above trained with the same seed, for each seed both rows have. [] when there is
+    nothing to compare: fewer than two ablation runs (e.g. ``word_attn_gated`` alone, as in the
+    summarization and simplification comparisons).
     """
     import statistics
 
@@ -169,8 +172,10 @@ def seed_rows(args, recipe, evals):
     test = recipe["main_test"]
     spec = recipe["tests"][test]
     metric = recipe["valid"]["metric"]
-    seeds = sorted({key[2] for key in evals if len(key) > 2} | {args.seed})
-    systems = [s for s in WORD_ATTENTION_ABLATION if any(len(k) > 2 and k[0] == s for k in evals)]
+    systems = [s for s in WORD_ATTENTION_ABLATION if any(key[0] == s for key in evals)]
+    if sum(1 for key in evals if key[0] in systems) < 2:
+        return []
+    seeds = sorted({run_seed(args, key) for key in evals if key[0] in systems})
     rows = []
 
     def run(system, seed):
@@ -193,24 +198,30 @@ def seed_rows(args, recipe, evals):
                 p_values.append((seed, s["p_values"][metric]))
         values = [v for _, v in scores]
         rows.append({"system": system, "scores": scores, "mean": statistics.mean(values),
-                     "sd": statistics.stdev(values) if len(values) > 1 else 0.0,
+                     "sd": statistics.stdev(values) if len(values) > 1 else None,
                      "against": systems[i - 1] if i else None, "p_values": p_values})
     return rows
 
 
 def seed_table(args, recipe, rows):
+    """The ablation table of :func:`seed_rows`: a column per seed that any row has run ("-" where
+    a system has not run that seed yet), mean, sd, the row compared against and p per seed."""
     metric = METRIC_NAMES.get(recipe["valid"]["metric"], recipe["valid"]["metric"])
-    seeds = [seed for seed, _ in rows[0]["scores"]]
-    lines = ["", "### Word-attention ablation over {} seeds ({} {})".format(len(seeds), recipe["main_test"], metric), "",
+    seeds = sorted({seed for r in rows for seed, _ in r["scores"]})
+    lines = ["", "### Word-attention ablation over {} seed{} ({} {})".format(
+                 len(seeds), "" if len(seeds) == 1 else "s", recipe["main_test"], metric), "",
              "| system | " + " | ".join("seed {}".format(s) for s in seeds) + " | mean | sd | against | p per seed |",
              "|---|" + "---|" * len(seeds) + "---|---|---|---|"]
     for r in rows:
-        p = ", ".join("<0.001" if v < 0.001 else "{:.3f}".format(v) for _, v in r["p_values"])
-        lines.append("| {} | {} | {:.2f} | {:.2f} | {} | {} |".format(
-            r["system"], " | ".join("{:.2f}".format(v) for _, v in r["scores"]), r["mean"], r["sd"],
+        by_seed = dict(r["scores"])
+        cells = ["{:.2f}".format(by_seed[seed]) if seed in by_seed else "-" for seed in seeds]
+        p = ", ".join("{}: {}".format(seed, "<0.001" if v < 0.001 else "{:.3f}".format(v)) for seed, v in r["p_values"])
+        lines.append("| {} | {} | {:.2f} | {} | {} | {} |".format(
+            r["system"], " | ".join(cells), r["mean"], "-" if r["sd"] is None else "{:.2f}".format(r["sd"]),
             r["against"] or "", p))
     lines += ["", "p: paired bootstrap (1000 resamples) of each seed's run against the row above trained with the "
-                  "same seed (RNNsearch < + word attention < + contextual gates); sd: sample standard deviation."]
+                  "same seed (RNNsearch < + word attention < + contextual gates), as seed: p; mean and sd (sample "
+                  "standard deviation) over the seeds a row has run; \"-\": not run (yet)."]
     return lines
 
 

@@ -19,12 +19,12 @@ DATA = shared_data_dir()
 needs_data = pytest.mark.skipif(DATA is None, reason="shared raw data directory (../shared/data) not found")
 
 
-def run_module(module, *args, timeout=600):
-    """python -m MODULE ARGS in the repository; fails the test with the output tail."""
+def run_module(module, *args, timeout=600, check=True):
+    """python -m MODULE ARGS in the repository; fails the test with the output tail (unless not ``check``)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
     proc = subprocess.run([sys.executable, "-m", module] + [str(a) for a in args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, "{} failed ({}):\n{}\n{}".format(module, proc.returncode, proc.stdout[-3000:],
+    assert proc.returncode == 0 or not check, "{} failed ({}):\n{}\n{}".format(module, proc.returncode, proc.stdout[-3000:],
                                                                  proc.stderr[-5000:])
     return proc
 
@@ -230,6 +230,17 @@ def test_compare_other_tasks_tiny(tmp_path, task, test, metric, row, budget):
         assert [{k: v for k, v in x.items() if k != "train_seconds"} for x in read_rows(fresh)] == \
             [{k: v for k, v in x.items() if k != "train_seconds"} for x in rows]
         assert "1 of 1 systems were reused" in (fresh / "results.md").read_text(encoding="utf-8")
+        # --reuse-only trains nothing: a run not published is left out and named, the table is the rest
+        reuse = tmp_path / "reuse-only"
+        proc = run_module("fairseq_wean.compare", task, DATA, "--tiny", "--out", reuse, "--reuse-only",
+                          "--runs", "lstm:word,wean_lstm:word", *extra)
+        assert ": training " not in proc.stdout and not (reuse / "runs" / "wean_lstm-word").exists()
+        assert "--reuse-only: left out, not published in {}: wean_lstm-word".format(results_dir) in proc.stdout
+        assert [x["system"] for x in read_rows(reuse)] == [x["system"] for x in rows]
+        proc = run_module("fairseq_wean.compare", task, DATA, "--tiny", "--out", reuse, "--reuse-only",
+                          "--runs", "wean_lstm:word", *extra, check=False)
+        assert proc.returncode != 0 and "--reuse-only: none of the 1 runs is published" in proc.stderr
+        assert not (reuse / "runs" / "wean_lstm-word").exists()
 
 
 @needs_data

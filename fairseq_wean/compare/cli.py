@@ -56,7 +56,12 @@ def parse_args(argv=None):
     p.add_argument("--keep-checkpoints", action="store_true", help="keep checkpoint_best.pt (the selected one) and checkpoint_last.pt "
                    "(default: deleted once the test sets are decoded)")
     p.add_argument("--force", action="store_true", help="redo finished systems")
+    p.add_argument("--reuse-only", action="store_true",
+                   help="train nothing: the tables of the runs published in the results directory; the runs not "
+                        "published there are left out and named in one line (e.g. seeds still to train)")
     args = p.parse_args(argv)
+    if args.reuse_only and args.force:
+        p.error("--reuse-only and --force contradict each other (--force retrains published systems)")
     task = TASKS[args.task]
     datasets = list(task["datasets"])
     if args.dataset is None:
@@ -133,6 +138,8 @@ def main(argv=None):
     missing = [key[1] for key in args.run_list if key[1] not in recipe["variants"]]
     if missing:
         raise SystemExit("vocabulary variant(s) {} not prepared for {}".format(", ".join(sorted(set(missing))), args.task))
+    if args.reuse_only:
+        args.run_list = runner.published_runs_only(args, recipe)
     for system, variant, *_seed in args.run_list:  # built once, before runs share it
         if system == "core_copy":
             runner.align_table(recipe, os.path.join(args.out, "data"), variant)

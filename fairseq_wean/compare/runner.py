@@ -452,6 +452,19 @@ def published_run(args, recipe, key):
     return ev
 
 
+def published_runs_only(args, recipe):
+    """--reuse-only: the runs of ``args.run_list`` published in the results directory, in order. The
+    others are left out and named in one log line; none published is an error (SystemExit)."""
+    kept = [key for key in args.run_list if published_run(args, recipe, key) is not None]
+    left_out = [run_name(key) for key in args.run_list if key not in kept]
+    if not kept:
+        raise SystemExit("--reuse-only: none of the {} runs is published in {}".format(
+            len(args.run_list), args.results_dir))
+    if left_out:
+        log("--reuse-only: left out, not published in {}: {}".format(args.results_dir, ", ".join(left_out)))
+    return kept
+
+
 def publish_run(args, recipe, key, ev):
     """Copy a finished run's test outputs into its results folder as ``TESTSET.hyp`` (and
     ``TESTSET.replace-unk.hyp``), one line per test sentence in test order, exactly the text that

@@ -39,11 +39,14 @@ def import_plugin():
     import fairseq_wean  # noqa: F401  (registers the models; safe checkpoint loading; one-line errors)
 
 
-def load_model(path, data=None):
+def load_model(path, data=None, **overrides):
+    """The gated model of checkpoint ``path`` and its task; ``overrides``: more of its settings
+    to replace (``arg_overrides`` of fairseq's loader)."""
     import_plugin()
     from fairseq import checkpoint_utils
 
-    overrides = {"data": data} if data else {}
+    if data:
+        overrides["data"] = data
     models, _cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
     model = models[0]
     model.eval()

@@ -378,3 +378,78 @@ def test_figure3_script_draws_a_png_from_the_trained_checkpoint(trained, raw_dir
         figure3.main(["--path", str(dirs["none"] / "checkpoint_best.pt"), "--source", source,
                       "--output", str(tmp_path / "none.png")])
     assert not os.path.exists(tmp_path / "none.png")
+
+
+GATES = os.path.join(REPO, "examples", "word_attention_gates.py")
+
+
+def load_gates_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("word_attention_gates", GATES)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def padded_sample(d, target_lengths=(2, 5, 3), src_len=6, seed=1):
+    """A fairseq-style sample whose targets have different lengths (so B x T has padding)."""
+    from fairseq.data import data_utils
+
+    g = torch.Generator().manual_seed(seed)
+    srcs, tgts = [], []
+    for b, n in enumerate(target_lengths):
+        srcs.append(torch.cat([torch.randint(d.nspecial, len(d), (src_len - b,), generator=g), torch.tensor([d.eos()])]))
+        tgts.append(torch.cat([torch.randint(d.nspecial, len(d), (n,), generator=g), torch.tensor([d.eos()])]))
+    return {
+        "net_input": {
+            "src_tokens": data_utils.collate_tokens(srcs, d.pad(), d.eos(), left_pad=True),
+            "src_lengths": torch.tensor([len(s) for s in srcs]),
+            "prev_output_tokens": data_utils.collate_tokens(tgts, d.pad(), d.eos(), move_eos_to_beginning=True),
+        },
+        "target": data_utils.collate_tokens(tgts, d.pad(), d.eos()),
+    }, srcs, tgts
+
+
+def test_gate_stats_leave_padding_out_and_equal_the_per_sentence_values():
+    d = make_dictionary()
+    gated = build(d, "gated", seed=3)
+    gates = load_gates_script()
+    sample, srcs, tgts = padded_sample(d)
+    stats = gates.gate_stats(gated, [sample], d.pad())
+    # reference: each sentence alone (no padding anywhere), 1 - o_i averaged over the units
+    shares = []
+    for src, tgt in zip(srcs, tgts):
+        prev = torch.cat([torch.tensor([d.eos()]), tgt[:-1]]).unsqueeze(0)
+        _, extra = log_probs_and_extra(gated, src.unsqueeze(0), torch.tensor([len(src)]), prev)
+        shares.append((1.0 - extra["gate"][0]).mean(dim=-1))
+    share = torch.cat(shares).double()
+    assert stats["sentences"] == 3 and stats["positions"] == 2 + 5 + 3 + 3 == share.numel()
+    assert stats["mean_word_share"] == pytest.approx(float(share.mean()), abs=1e-4)
+    assert stats["p50"] == pytest.approx(float(torch.quantile(share, 0.5)), abs=1e-4)
+    assert stats["word_context_dominant_pct"] == pytest.approx(100.0 * float((share > 0.5).double().mean()), abs=0.01)
+    assert 0 < stats["p10"] <= stats["p50"] <= stats["p90"] < 1
+    # a forced gate: every unit at o = 0.25, none saturated, the word context outweighs everywhere
+    gated.decoder.forced_gate = 0.25
+    forced = gates.gate_stats(gated, [sample], d.pad())
+    assert (forced["mean_word_share"], forced["p10"], forced["p90"]) == (0.75, 0.75, 0.75)
+    assert (forced["word_context_dominant_pct"], forced["saturated_units_pct"]) == (100.0, 0.0)
+    gated.decoder.forced_gate = 0.95
+    assert gates.gate_stats(gated, [sample], d.pad())["saturated_units_pct"] == 100.0
+
+
+def test_gates_script_measures_every_sentence_of_a_subset(trained, data_bin, raw_dir, capsys):
+    """The trained gated checkpoint over the test subset: the last, partial batch counts too."""
+    import json
+
+    dirs, _ = trained
+    gates = load_gates_script()
+    gates.main(["--path", str(dirs["gated"] / "checkpoint_best.pt"), "--data", str(data_bin),
+                "--subset", "test", "--max-tokens", "50"])
+    stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    test_tgt = open(raw_dir / "test.tgt").read().splitlines()
+    assert stats["sentences"] == len(test_tgt)
+    assert stats["positions"] == sum(len(line.split()) + 1 for line in test_tgt)  # + EOS
+    assert 0 < stats["mean_word_share"] < 1
+    with pytest.raises(FairseqWeanError, match="gated"):
+        gates.main(["--path", str(dirs["ungated"] / "checkpoint_best.pt"), "--data", str(data_bin)])

@@ -636,7 +636,8 @@ def test_run_all_reports_progress_after_each_run_and_stops_at_the_first_failure(
 
 def test_seed_table_is_mean_sd_and_per_seed_bootstrap_against_the_row_above(tmp_path):
     """The word-attention ablation over seeds: each cell is that seed's test score, mean and sample
-    sd over the seeds, and p the paired bootstrap against the previous ablation row of the same seed."""
+    sd over the seeds, and p the paired bootstrap against the previous ablation row of the same seed
+    and UNK handling; the outputs with <unk> replaced get rows of their own."""
     import argparse
     import statistics
 
@@ -679,8 +680,37 @@ def test_seed_table_is_mean_sd_and_per_seed_bootstrap_against_the_row_above(tmp_
                 other = outputs[(rows[i - 1]["system"], seed)]
                 assert p == score(outputs[(r["system"], seed)], sources=src, references=[ref], metrics="bleu",
                                   compare_to=other)["p_values"]["bleu"]
+    assert [r["unk"] for r in rows] == ["plain"] * 3  # no replace-unk outputs: no such rows
     table = "\n".join(report.seed_table(args, recipe, rows))
-    assert "| word_attn_gated | {:.2f} | {:.2f} |".format(*[v for _, v in rows[2]["scores"]]) in table
+    assert "| word_attn_gated | plain | {:.2f} | {:.2f} |".format(*[v for _, v in rows[2]["scores"]]) in table
+
+    # outputs with <unk> replaced (seed 2 of each): rows after the plain ones, scored from those files
+    # and compared with the row above's file of the same handling
+    replaced = {("word_attn_rnnsearch", 2): ref[:1] + src[1:], ("word_attn_ungated", 2): src[:4] + ref[4:],
+                ("word_attn_gated", 2): ref[:2] + src[2:]}
+    for (system, seed), lines in replaced.items():
+        path = tmp_path / "{}-{}.replace-unk.hyp".format(system, seed)
+        path.write_text("\n".join(lines) + "\n")
+        evals[(system, "word", seed)]["outputs"]["t"]["replace_unk"] = str(path)
+    rows = report.seed_rows(args, recipe, evals)
+    assert [(r["system"], r["unk"]) for r in rows] == [
+        ("word_attn_rnnsearch", "plain"), ("word_attn_ungated", "plain"), ("word_attn_gated", "plain"),
+        ("word_attn_rnnsearch", "replace-unk"), ("word_attn_ungated", "replace-unk"),
+        ("word_attn_gated", "replace-unk")]
+    rnn, gated = rows[3], rows[5]
+    assert rnn["scores"] == [(2, pytest.approx(score(replaced[("word_attn_rnnsearch", 2)], sources=src,
+                                                     references=[ref], metrics="bleu")["bleu"]))]
+    assert rnn["p_values"] == [] and rnn["sd"] is None
+    expected = score(replaced[("word_attn_gated", 2)], sources=src, references=[ref], metrics="bleu",
+                     compare_to=replaced[("word_attn_ungated", 2)])
+    assert gated["against"] == "word_attn_ungated"
+    assert gated["scores"] == [(2, pytest.approx(expected["bleu"]))]
+    assert gated["p_values"] == [(2, expected["p_values"]["bleu"])]
+    line = [x for x in report.seed_table(args, recipe, rows) if x.startswith("| word_attn_rnnsearch | replace-unk ")][0]
+    assert line == "| word_attn_rnnsearch | replace-unk | - | {:.2f} | {:.2f} | - |  |  |".format(
+        rnn["scores"][0][1], rnn["scores"][0][1])
+    for system, seed in replaced:
+        del evals[(system, "word", seed)]["outputs"]["t"]["replace_unk"]
 
     # a seed not run yet by one variant: its cell is "-", its sd undefined, and the columns stay aligned
     del evals[("word_attn_gated", "word", 2)]
@@ -690,7 +720,7 @@ def test_seed_table_is_mean_sd_and_per_seed_bootstrap_against_the_row_above(tmp_
     assert rows[2]["scores"] == [(1, pytest.approx(gated["bleu"]))] and rows[2]["sd"] is None
     assert rows[2]["p_values"] == [(1, gated["p_values"]["bleu"])]
     line = [x for x in report.seed_table(args, recipe, rows) if x.startswith("| word_attn_gated ")][0]
-    assert line == "| word_attn_gated | {0:.2f} | - | {0:.2f} | - | word_attn_ungated | 1: {1} |".format(
+    assert line == "| word_attn_gated | plain | {0:.2f} | - | {0:.2f} | - | word_attn_ungated | 1: {1} |".format(
         gated["bleu"], "<0.001" if gated["p_values"]["bleu"] < 0.001 else "{:.3f}".format(gated["p_values"]["bleu"]))
 
     # seed 1 alone (--seeds 1): the variants still compared with each other, a missing one skipped

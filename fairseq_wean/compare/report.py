@@ -157,14 +157,17 @@ def budget_sentence(args, recipe):
 
 def seed_rows(args, recipe, evals):
     """The word-attention ablation (RNNsearch < + word attention < + contextual gates) over seeds: one
-    dict per system of WORD_ATTENTION_ABLATION that has runs in ``evals``: ``system``, ``scores``
-    [(seed, score)] for the seeds it has run, ``mean``, ``sd`` (sample standard deviation; None for
-    one seed), ``against`` (the row above) and ``p_values`` [(seed, p)].
+    dict per system of WORD_ATTENTION_ABLATION and UNK handling that has runs in ``evals``:
+    ``system``, ``unk`` ("plain": as decoded; "replace-unk": each ``<unk>`` replaced by the most
+    attended source word), ``scores`` [(seed, score)] for the seeds it has run, ``mean``, ``sd``
+    (sample standard deviation; None for one seed), ``against`` (the row above) and ``p_values``
+    [(seed, p)]. The rows as decoded come first, then those with ``<unk>`` replaced, where the
+    runs have such outputs.
 
-    The score is the main test set's validation metric, as decoded, and p the paired bootstrap
-    against the row above trained with the same seed, for each seed both rows have. [] when there is
-    nothing to compare: fewer than two ablation runs (e.g. ``word_attn_gated`` alone, as in the
-    summarization and simplification comparisons).
+    The score is the main test set's validation metric, and p the paired bootstrap against the row
+    above trained with the same seed and scored with the same UNK handling, for each seed both rows
+    have. [] when there is nothing to compare: fewer than two ablation runs (e.g.
+    ``word_attn_gated`` alone, as in the summarization and simplification comparisons).
     """
     import statistics
 
@@ -178,28 +181,31 @@ def seed_rows(args, recipe, evals):
     seeds = sorted({run_seed(args, key) for key in evals if key[0] in systems})
     rows = []
 
-    def run(system, seed):
+    def output(system, seed, handling):
         for key, ev in evals.items():
             if key[0] == system and run_seed(args, key) == seed:
-                return ev
+                return ev["outputs"][test].get(handling)
         return None
 
-    for i, system in enumerate(systems):
-        scores, p_values = [], []
-        for seed in seeds:
-            ev = run(system, seed)
-            if ev is None:
+    for handling in ("plain", "replace_unk"):
+        for i, system in enumerate(systems):
+            scores, p_values = [], []
+            for seed in seeds:
+                hyp = output(system, seed, handling)
+                if hyp is None:
+                    continue
+                other = output(systems[i - 1], seed, handling) if i else None
+                s = score(hyp, spec, data_out, compare_to=other, metrics=metric)
+                scores.append((seed, s[metric]))
+                if other:
+                    p_values.append((seed, s["p_values"][metric]))
+            if not scores:
                 continue
-            prev = run(systems[i - 1], seed) if i else None
-            other = prev["outputs"][test]["plain"] if prev else None
-            s = score(ev["outputs"][test]["plain"], spec, data_out, compare_to=other, metrics=metric)
-            scores.append((seed, s[metric]))
-            if other:
-                p_values.append((seed, s["p_values"][metric]))
-        values = [v for _, v in scores]
-        rows.append({"system": system, "scores": scores, "mean": statistics.mean(values),
-                     "sd": statistics.stdev(values) if len(values) > 1 else None,
-                     "against": systems[i - 1] if i else None, "p_values": p_values})
+            values = [v for _, v in scores]
+            rows.append({"system": system, "unk": handling.replace("_", "-"), "scores": scores,
+                         "mean": statistics.mean(values),
+                         "sd": statistics.stdev(values) if len(values) > 1 else None,
+                         "against": systems[i - 1] if i else None, "p_values": p_values})
     return rows
 
 
@@ -210,18 +216,19 @@ def seed_table(args, recipe, rows):
     seeds = sorted({seed for r in rows for seed, _ in r["scores"]})
     lines = ["", "### Word-attention ablation over {} seed{} ({} {})".format(
                  len(seeds), "" if len(seeds) == 1 else "s", recipe["main_test"], metric), "",
-             "| system | " + " | ".join("seed {}".format(s) for s in seeds) + " | mean | sd | against | p per seed |",
-             "|---|" + "---|" * len(seeds) + "---|---|---|---|"]
+             "| system | UNK | " + " | ".join("seed {}".format(s) for s in seeds) + " | mean | sd | against | p per seed |",
+             "|---|---|" + "---|" * len(seeds) + "---|---|---|---|"]
     for r in rows:
         by_seed = dict(r["scores"])
         cells = ["{:.2f}".format(by_seed[seed]) if seed in by_seed else "-" for seed in seeds]
         p = ", ".join("{}: {}".format(seed, "<0.001" if v < 0.001 else "{:.3f}".format(v)) for seed, v in r["p_values"])
-        lines.append("| {} | {} | {:.2f} | {} | {} | {} |".format(
-            r["system"], " | ".join(cells), r["mean"], "-" if r["sd"] is None else "{:.2f}".format(r["sd"]),
-            r["against"] or "", p))
+        lines.append("| {} | {} | {} | {:.2f} | {} | {} | {} |".format(
+            r["system"], r["unk"], " | ".join(cells), r["mean"],
+            "-" if r["sd"] is None else "{:.2f}".format(r["sd"]), r["against"] or "", p))
     lines += ["", "p: paired bootstrap (1000 resamples) of each seed's run against the row above trained with the "
-                  "same seed (RNNsearch < + word attention < + contextual gates), as seed: p; mean and sd (sample "
-                  "standard deviation) over the seeds a row has run; \"-\": not run (yet)."]
+                  "same seed and scored with the same UNK handling (RNNsearch < + word attention < + contextual "
+                  "gates), as seed: p; mean and sd (sample standard deviation) over the seeds a row has run; "
+                  "\"-\": not run (yet). UNK `replace-unk`: each `<unk>` replaced by the most attended source word."]
     return lines
 
 

@@ -680,7 +680,7 @@ def test_seed_table_is_mean_sd_and_per_seed_bootstrap_against_the_row_above(tmp_
                 other = outputs[(rows[i - 1]["system"], seed)]
                 assert p == score(outputs[(r["system"], seed)], sources=src, references=[ref], metrics="bleu",
                                   compare_to=other)["p_values"]["bleu"]
-    assert [r["unk"] for r in rows] == ["plain"] * 3  # no replace-unk outputs: no such rows
+    assert [r["decoding"] for r in rows] == ["plain"] * 3  # no replace-unk outputs: no such rows
     table = "\n".join(report.seed_table(args, recipe, rows))
     assert "| word_attn_gated | plain | {:.2f} | {:.2f} |".format(*[v for _, v in rows[2]["scores"]]) in table
 
@@ -693,10 +693,10 @@ def test_seed_table_is_mean_sd_and_per_seed_bootstrap_against_the_row_above(tmp_
         path.write_text("\n".join(lines) + "\n")
         evals[(system, "word", seed)]["outputs"]["t"]["replace_unk"] = str(path)
     rows = report.seed_rows(args, recipe, evals)
-    assert [(r["system"], r["unk"]) for r in rows] == [
+    assert [(r["system"], r["decoding"]) for r in rows] == [
         ("word_attn_rnnsearch", "plain"), ("word_attn_ungated", "plain"), ("word_attn_gated", "plain"),
-        ("word_attn_rnnsearch", "replace-unk"), ("word_attn_ungated", "replace-unk"),
-        ("word_attn_gated", "replace-unk")]
+        ("word_attn_rnnsearch", "replace_unk"), ("word_attn_ungated", "replace_unk"),
+        ("word_attn_gated", "replace_unk")]
     rnn, gated = rows[3], rows[5]
     assert rnn["scores"] == [(2, pytest.approx(score(replaced[("word_attn_rnnsearch", 2)], sources=src,
                                                      references=[ref], metrics="bleu")["bleu"]))]

@@ -10,6 +10,12 @@ from fairseq_wean.compare.runner import epochs_trained, fmt_secs, run_seed
 from fairseq_wean.compare.systems import BASELINE, METRIC_NAMES, SYSTEMS, TASKS, WORD_ATTENTION_ABLATION
 from preprocess import common
 
+# A system's test outputs: as decoded, and with each <unk> replaced by the most attended source word
+# (evaluate.extract_outputs writes both where the model's attention allows it).
+DECODINGS = ("plain", "replace_unk")
+REPLACE_UNK_NOTE = ("UNK `replace-unk`: each `<unk>` replaced by the source word with the highest attention "
+                    "(fairseq's --replace-unk rule).")
+
 
 def baseline_outputs(args, recipe):
     """Copy-the-source and LEAD-N outputs: {row name: {test name: {"plain": path}}}."""
@@ -71,7 +77,7 @@ def build_rows(args, recipe, evals, baselines):
         if len(key) > 2:
             continue  # an extra seed: in the seed table (seed_rows), not in the main table
         system, variant = key
-        for decoding in ("plain", "replace_unk"):
+        for decoding in DECODINGS:
             if all(decoding in ev["outputs"][t] for t in recipe["tests"]):
                 entries.append((system, variant, decoding, {t: ev["outputs"][t] for t in recipe["tests"]}, ev))
     for name, variant, decoding, outs, ev in entries:
@@ -157,9 +163,8 @@ def budget_sentence(args, recipe):
 
 def seed_rows(args, recipe, evals):
     """The word-attention ablation (RNNsearch < + word attention < + contextual gates) over seeds: one
-    dict per system of WORD_ATTENTION_ABLATION and UNK handling that has runs in ``evals``:
-    ``system``, ``unk`` ("plain": as decoded; "replace-unk": each ``<unk>`` replaced by the most
-    attended source word), ``scores`` [(seed, score)] for the seeds it has run, ``mean``, ``sd``
+    dict per system of WORD_ATTENTION_ABLATION and decoding of DECODINGS that has runs in ``evals``:
+    ``system``, ``decoding`` (as in :func:`build_rows`), ``scores`` [(seed, score)] for the seeds it has run, ``mean``, ``sd``
     (sample standard deviation; None for one seed), ``against`` (the row above) and ``p_values``
     [(seed, p)]. The rows as decoded come first, then those with ``<unk>`` replaced, where the
     runs have such outputs.
@@ -181,20 +186,20 @@ def seed_rows(args, recipe, evals):
     seeds = sorted({run_seed(args, key) for key in evals if key[0] in systems})
     rows = []
 
-    def output(system, seed, handling):
+    def output(system, seed, decoding):
         for key, ev in evals.items():
             if key[0] == system and run_seed(args, key) == seed:
-                return ev["outputs"][test].get(handling)
+                return ev["outputs"][test].get(decoding)
         return None
 
-    for handling in ("plain", "replace_unk"):
+    for decoding in DECODINGS:
         for i, system in enumerate(systems):
             scores, p_values = [], []
             for seed in seeds:
-                hyp = output(system, seed, handling)
+                hyp = output(system, seed, decoding)
                 if hyp is None:
                     continue
-                other = output(systems[i - 1], seed, handling) if i else None
+                other = output(systems[i - 1], seed, decoding) if i else None
                 s = score(hyp, spec, data_out, compare_to=other, metrics=metric)
                 scores.append((seed, s[metric]))
                 if other:
@@ -202,7 +207,7 @@ def seed_rows(args, recipe, evals):
             if not scores:
                 continue
             values = [v for _, v in scores]
-            rows.append({"system": system, "unk": handling.replace("_", "-"), "scores": scores,
+            rows.append({"system": system, "decoding": decoding, "scores": scores,
                          "mean": statistics.mean(values),
                          "sd": statistics.stdev(values) if len(values) > 1 else None,
                          "against": systems[i - 1] if i else None, "p_values": p_values})
@@ -223,12 +228,12 @@ def seed_table(args, recipe, rows):
         cells = ["{:.2f}".format(by_seed[seed]) if seed in by_seed else "-" for seed in seeds]
         p = ", ".join("{}: {}".format(seed, "<0.001" if v < 0.001 else "{:.3f}".format(v)) for seed, v in r["p_values"])
         lines.append("| {} | {} | {} | {:.2f} | {} | {} | {} |".format(
-            r["system"], r["unk"], " | ".join(cells), r["mean"],
+            r["system"], cell("decoding", r["decoding"]), " | ".join(cells), r["mean"],
             "-" if r["sd"] is None else "{:.2f}".format(r["sd"]), r["against"] or "", p))
     lines += ["", "p: paired bootstrap (1000 resamples) of each seed's run against the row above trained with the "
                   "same seed and scored with the same UNK handling (RNNsearch < + word attention < + contextual "
                   "gates), as seed: p; mean and sd (sample standard deviation) over the seeds a row has run; "
-                  "\"-\": not run (yet). UNK `replace-unk`: each `<unk>` replaced by the most attended source word."]
+                  "\"-\": not run (yet). " + REPLACE_UNK_NOTE]
     return lines
 
 
@@ -254,10 +259,9 @@ def write_tables(args, recipe, rows, meta, seeds=None):
               ("SARI: EASSE's corpus_sari (default: lowercase + 13a tokenization); SARI (legacy): EASSE legacy=True, "
                "the variant behind published TurkCorpus numbers. " if has_sari else "") +
               "p: paired bootstrap (1000 resamples, fairseq-wean-score --compare-to) against fairseq `lstm` with the "
-              "same vocabulary (else the word-level `lstm`) and the same UNK handling. UNK `replace-unk`: each `<unk>` replaced by the source word with "
-              "the highest attention (fairseq's --replace-unk rule). output-layer params: parameters used only "
-              "to score the vocabulary; \"tied\": the output layer is the input embedding matrix (counted once, "
-              "in params)." + (" invented %: output words found in neither the source nor any reference "
+              "same vocabulary (else the word-level `lstm`) and the same UNK handling. " + REPLACE_UNK_NOTE +
+              " output-layer params: parameters used only to score the vocabulary; \"tied\": the output layer "
+              "is the input embedding matrix (counted once, in params)." + (" invented %: output words found in neither the source nor any reference "
                                "(fairseq-wean-score stats); sent. with invented %: sentences with at least one."
                                if args.task != "translation" else "")]
     if seeds:

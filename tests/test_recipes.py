@@ -791,3 +791,35 @@ def test_converged_translation_adds_the_ablation_seeds_and_seeds_narrows_them(co
     for bad in (["--seeds", "2,3"], ["--seeds", "1,x"]):
         with pytest.raises(SystemExit):
             compare.parse_args(base + bad)
+
+
+def test_converged_gigaword_core_copy_keeps_the_short_budgets_settings_and_batches(compare, tmp_path):
+    """Under --budget converged, core_copy on summarization trains with the short budget's optimizer,
+    dropout and 32-sentence batches (chosen on validation; CONVERGED short_settings_runs) and the
+    converged stopping rule; every other converged run, and core_copy on the other tasks, get
+    fairseq's LSTM recipe and --max-tokens batches only."""
+    from unittest import mock
+
+    from fairseq_wean.compare import systems
+
+    def train_cmd(task, system, variant):
+        args = compare.parse_args([task, str(tmp_path), "--budget", "converged"])
+        rec = {"src": "s", "tgt": "t", "variants": {variant: {"bin": variant}}}
+        return compare.train_command(args, rec, system, variant, str(tmp_path / "run"))
+
+    def value(cmd, flag):
+        return [cmd[i + 1] for i, a in enumerate(cmd) if a == flag]
+
+    with mock.patch.object(compare.runner, "align_table", lambda *a: "table.tsv"), \
+            mock.patch.object(compare.runner, "validation_metric_args", lambda *a: []):
+        kept = train_cmd("summarization", "core_copy", "word-pg")
+        assert value(kept, "--lr") == ["0.002"] and value(kept, "--dropout") == ["0.4"]
+        assert value(kept, "--batch-size") == ["32"] and value(kept, "--max-tokens") == ["4000"]
+        assert value(kept, "--patience") == ["3"] and value(kept, "--max-epoch") == ["30"]
+        for task, system, variant in [("translation", "core_copy", "word-pg"), ("summarization", "lstm", "word"),
+                                      ("summarization", "wean_lstm", "word")]:
+            cmd = train_cmd(task, system, variant)
+            assert value(cmd, "--lr") == ["0.001"] and value(cmd, "--dropout") == ["0.3"], (task, system)
+            assert value(cmd, "--batch-size") == [] and value(cmd, "--max-tokens") == ["4000"], (task, system)
+    assert systems.keeps_short_settings("core_copy", "summarization", "word-pg")
+    assert not systems.keeps_short_settings("core_copy", "simplification", "word-pg")

@@ -16,7 +16,7 @@ import threading
 import time
 
 from fairseq_wean.compare.systems import (BATCH, CONVERGED_BATCH, GEN_ARGS, SYSTEMS, TASKS, VALID_FLAGS,
-                                          converged_system_args)
+                                          converged_system_args, keeps_short_settings)
 from preprocess import common
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -125,7 +125,8 @@ def train_command(args, recipe, system, variant, run_dir, seed=None):
     cmd += converged_system_args(system, args.task, variant) if converged else SYSTEMS[system]
     if system == "core_copy":
         cmd += ["--core-align-table", align_table(recipe, data_out, variant)]
-    cmd += (CONVERGED_BATCH if converged else BATCH)["char" if variant == "char" else "word"]
+    short_batches = not converged or keeps_short_settings(system, args.task, variant)
+    cmd += (BATCH if short_batches else CONVERGED_BATCH)["char" if variant == "char" else "word"]
     # checkpoint_last.pt keeps the optimizer state: an interrupted run resumes (see train())
     cmd += ["--save-dir", os.path.join(run_dir, "checkpoints"), "--no-epoch-checkpoints", "--seed", str(args.seed if seed is None else seed),
             "--log-format", "json", "--log-interval", "10" if args.tiny else "100", "--num-workers", "0",

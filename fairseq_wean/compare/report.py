@@ -134,11 +134,16 @@ def columns(args, recipe):
     return cols
 
 
+def fmt_p(value):
+    """A p-value as the tables print it."""
+    return "<0.001" if value < 0.001 else "{:.3f}".format(value)
+
+
 def cell(key, value):
     if value is None or value == "":
         return ""
     if key.endswith("/p"):
-        return "<0.001" if value < 0.001 else "{:.3f}".format(value)
+        return fmt_p(value)
     if key in ("params", "output_params"):
         return "{:,}".format(value)
     if key == "output_tied":
@@ -164,9 +169,9 @@ def budget_sentence(args, recipe):
 def seed_rows(args, recipe, evals):
     """The word-attention ablation (RNNsearch < + word attention < + contextual gates) over seeds: one
     dict per system of WORD_ATTENTION_ABLATION and decoding of DECODINGS that has runs in ``evals``:
-    ``system``, ``decoding`` (as in :func:`build_rows`), ``scores`` [(seed, score)] for the seeds it has run, ``mean``, ``sd``
-    (sample standard deviation; None for one seed), ``against`` (the row above) and ``p_values``
-    [(seed, p)]. The rows as decoded come first, then those with ``<unk>`` replaced, where the
+    ``system``, ``decoding`` (as in :func:`build_rows`), ``scores`` [(seed, score)] for the seeds it
+    has run, ``mean``, ``sd`` (sample standard deviation; None for one seed), ``against`` (the row
+    above) and ``p_values`` [(seed, p)]. The rows as decoded come first, then those with ``<unk>`` replaced, where the
     runs have such outputs.
 
     The score is the main test set's validation metric, and p the paired bootstrap against the row
@@ -226,7 +231,7 @@ def seed_table(args, recipe, rows):
     for r in rows:
         by_seed = dict(r["scores"])
         cells = ["{:.2f}".format(by_seed[seed]) if seed in by_seed else "-" for seed in seeds]
-        p = ", ".join("{}: {}".format(seed, "<0.001" if v < 0.001 else "{:.3f}".format(v)) for seed, v in r["p_values"])
+        p = ", ".join("{}: {}".format(seed, fmt_p(v)) for seed, v in r["p_values"])
         lines.append("| {} | {} | {} | {:.2f} | {} | {} | {} |".format(
             r["system"], cell("decoding", r["decoding"]), " | ".join(cells), r["mean"],
             "-" if r["sd"] is None else "{:.2f}".format(r["sd"]), r["against"] or "", p))
@@ -261,9 +266,9 @@ def write_tables(args, recipe, rows, meta, seeds=None):
               "p: paired bootstrap (1000 resamples, fairseq-wean-score --compare-to) against fairseq `lstm` with the "
               "same vocabulary (else the word-level `lstm`) and the same UNK handling. " + REPLACE_UNK_NOTE +
               " output-layer params: parameters used only to score the vocabulary; \"tied\": the output layer "
-              "is the input embedding matrix (counted once, in params)." + (" invented %: output words found in neither the source nor any reference "
-                               "(fairseq-wean-score stats); sent. with invented %: sentences with at least one."
-                               if args.task != "translation" else "")]
+              "is the input embedding matrix (counted once, in params)." +
+              (" invented %: output words found in neither the source nor any reference (fairseq-wean-score "
+               "stats); sent. with invented %: sentences with at least one." if args.task != "translation" else "")]
     if seeds:
         lines += seed_table(args, recipe, seeds)
     lines += ["", "![validation score per epoch](valid_curve.png)", ""]

@@ -1,6 +1,6 @@
 """Where do invented words come from? Decode trained systems of a comparison several ways and count them.
 
-    python examples/invented_words.py OUT --runs wean_lstm:spm,lstm:spm,transformer:spm \
+    python examples/invented_words.py OUT --runs wean_lstm:spm,transformer:spm,transformer_untied:spm \
         [--decodings beam5,greedy] [--test turkcorpus] [--published docs/results/simplification] \
         [--outputs DRESS-LS=../shared/data/simplification/system_outputs/Dress-Ls.tok.low]
 
@@ -20,7 +20,8 @@ comparison's setting), greedily (beam 1) and with beam 12; ``beam5-known`` decod
 that may spell only words of the training text or of the sentence's source (``--task
 translation_with_metrics --known-words``, sentencepiece runs only): a decoding choice against
 non-words. The vocabulary questions (pieces against words,
-pieces as output keys against a separate output matrix) by the choice of runs. With
+pieces as output keys against a separate output matrix: ``transformer`` against
+``transformer_untied``) by the choice of runs. With
 ``--published`` the beam-5 outputs are checked against the published ``TEST.hyp`` of each system,
 so the rows are known to come from the checkpoint the tables were made with. ``--outputs
 NAME=FILE`` adds rows for outputs made elsewhere (the published DRESS-LS outputs, say), scored

@@ -464,7 +464,8 @@ def compare():
 
 @needs_data
 @pytest.mark.parametrize("system", ["lstm", "transformer", "wean_lstm", "core_copy", "word_attn_rnnsearch",
-                                    "word_attn_ungated", "word_attn_gated", "char_transformer"])
+                                    "word_attn_ungated", "word_attn_gated", "char_transformer",
+                                    "transformer_untied"])
 def test_every_system_of_the_comparison_builds(simplification_tiny, system, compare):
     """The fairseq-train arguments of every compared system parse and build a model and criterion
     (the systems CI does not train are checked here, in-process)."""
@@ -484,8 +485,11 @@ def test_every_system_of_the_comparison_builds(simplification_tiny, system, comp
     # the system the comparison names was built, not a default architecture
     from fairseq.models import ARCH_MODEL_REGISTRY
 
-    expected_arch = {"char_transformer": "transformer"}.get(system, system)
+    expected_arch = {"char_transformer": "transformer", "transformer_untied": "transformer"}.get(system, system)
     assert type(model) is ARCH_MODEL_REGISTRY[expected_arch]
+    if system.startswith("transformer"):  # the untied control differs from transformer in its output keys only
+        tied = model.decoder.output_projection.weight is model.decoder.embed_tokens.weight
+        assert tied == (system == "transformer")
     if system != "char_transformer":  # equal sizes: 256-d embeddings, 2 layers
         assert model.encoder.embed_tokens.embedding_dim == 256
 
@@ -738,8 +742,8 @@ def test_seed_table_is_mean_sd_and_per_seed_bootstrap_against_the_row_above(tmp_
 def test_converged_simplification_lstm_on_words_ties_its_embeddings_and_the_piece_control_does_not(
         simplification_tiny, compare):
     """fairseq lstm on simplification words is trained with tied decoder embeddings (the anchor's
-    recipe; CONVERGED run_overrides); lstm on pieces (the separate-output-matrix control), lstm on
-    translation and the short budget keep a separate output matrix."""
+    recipe; CONVERGED run_overrides); lstm on pieces, lstm on translation and the short budget keep a
+    separate output matrix."""
     from fairseq import options, tasks, utils
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
@@ -765,11 +769,11 @@ def test_converged_simplification_lstm_on_words_ties_its_embeddings_and_the_piec
 def test_converged_simplification_runs_each_system_once_on_its_vocabulary_plus_the_piece_controls(compare, tmp_path):
     """--budget converged on simplification: every system of the short comparison plus the character
     transformer, each once on its chosen vocabulary, and the runs behind the invented-words question
-    (wean_lstm on words; lstm and transformer on the pieces wean_lstm uses)."""
+    (wean_lstm on words; transformer tied and untied on the pieces wean_lstm uses)."""
     runs = compare.parse_args(["simplification", str(tmp_path), "--budget", "converged"]).run_list
     assert runs[:6] == [("lstm", "word"), ("transformer", "word"), ("wean_lstm", "spm"), ("core_copy", "word-pg"),
                         ("word_attn_gated", "word"), ("char_transformer", "char")]
-    assert set(runs[6:]) == {("wean_lstm", "word"), ("lstm", "spm"), ("transformer", "spm")}
+    assert set(runs[6:]) == {("wean_lstm", "word"), ("transformer", "spm"), ("transformer_untied", "spm")}
     assert len(set(runs)) == len(runs) == 9
     short = compare.parse_args(["simplification", str(tmp_path)]).run_list
     assert len(short) == 11 and ("core_copy", "spm") in short  # the short budget keeps all eleven

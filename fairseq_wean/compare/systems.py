@@ -39,6 +39,9 @@ SYSTEMS = {
         "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "500", "--warmup-init-lr", "1e-07",
         "--clip-norm", "5", "--dropout", "0.1",
         "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1"],
+    # `transformer` with a separate output matrix (its decoder's input embeddings not reused as
+    # output keys), all else equal: the control of the invented-words question on pieces
+    "transformer_untied": TRANSFORMER_SMALL + TRANSFORMER_OPTIM,
 }
 WORD_ATTENTION_ABLATION = ["word_attn_rnnsearch", "word_attn_ungated", "word_attn_gated"]
 BASELINE = "lstm"  # p-values are against fairseq lstm on the same vocabulary

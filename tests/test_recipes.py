@@ -739,7 +739,7 @@ def test_seed_table_is_mean_sd_and_per_seed_bootstrap_against_the_row_above(tmp_
 
 
 @needs_data
-def test_converged_simplification_lstm_on_words_ties_its_embeddings_and_the_piece_control_does_not(
+def test_converged_simplification_lstm_ties_its_embeddings_on_words_only(
         simplification_tiny, compare):
     """fairseq lstm on simplification words is trained with tied decoder embeddings (the anchor's
     recipe; CONVERGED run_overrides); lstm on pieces, lstm on translation and the short budget keep a

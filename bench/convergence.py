@@ -103,8 +103,9 @@ def markdown(compare_dir, results, rows, by_key, argv):
            "- date: {}; read from the comparison run of {} (`{}`)".format(
                datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), meta.get("date", "?"), meta.get("command", "?")),
            "- validation score: {} of the validation set decoded with beam 5 after every epoch; epoch budget {}; "
-           "wall: fairseq-train's `wall` at the end of the epoch (seconds; two systems trained at a time, one "
-           "thread each)".format(metric, epochs),
+           "wall: fairseq-train's `wall` at the end of the epoch (seconds; for a run resumed from "
+           "`checkpoint_last.pt`, added up over its processes from the end of the last epoch each one finished; "
+           "two systems trained at a time, one thread each)".format(metric, epochs),
            "- 'reaches lstm's best': the first epoch at which the system's validation score is at least the best "
            "one fairseq `lstm` reached on the same vocabulary within the budget ('-' = not within the budget)",
            "",

@@ -48,7 +48,7 @@ import sys
 import time
 
 from bench import synthetic
-from fairseq_wean.compare.runner import read_train_log, read_train_log_line
+from fairseq_wean.compare.runner import read_train_log_line
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
@@ -256,27 +256,46 @@ def goals_markdown(all_results):
 
 
 def read_epochs(path, metric="loss"):
-    """``({epoch: validation METRIC}, {epoch: fairseq's wall seconds at the end of the epoch})``
+    """``({epoch: validation METRIC}, {epoch: training wall seconds at the end of the epoch})``
     from a fairseq-train log.
 
-    The log's ``--log-format json`` records (:func:`fairseq_wean.compare.runner.read_train_log`,
+    The log's ``--log-format json`` records (:func:`fairseq_wean.compare.runner.read_train_log_line`,
     as fairseq-wean-compare and this benchmark write them); a log without any, written before the
     comparison runner switched to json, is read in fairseq's ``simple`` format.
+
+    The wall seconds are fairseq's ``wall`` meter, which restarts with every fairseq-train process.
+    A run resumed from ``checkpoint_last.pt`` (fairseq logs ``Loaded checkpoint``) appends a second
+    process to the same log, so its epochs' walls are counted from the end of the last epoch
+    finished before the resume: the time of the epochs the run kept, without the part of an epoch
+    lost when the first process was stopped.
     """
-    records = read_train_log(path)
-    if records:
-        # the validated subset's records: fairseq tags them (and prefixes their keys) with its
-        # name, "valid" by default and "valid1" in fairseq-wean-compare (the decoded subset)
-        tag = next((t for t in ("valid", "valid1") if any(t + "_" + metric in r for r in records.get(t, []))), "valid")
-        key = tag + "_" + metric
-        valid = {int(r["epoch"]): float(r[key]) for r in records.get(tag, []) if key in r}
-        walls = {int(r["epoch"]): float(r["train_wall"]) for r in records.get("train", []) if "train_wall" in r}
-        return valid, walls
-    with open(path, errors="replace") as f:
-        text = f.read()
-    valid = {int(e): float(v) for e, v in re.findall(
-        r"\| valid \| epoch (\d+) \|.*?\| {} ([\d.]+)".format(re.escape(metric)), text)}
-    walls = {int(e): float(w) for e, w in re.findall(r"\| train \| epoch (\d+) \|.*?\| wall ([\d.]+)", text)}
+    valid, walls, json_valid, json_walls = {}, {}, {}, {}
+    offset = last_wall = 0.0
+    # the validated subset: fairseq tags its records (and prefixes their keys) with its name,
+    # "valid" by default and "valid1" in fairseq-wean-compare (the decoded subset)
+    tags = ("valid", "valid1")
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if "| Loaded checkpoint " in line:
+                offset = last_wall
+                continue
+            parsed = read_train_log_line(line)
+            if parsed:
+                tag, record = parsed
+                if tag in tags and tag + "_" + metric in record:
+                    json_valid.setdefault(tag, {})[int(record["epoch"])] = float(record[tag + "_" + metric])
+                elif tag == "train" and "train_wall" in record:
+                    last_wall = json_walls[int(record["epoch"])] = offset + float(record["train_wall"])
+                continue
+            m = re.search(r"\| valid \| epoch (\d+) \|.*?\| {} ([\d.]+)".format(re.escape(metric)), line)
+            if m:
+                valid[int(m.group(1))] = float(m.group(2))
+                continue
+            m = re.search(r"\| train \| epoch (\d+) \|.*?\| wall ([\d.]+)", line)
+            if m:
+                last_wall = walls[int(m.group(1))] = offset + float(m.group(2))
+    if json_valid or json_walls:
+        return json_valid.get(next((t for t in tags if t in json_valid), "valid"), {}), json_walls
     return valid, walls
 
 

@@ -79,6 +79,32 @@ def test_markdown_section_is_written_between_markers(tmp_path):
     assert "| core_copy | word-pg | 34.00 / 34.00 / 33.00 | 1 (0.33x) | 60 (0.20x) | - | 3 |" in text
 
 
+LOADED = ("2026-11-22 07:00:00 | INFO | fairseq.trainer | Loaded checkpoint /runs/x/checkpoints/checkpoint_last.pt "
+          "(epoch {} @ {} updates)")
+
+
+@pytest.mark.parametrize("log_format", ["json", "simple"])
+def test_walls_of_a_resumed_run_add_up(tmp_path, log_format):
+    """A run resumed from checkpoint_last.pt appends a second fairseq-train process to its log, whose
+    ``wall`` restarts at 0: its epochs' walls count from the end of the last epoch the first process
+    finished (epoch 2's partial work, lost when the first process stopped, is not counted)."""
+    log = tmp_path / "train.log"
+    if log_format == "json":
+        first = [JSON_VALID.format(1, 5.0, 10), JSON_TRAIN.format(1, 10, 100),
+                 JSON_INNER.format(2, 15, 160)]  # stopped inside epoch 2
+        second = [LOADED.format(2, 10), JSON_VALID.format(2, 4.0, 20), JSON_TRAIN.format(2, 20, 90),
+                  JSON_VALID.format(3, 3.5, 30), JSON_TRAIN.format(3, 30, 185)]
+    else:
+        first = [VALID.format(1, 5.0, 10), TRAIN.format(1, 10, 100)]
+        second = [LOADED.format(2, 10), VALID.format(2, 4.0, 20), TRAIN.format(2, 20, 90),
+                  VALID.format(3, 3.5, 30), TRAIN.format(3, 30, 185)]
+    log.write_text("\n".join(["$ fairseq-train data"] + first + ["$ fairseq-train data"] + second) + "\n")
+    valid, walls = convergence.read_epochs(str(log))
+    assert valid == {1: 5.0, 2: 4.0, 3: 3.5}
+    assert walls == {1: 100.0, 2: 190.0, 3: 285.0}
+    assert convergence.epoch_walls(str(log)) == walls
+
+
 @pytest.fixture
 def publish_results():
     """examples/publish_results.py as a module (examples/ is not a package)."""

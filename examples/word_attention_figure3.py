@@ -85,9 +85,9 @@ def gates_for_sentence(model, task, source, target=None, beam=5):
 def draw(src_words, tgt_words, one_minus_gate, alpha, beta, output):
     import logging
 
+    # before the import, which logs its own DEBUG lines (fairseq's logging set-up lets them through)
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     import matplotlib
-
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq's logging set-up lets its DEBUG through
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -827,3 +827,21 @@ def test_converged_gigaword_core_copy_keeps_the_short_budgets_settings_and_batch
             assert value(cmd, "--batch-size") == [] and value(cmd, "--max-tokens") == ["4000"], (task, system)
     assert systems.keeps_short_settings("core_copy", "summarization", "word-pg")
     assert not systems.keeps_short_settings("core_copy", "simplification", "word-pg")
+
+
+def test_validation_figure_prints_no_matplotlib_debug_lines(tmp_path):
+    """The comparison's figure is drawn without matplotlib's import-time DEBUG lines on the console
+    (fairseq's logging set-up lets DEBUG through; they were printed into every comparison log)."""
+    script = (
+        "import logging, sys, types\n"
+        "logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)\n"
+        "from fairseq_wean.compare import report\n"
+        "args = types.SimpleNamespace(task='translation', out=sys.argv[1])\n"
+        "ev = {'curve': [{'epoch': 1, 'bleu': 10.0}, {'epoch': 2, 'bleu': 20.0}], 'valid_loss': {'1': 4.0, '2': 3.0}}\n"
+        "print(report.plot_curves(args, {'valid': {'metric': 'bleu'}}, {('lstm', 'word'): ev}))\n")
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == str(tmp_path / "valid_curve.png")
+    assert (tmp_path / "valid_curve.png").read_bytes().startswith(b"\x89PNG")
+    assert "DEBUG:matplotlib" not in proc.stderr, proc.stderr[:500]

@@ -279,9 +279,10 @@ def write_tables(args, recipe, rows, meta, seeds=None):
 def plot_curves(args, recipe, evals):
     import logging
 
+    # before the import, which logs its own DEBUG lines (fairseq's logging set-up lets them through)
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     import matplotlib
 
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

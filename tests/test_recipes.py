@@ -736,6 +736,12 @@ def test_seed_table_is_mean_sd_and_per_seed_bootstrap_against_the_row_above(tmp_
                                               metrics="bleu", compare_to=src)["p_values"]["bleu"])]
     # one ablation run (word_attn_gated in the summarization comparison): nothing to compare, no table
     assert report.seed_rows(args, recipe, {("word_attn_gated", "word"): evals[("word_attn_gated", "word")]}) == []
+    # word_attn_gated on words and on pieces (the simplification comparison): still one run per
+    # vocabulary, no table; and runs on different vocabularies are never compared with each other
+    gated = evals[("word_attn_gated", "word")]
+    assert report.seed_rows(args, recipe, {("word_attn_gated", "word"): gated, ("word_attn_gated", "spm"): gated}) == []
+    assert report.seed_rows(args, recipe, {("word_attn_rnnsearch", "spm"): evals[("word_attn_rnnsearch", "word")],
+                                           ("word_attn_gated", "word"): gated}) == []
 
 
 @needs_data

@@ -176,8 +176,9 @@ def seed_rows(args, recipe, evals):
 
     The score is the main test set's validation metric, and p the paired bootstrap against the row
     above trained with the same seed and scored with the same UNK handling, for each seed both rows
-    have. [] when there is nothing to compare: fewer than two ablation runs (e.g.
-    ``word_attn_gated`` alone, as in the summarization and simplification comparisons).
+    have, within one vocabulary (the one with the most ablation runs). [] when there is nothing to
+    compare: fewer than two ablation runs on that vocabulary (e.g. ``word_attn_gated`` alone, as in
+    the summarization comparison, or on words and on pieces, as in the simplification one).
     """
     import statistics
 
@@ -185,17 +186,24 @@ def seed_rows(args, recipe, evals):
     test = recipe["main_test"]
     spec = recipe["tests"][test]
     metric = recipe["valid"]["metric"]
-    systems = [s for s in WORD_ATTENTION_ABLATION if any(key[0] == s for key in evals)]
-    if sum(1 for key in evals if key[0] in systems) < 2:
+    # runs are compared within one vocabulary: the one with the most ablation runs (word, where
+    # the seeds are), so word_attn_gated on words and on pieces is not taken for two runs
+    by_vocab = {}
+    for key in evals:
+        if key[0] in WORD_ATTENTION_ABLATION:
+            by_vocab.setdefault(key[1], set()).add((key[0], run_seed(args, key)))
+    vocab = max(by_vocab, key=lambda v: len(by_vocab[v]), default=None)
+    if vocab is None or len(by_vocab[vocab]) < 2:
         return []
-    seeds = sorted({run_seed(args, key) for key in evals if key[0] in systems})
+    runs = {(key[0], run_seed(args, key)): ev for key, ev in evals.items()
+            if key[0] in WORD_ATTENTION_ABLATION and key[1] == vocab}
+    systems = [s for s in WORD_ATTENTION_ABLATION if any(system == s for system, _ in runs)]
+    seeds = sorted({seed for _, seed in runs})
     rows = []
 
     def output(system, seed, decoding):
-        for key, ev in evals.items():
-            if key[0] == system and run_seed(args, key) == seed:
-                return ev["outputs"][test].get(decoding)
-        return None
+        ev = runs.get((system, seed))
+        return ev["outputs"][test].get(decoding) if ev else None
 
     for decoding in DECODINGS:
         for i, system in enumerate(systems):

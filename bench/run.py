@@ -269,34 +269,49 @@ def read_epochs(path, metric="loss"):
     finished before the resume: the time of the epochs the run kept, without the part of an epoch
     lost when the first process was stopped.
     """
-    valid, walls, json_valid, json_walls = {}, {}, {}, {}
+    # {log format: {"valid" or "valid1": {epoch: METRIC}, "wall": {epoch: seconds}}}
+    found = {"json": {}, "simple": {}}
     offset = last_wall = 0.0
-    # the validated subset: fairseq tags its records (and prefixes their keys) with its name,
-    # "valid" by default and "valid1" in fairseq-wean-compare (the decoded subset)
-    tags = ("valid", "valid1")
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             if "| Loaded checkpoint " in line:
                 offset = last_wall
                 continue
-            parsed = read_train_log_line(line)
-            if parsed:
-                tag, record = parsed
-                if tag in tags and tag + "_" + metric in record:
-                    json_valid.setdefault(tag, {})[int(record["epoch"])] = float(record[tag + "_" + metric])
-                elif tag == "train" and "train_wall" in record:
-                    last_wall = json_walls[int(record["epoch"])] = offset + float(record["train_wall"])
+            entry = epoch_entry(line, metric)
+            if entry is None:
                 continue
-            m = re.search(r"\| valid \| epoch (\d+) \|.*?\| {} ([\d.]+)".format(re.escape(metric)), line)
-            if m:
-                valid[int(m.group(1))] = float(m.group(2))
-                continue
-            m = re.search(r"\| train \| epoch (\d+) \|.*?\| wall ([\d.]+)", line)
-            if m:
-                last_wall = walls[int(m.group(1))] = offset + float(m.group(2))
-    if json_valid or json_walls:
-        return json_valid.get(next((t for t in tags if t in json_valid), "valid"), {}), json_walls
-    return valid, walls
+            log_format, name, epoch, value = entry
+            if name == "wall":
+                value = last_wall = offset + value
+            found[log_format].setdefault(name, {})[epoch] = value
+    entries = found["json"] or found["simple"]
+    valid = next((entries[tag] for tag in VALID_TAGS if tag in entries), {})
+    return valid, entries.get("wall", {})
+
+
+# the validated subset: fairseq tags its records (and prefixes their keys) with its name, "valid"
+# by default and "valid1" in fairseq-wean-compare (the decoded subset)
+VALID_TAGS = ("valid", "valid1")
+
+
+def epoch_entry(line, metric):
+    """``(log format, "valid"/"valid1"/"wall", epoch, value)`` of one end-of-epoch line of a
+    fairseq-train log (``json`` records, else fairseq's ``simple`` format), else None."""
+    parsed = read_train_log_line(line)
+    if parsed:
+        tag, record = parsed
+        if tag in VALID_TAGS and tag + "_" + metric in record:
+            return "json", tag, int(record["epoch"]), float(record[tag + "_" + metric])
+        if tag == "train" and "train_wall" in record:
+            return "json", "wall", int(record["epoch"]), float(record["train_wall"])
+        return None
+    m = re.search(r"\| valid \| epoch (\d+) \|.*?\| {} ([\d.]+)".format(re.escape(metric)), line)
+    if m:
+        return "simple", "valid", int(m.group(1)), float(m.group(2))
+    m = re.search(r"\| train \| epoch (\d+) \|.*?\| wall ([\d.]+)", line)
+    if m:
+        return "simple", "wall", int(m.group(1)), float(m.group(2))
+    return None
 
 
 def parse_convergence(path, metric="loss", maximize=False):

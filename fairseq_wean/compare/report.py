@@ -188,16 +188,14 @@ def seed_rows(args, recipe, evals):
     metric = recipe["valid"]["metric"]
     # runs are compared within one vocabulary: the one with the most ablation runs (word, where
     # the seeds are), so word_attn_gated on words and on pieces is not taken for two runs
-    by_vocab = {}
-    for key in evals:
+    by_vocab = {}  # {vocabulary: {(system, seed): eval}}
+    for key, ev in evals.items():
         if key[0] in WORD_ATTENTION_ABLATION:
-            by_vocab.setdefault(key[1], set()).add((key[0], run_seed(args, key)))
-    vocab = max(by_vocab, key=lambda v: len(by_vocab[v]), default=None)
-    if vocab is None or len(by_vocab[vocab]) < 2:
+            by_vocab.setdefault(key[1], {})[(key[0], run_seed(args, key))] = ev
+    runs = max(by_vocab.values(), key=len, default={})
+    if len(runs) < 2:
         return []
-    runs = {(key[0], run_seed(args, key)): ev for key, ev in evals.items()
-            if key[0] in WORD_ATTENTION_ABLATION and key[1] == vocab}
-    systems = [s for s in WORD_ATTENTION_ABLATION if any(system == s for system, _ in runs)]
+    systems = [s for s in WORD_ATTENTION_ABLATION if s in {system for system, _ in runs}]
     seeds = sorted({seed for _, seed in runs})
     rows = []
 

@@ -30,7 +30,7 @@ import tempfile
 from bench.run import fairseq_command, machine_description, run_process, train_inner_wps, write_section
 from fairseq_wean.compare import cli as compare_cli
 from fairseq_wean.compare import runner
-from fairseq_wean.tasks.translation_with_metrics import cpu_has_native_bf16
+from fairseq_wean import cpu
 
 BEGIN, END = "<!-- cpu-bf16:begin -->", "<!-- cpu-bf16:end -->"
 LOG_INTERVAL = 10
@@ -106,7 +106,7 @@ def main(argv=None):
              "- command: `python -m bench.cpu_bf16 {}`".format(" ".join(argv if argv is not None else sys.argv[1:])),
              "- date: {} UTC; machine: {}; native bfloat16: {}".format(
                  started.strftime("%Y-%m-%d %H:%M"), machine_description(a.threads),
-                 "yes" if cpu_has_native_bf16() else "no (--cpu-bf16 falls back to float32)"),
+                 "yes" if cpu.native_bf16() else "no (--cpu-bf16 falls back to float32)"),
              "- each system: its fairseq-train command of the {} comparison (`--max-tokens` batches), {} updates, "
              "float32 and `--cpu-bf16` alternately, {} round(s); tokens/s: median `wps` per {} updates after {} "
              "interval(s), process CPU time".format(recipe["task"], a.updates, a.rounds, LOG_INTERVAL, a.warmup),

@@ -346,12 +346,8 @@ def convergence_markdown(specs, metric, maximize):
 def machine_description(threads):
     import torch
 
-    cpu = platform.processor() or "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = re.search(r"model name\s*:\s*(.*)", f.read()).group(1)
-    except (OSError, AttributeError):
-        pass
+    from fairseq_wean import cpu
+
     mem = ""
     try:
         with open("/proc/meminfo") as f:
@@ -366,8 +362,8 @@ def machine_description(threads):
         import fairseq
 
         fairseq_version = fairseq.__version__
-    return "{}, {} CPU cores, {}; Python {}, torch {}, fairseq {}; {} thread(s) per process; no GPU used".format(
-        cpu, os.cpu_count(), mem, platform.python_version(), torch.__version__, fairseq_version, threads)
+    return "{}, {}; Python {}, torch {}, fairseq {}; {} thread(s) per process; no GPU used".format(
+        cpu.describe(), mem, platform.python_version(), torch.__version__, fairseq_version, threads)
 
 
 def report(all_results, cfg, argv, started, finished, loads):

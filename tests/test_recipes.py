@@ -509,10 +509,10 @@ def test_compare_cpu_bf16_reaches_every_fairseq_train(simplification_tiny, compa
     assert options.parse_args_and_arch(parse(), input_args=commands[False][1:]).cpu_bf16 is False
     assert [a for a in commands[True] if a != "--cpu-bf16"] == commands[False] and "--cpu-bf16" in commands[True]
     # scores.json's precision: bfloat16 only where the flag was given and the CPU has it
-    from fairseq_wean.tasks import translation_with_metrics
+    from fairseq_wean import cpu
 
     for native in (True, False):
-        monkeypatch.setattr(translation_with_metrics, "cpu_has_native_bf16", lambda: native)
+        monkeypatch.setattr(cpu, "native_bf16", lambda: native)
         assert compare.runner.train_precision(" ".join(commands[True])) == ("bfloat16 autocast" if native else "float32")
         assert compare.runner.train_precision(" ".join(commands[False])) == "float32"
 

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 
+from fairseq_wean import cpu
 from fairseq_wean.compare.systems import (BATCH, CONVERGED_BATCH, GEN_ARGS, SYSTEMS, TASKS, VALID_FLAGS,
                                           converged_system_args, keeps_short_settings)
 from preprocess import common
@@ -509,23 +510,14 @@ def publish_run(args, recipe, key, ev):
 def train_precision(train_command):
     """``bfloat16 autocast`` for a run trained with ``--cpu-bf16`` on this CPU when it has native
     bfloat16 (else the flag fell back), ``float32`` otherwise."""
-    from fairseq_wean.tasks.translation_with_metrics import cpu_has_native_bf16
-
-    return "bfloat16 autocast" if "--cpu-bf16" in train_command.split() and cpu_has_native_bf16() else "float32"
+    return "bfloat16 autocast" if "--cpu-bf16" in train_command.split() and cpu.native_bf16() else "float32"
 
 
 def machine():
-    """This machine in words: CPU model, cores, GPU if torch sees one (for timings and scores.json)."""
+    """This machine in words: CPU model and vector features, cores, OS (for timings and scores.json)."""
     import platform
 
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            names = [l.split(":", 1)[1].strip() for l in f if l.startswith("model name")]
-        model = names[0] if names else model
-    except OSError:
-        pass
-    return "{}, {} CPU core(s), {} {}".format(model, os.cpu_count(), platform.system(), platform.machine())
+    return "{}, {} {}".format(cpu.describe(), platform.system(), platform.machine())
 
 
 def run_one(args, recipe, i, system, variant, seed=None):

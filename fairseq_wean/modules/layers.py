@@ -1,5 +1,10 @@
-"""Parameter-initialising constructors, in one place (as in ``fairseq/models/lstm.py``)."""
+"""Parameter-initialising constructors, in one place (as in ``fairseq/models/lstm.py``), and the
+recurrent layers that stay usable under CPU bfloat16 autocast on every CPU."""
+import torch
 import torch.nn as nn
+from torch.nn.utils.rnn import PackedSequence
+
+from fairseq_wean import cpu
 
 
 def Embedding(num_embeddings, embedding_dim, padding_idx):
@@ -19,9 +24,55 @@ def Linear(in_features, out_features, bias=True):
     return m
 
 
+def cpu_autocast_without_native_bf16(inputs):
+    """Whether a recurrent layer called on ``inputs`` must leave CPU autocast: autocast is on for
+    the CPU, the inputs are on the CPU, and the CPU has no native bfloat16 (:func:`cpu.native_bf16`).
+
+    There CPU autocast would run ``nn.LSTM`` through oneDNN's bfloat16 LSTM, which has no kernel
+    for an AVX2-only CPU (RuntimeError "could not create a primitive descriptor for the LSTM
+    forward propagation primitive"), and which is emulated, slower than float32, on an AVX-512
+    CPU without avx512_bf16. As torch's autocast notes advise for an op without a low-precision
+    kernel, the layer then runs in float32 inside the autocast region; every other layer keeps
+    autocast's choice.
+    """
+    data = inputs.data if isinstance(inputs, PackedSequence) else inputs
+    return data.device.type == "cpu" and cpu_autocast_enabled() and not cpu.native_bf16()
+
+
+def cpu_autocast_enabled():
+    try:
+        return torch.is_autocast_enabled("cpu")  # torch >= 2.4
+    except TypeError:
+        return torch.is_autocast_cpu_enabled()  # torch 1.13 - 2.3
+
+
+class Float32RecurrentUnderEmulatedBF16:
+    """Mixin for ``nn.LSTM`` / ``nn.GRU``: float32 under CPU autocast where bfloat16 is not native
+    (see :func:`cpu_autocast_without_native_bf16`). Same parameters and state-dict keys as the
+    torch class, so checkpoints are unchanged."""
+
+    def forward(self, input, hx=None):  # noqa: A002 (torch's name)
+        if not cpu_autocast_without_native_bf16(input):
+            return super().forward(input, hx)
+        with torch.autocast("cpu", enabled=False):
+            input = input.float()  # a tensor or a PackedSequence
+            if hx is not None:
+                hx = tuple(h.float() for h in hx) if isinstance(hx, tuple) else hx.float()
+            return super().forward(input, hx)
+
+
+class LSTM(Float32RecurrentUnderEmulatedBF16, nn.LSTM):
+    pass
+
+
+class GRU(Float32RecurrentUnderEmulatedBF16, nn.GRU):
+    pass
+
+
 def RNN(cell_type, input_size, hidden_size, **kwargs):
-    """A multi-layer ``nn.LSTM`` or ``nn.GRU`` with every weight and bias uniform(-0.1, 0.1)."""
-    cls = {"lstm": nn.LSTM, "gru": nn.GRU}[cell_type]
+    """A multi-layer LSTM or GRU (:class:`LSTM`, :class:`GRU`: torch's, float32 under CPU autocast
+    where bfloat16 is not native) with every weight and bias uniform(-0.1, 0.1)."""
+    cls = {"lstm": LSTM, "gru": GRU}[cell_type]
     m = cls(input_size, hidden_size, **kwargs)
     for name, param in m.named_parameters():
         if "weight" in name or "bias" in name:

@@ -61,6 +61,7 @@ from fairseq.tasks import FairseqTask, register_task
 from fairseq.tasks.translation import EVAL_BLEU_ORDER, TranslationConfig, TranslationTask
 from omegaconf import II
 
+from fairseq_wean import cpu
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.known_words import KnownWordsBeamSearch, KnownWordsConstraint, read_known_words
 from fairseq_wean.scoring import sari as sari_lib
@@ -85,14 +86,6 @@ BLEU_KEYS = ["_bleu_sys_len", "_bleu_ref_len"] + [
 ]
 # which flag logs which metric (for --best-checkpoint-metric)
 METRIC_FLAGS = dict({"bleu": "eval_bleu", "sari": "eval_sari"}, **{t: "eval_rouge" for t in ROUGE_TYPES})
-
-
-def cpu_has_native_bf16():
-    """Whether this CPU computes bfloat16 natively (avx512_bf16 or AMX tiles), where CPU autocast
-    speeds training up; elsewhere torch emulates bfloat16, slower than float32."""
-    cpu = getattr(torch, "cpu", None)
-    checks = [getattr(cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
-    return any(check() for check in checks if check is not None)
 
 
 @dataclass
@@ -161,7 +154,7 @@ class TranslationWithMetricsTask(TranslationTask):
         self.known_words = None
         if cfg.known_words:
             self.known_words = KnownWordsConstraint(tgt_dict, read_known_words(cfg.known_words))
-        self.autocast_bf16 = bool(cfg.cpu_bf16) and cpu_has_native_bf16()
+        self.autocast_bf16 = bool(cfg.cpu_bf16) and cpu.native_bf16()
         if cfg.cpu_bf16 and not self.autocast_bf16:
             logger.warning("--cpu-bf16: this CPU has no native bfloat16 (avx512_bf16 or AMX); training in float32")
         elif self.autocast_bf16:

@@ -8,6 +8,7 @@ import time
 import fairseq_wean.compare as package
 from fairseq_wean.compare import report, runner
 from fairseq_wean.compare.runner import REPO, fmt_secs, log
+from fairseq_wean.errors import run_cli
 from fairseq_wean.compare.systems import BASELINE, CONVERGED, DATASET_VOCAB, SYSTEMS, TASKS
 from preprocess import common
 
@@ -170,4 +171,4 @@ if __name__ == "__main__":
 
 
 def cli_main():
-    main()
+    run_cli(main, "fairseq-wean-compare")

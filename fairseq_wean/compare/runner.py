@@ -16,6 +16,7 @@ import threading
 import time
 
 from fairseq_wean import cpu
+from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.compare.systems import (BATCH, CONVERGED_BATCH, GEN_ARGS, SYSTEMS, TASKS, VALID_FLAGS,
                                           converged_system_args, keeps_short_settings)
 from preprocess import common
@@ -437,21 +438,77 @@ def results_dir(args, key):
 def published_run(args, recipe, key):
     """The evaluation of a run whose outputs are in the results directory (committed under
     docs/results by an earlier invocation, maybe on another machine), else None. Its outputs
-    point at the published hypothesis files, so the tables score exactly those files."""
+    point at the published hypothesis files, so the tables score exactly those files.
+
+    ``scores.json`` is data from wherever the results directory came from: it is checked field by
+    field (:func:`read_published`), and no path is taken from it: each output is read from the file
+    name :func:`publish_run` gives it (``TESTSET.hyp``) inside the run's own folder."""
     folder = results_dir(args, key)
     path = os.path.join(folder, "scores.json")
     if not os.path.exists(path):
         return None
-    with open(path, encoding="utf-8") as f:
-        published = json.load(f)
+    published = read_published(path, recipe)
     ev = published["run"]
-    ev["outputs"] = {test: {kind: os.path.join(folder, name) for kind, name in files.items()}
+    ev["outputs"] = {test: {kind: os.path.join(folder, published_name(test, kind)) for kind in files}
                      for test, files in published["files"].items()}
-    missing = [p for files in ev["outputs"].values() for p in files.values() if not os.path.exists(p)]
+    missing = [p for files in ev["outputs"].values() for p in files.values() if not os.path.isfile(p)]
     if missing or set(ev["outputs"]) != set(recipe["tests"]):
         raise RuntimeError("{} is incomplete (missing {}): delete the folder to train the system again".format(
             folder, ", ".join(missing) or "test sets " + ", ".join(sorted(set(recipe["tests"]) - set(ev["outputs"])))))
     return ev
+
+
+OUTPUT_KINDS = ("plain", "replace_unk")
+NUMBER = (int, float)
+
+
+def read_published(path, recipe):
+    """A published ``scores.json``, checked: every field the tables read has its type, and each
+    output is named as :func:`publish_run` names it (``files.TEST.KIND == TEST.hyp``), so a hand-edited
+    or hostile file can neither point the runner outside its folder nor fail deep inside a table.
+    A file that is not so raises :class:`FairseqWeanError` naming the file and the field."""
+    def bad(what):
+        return FairseqWeanError("{}: {}; restore it from git or delete its folder to train the system "
+                                "again".format(path, what))
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            published = json.load(f)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise bad("not valid JSON ({})".format(exc)) from None
+
+    def field(obj, name, types, where):
+        if not isinstance(obj, dict) or name not in obj:
+            raise bad("no field {}{}".format(where, name))
+        value = obj[name]
+        if not isinstance(value, types) or isinstance(value, bool) and bool not in types:
+            raise bad("field {}{} is {}, not {}".format(where, name, type(value).__name__,
+                                                       " or ".join(t.__name__ for t in types)))
+        return value
+
+    files = field(published, "files", (dict,), "")
+    for test, outputs in files.items():
+        if test not in recipe["tests"]:
+            raise bad("files names test set {!r}, which this task does not have ({})".format(
+                test, ", ".join(sorted(recipe["tests"]))))
+        for kind in field(files, test, (dict,), "files."):
+            if kind not in OUTPUT_KINDS:
+                raise bad("files.{} names output {!r} (known: {})".format(test, kind, ", ".join(OUTPUT_KINDS)))
+            if field(outputs, kind, (str,), "files.{}.".format(test)) != published_name(test, kind):
+                raise bad("files.{}.{} is {!r}: a published output is always {!r} in its own folder".format(
+                    test, kind, outputs[kind], published_name(test, kind)))
+    run = field(published, "run", (dict,), "")
+    for name, types in (("params", (int,)), ("output_params", (int,)), ("train_seconds", NUMBER),
+                        ("best_epoch", (int,)), ("best_valid", NUMBER), ("valid_metric", (str,)),
+                        ("curve", (list,))):
+        field(run, name, types, "run.")
+    for i, row in enumerate(run["curve"]):
+        field(row, "epoch", (int,), "run.curve[{}].".format(i))
+        field(row, run["valid_metric"], NUMBER, "run.curve[{}].".format(i))
+    if run.get("valid_loss") is not None:
+        for epoch in field(run, "valid_loss", (dict,), "run."):
+            field(run["valid_loss"], epoch, NUMBER, "run.valid_loss.")
+    return published
 
 
 def published_runs_only(args, recipe):

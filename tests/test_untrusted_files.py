@@ -1,0 +1,99 @@
+"""Untrusted files stay data (issue 43): a published ``scores.json`` under ``--results-dir`` names
+no path the comparison runner follows, and a damaged one is one error line naming the file.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, shared_data_dir
+from fairseq_wean.compare import runner
+from fairseq_wean.errors import FairseqWeanError
+
+PUBLISHED = os.path.join(REPO, "docs", "results", "translation", "lstm-word")  # a real published run
+RECIPE = {"tests": {"test2016": {}}}
+KEY = ("lstm", "word")
+
+
+@pytest.fixture
+def results(tmp_path):
+    """A results directory holding a copy of one real published run, and a secret beside it."""
+    folder = tmp_path / "results" / "lstm-word"
+    shutil.copytree(PUBLISHED, folder)
+    secret = tmp_path / "secret" / "creds.txt"
+    secret.parent.mkdir()
+    n = sum(1 for _ in open(folder / "test2016.hyp", encoding="utf-8"))
+    secret.write_text("password\n" * n)  # the test set's line count: nothing else would notice
+    return argparse.Namespace(results_dir=str(tmp_path / "results")), folder
+
+
+def edit(folder, change):
+    path = folder / "scores.json"
+    published = json.loads(path.read_text())
+    change(published)
+    path.write_text(json.dumps(published))
+
+
+def test_a_real_published_run_is_reused_from_its_own_folder(results):
+    args, folder = results
+    ev = runner.published_run(args, RECIPE, KEY)
+    assert ev["outputs"] == {"test2016": {"plain": str(folder / "test2016.hyp"),
+                                          "replace_unk": str(folder / "test2016.replace-unk.hyp")}}
+    assert ev["best_epoch"] == json.loads((folder / "scores.json").read_text())["run"]["best_epoch"]
+
+
+@pytest.mark.parametrize("name", ["../../secret/creds.txt", os.path.abspath("/etc/passwd"), "test2016.replace-unk.hyp"])
+def test_scores_json_cannot_point_outside_the_runs_folder(results, name):
+    args, folder = results
+    edit(folder, lambda p: p["files"]["test2016"].__setitem__("plain", name))
+    with pytest.raises(FairseqWeanError) as info:
+        runner.published_run(args, RECIPE, KEY)
+    message = str(info.value)
+    assert str(folder / "scores.json") in message and "files.test2016.plain" in message
+    assert "'test2016.hyp' in its own folder" in message
+
+
+@pytest.mark.parametrize("change,field", [
+    (lambda p: p.pop("run"), "no field run"),
+    (lambda p: p["run"].__setitem__("params", "many"), "field run.params is str, not int"),
+    (lambda p: p["run"].__setitem__("best_epoch", True), "field run.best_epoch is bool, not int"),
+    (lambda p: p["run"]["curve"][0].pop("epoch"), "no field run.curve[0].epoch"),
+    (lambda p: p["run"]["valid_loss"].__setitem__("1", None), "field run.valid_loss.1 is NoneType"),
+    (lambda p: p["files"].__setitem__("test2017", {}), "test set 'test2017', which this task does not have"),
+    (lambda p: p["files"]["test2016"].__setitem__("nbest", "test2016.nbest.hyp"), "names output 'nbest'"),
+    (lambda p: p.__setitem__("files", ["test2016.hyp"]), "field files is list, not dict"),
+])
+def test_a_hand_edited_scores_json_is_one_error_naming_file_and_field(results, change, field):
+    args, folder = results
+    edit(folder, change)
+    with pytest.raises(FairseqWeanError) as info:
+        runner.published_run(args, RECIPE, KEY)
+    assert str(info.value).startswith(str(folder / "scores.json") + ": ") and field in str(info.value)
+
+
+def test_a_truncated_scores_json_is_one_error_naming_the_file(results):
+    args, folder = results
+    text = (folder / "scores.json").read_text()
+    (folder / "scores.json").write_text(text[: len(text) // 2])
+    with pytest.raises(FairseqWeanError, match="scores.json: not valid JSON"):
+        runner.published_run(args, RECIPE, KEY)
+
+
+@pytest.mark.skipif(shared_data_dir("translation") is None, reason="needs ../shared/data (Multi30k)")
+def test_the_runner_exits_with_one_line_on_a_hostile_scores_json(results, tmp_path):
+    """As a user runs it: ``fairseq-wean-compare ... --reuse-only`` on a contributed results folder."""
+    args, folder = results
+    edit(folder, lambda p: p["files"]["test2016"].__setitem__("plain", "../../secret/creds.txt"))
+    proc = subprocess.run([sys.executable, "-m", "fairseq_wean.compare", "translation", shared_data_dir(), "--tiny",
+                           "--runs", "lstm:word", "--reuse-only", "--results-dir", args.results_dir, "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    assert "password" not in proc.stdout + proc.stderr
+    assert not list((tmp_path / "out").rglob("*.html")), "a report was written"
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("fairseq-wean-compare: error: ") and "files.test2016.plain" in last, proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -1,8 +1,12 @@
-"""Safe checkpoint loading on torch >= 2.6.
+"""Safe checkpoint loading on every torch the plugin accepts (>= 1.13).
 
-torch >= 2.6 loads with ``weights_only=True``: an unpickler that only builds tensors,
-containers and classes on an allow-list, and refuses any other global, so a crafted
-checkpoint cannot call ``os.system``. fairseq's checkpoints also hold a few plain-data
+Before fairseq's ``load_checkpoint_to_cpu`` calls ``torch.load``, the checkpoint's pickle is
+read by :func:`scan_checkpoint`, an unpickler that builds nothing: every global it names must be
+on the allow-list (torch's own weights-only list plus :func:`safe_globals`), else loading stops
+with a one-line error before torch reads the file. That is what makes a crafted checkpoint inert
+on torch < 2.6, whose ``torch.load`` defaults to ``weights_only=False`` and would run the pickle's
+``os.system``. torch >= 2.6 also loads with ``weights_only=True``: an unpickler that only builds
+tensors, containers and classes on an allow-list, and refuses any other global. fairseq's checkpoints also hold a few plain-data
 classes (``argparse.Namespace`` for the training arguments; omegaconf containers and numpy
 scalars in checkpoints written by other fairseq versions), so ``fairseq-generate`` fails on
 them until those exact classes are allowed. We add them to torch's allow-list
@@ -69,6 +73,97 @@ def safe_globals():
     ]
 
 
+def allowed_global_names():
+    """``module.name`` of every global a checkpoint's pickle may name: torch's weights-only
+    allow-list and :func:`safe_globals`, under each spelling numpy 1 and 2 pickle them with."""
+    from torch import _weights_only_unpickler
+
+    names = set(_weights_only_unpickler._get_allowed_globals())
+    for obj in safe_globals():
+        names.add("{}.{}".format(obj.__module__, obj.__qualname__))
+    for function in ("_reconstruct", "scalar"):  # numpy 2 pickles numpy._core, numpy 1 numpy.core
+        names.update("numpy.{}.multiarray.{}".format(core, function) for core in ("core", "_core"))
+    return names
+
+
+class _Stub:
+    """What the scanning unpickler builds for every allowed global: it accepts any call, item,
+    state and list append, so the whole pickle is walked without building anything."""
+
+    def __new__(cls, *args, **kwargs):
+        return object.__new__(cls)
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __call__(self, *args, **kwargs):
+        return _Stub()
+
+    def __setstate__(self, state):
+        pass
+
+    def __setitem__(self, key, value):
+        pass
+
+    def append(self, value):
+        pass
+
+    def extend(self, values):
+        pass
+
+
+class _Refused(Exception):
+    pass
+
+
+def _scan_unpickler(file, allowed):
+    import pickle
+
+    class ScanUnpickler(pickle.Unpickler):
+        def find_class(self, module, name):  # the one way a pickle reaches code; nothing is imported
+            full = "{}.{}".format(module, name)
+            if full not in allowed:
+                raise _Refused(full)
+            return _Stub
+
+        def persistent_load(self, pid):  # torch's tensor storages
+            return _Stub()
+
+    return ScanUnpickler(file)
+
+
+def scan_checkpoint(path):
+    """Refuse (FairseqWeanError, before anything is built) a checkpoint whose pickle names a global
+    outside :func:`allowed_global_names`. Reads the pickle(s) of torch's zip format (``*/data.pkl``)
+    or of its legacy format (five pickles in a row). A file whose pickle cannot be walked (truncated,
+    another format) is refused as damaged: torch never gets a pickle that was not checked."""
+    import pickle
+    import zipfile
+
+    allowed = allowed_global_names()
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                for member in archive.namelist():
+                    if member == "data.pkl" or member.endswith("/data.pkl"):
+                        with archive.open(member) as f:
+                            _scan_unpickler(f, allowed).load()
+        else:
+            # legacy format: magic number, protocol, system info, the object, the storage keys
+            with open(path, "rb") as f:
+                for _ in range(5):
+                    _scan_unpickler(f, allowed).load()
+    except _Refused as refused:
+        raise refused_error(path, str(refused)) from None
+    except OSError:
+        return  # missing, unreadable, a directory: fairseq's own message names the path
+    except (EOFError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError, TypeError, AttributeError,
+            IndexError, KeyError, RecursionError, MemoryError) as exc:
+        # never hand torch a pickle that could not be checked
+        raise damaged_error(path, "its pickle cannot be read: {}: {}".format(
+            type(exc).__name__, (str(exc).splitlines() or [""])[0][:200])) from None
+
+
 def install():
     """Allow-list fairseq's checkpoint classes and make refusals readable."""
     if hasattr(torch.serialization, "add_safe_globals"):  # torch < 2.4: no weights-only default
@@ -79,11 +174,13 @@ def install():
 
 
 def _wrap_fairseq_loader():
-    """One line for a refused global (instead of torch's multi-paragraph advice) or a damaged file."""
+    """Scan before loading; one line for a refused global (instead of torch's multi-paragraph
+    advice) or a damaged file."""
     from fairseq import checkpoint_utils
 
     def wrap_load_checkpoint_to_cpu(original):
         def load_checkpoint_to_cpu(path, *args, **kwargs):
+            scan_checkpoint(path)  # before torch.load: an unsafe pickle never runs, whatever torch's default
             try:
                 state = original(path, *args, **kwargs)
             except Exception as exc:  # torch raises pickle.UnpicklingError; fairseq may wrap it

@@ -97,3 +97,64 @@ def test_the_runner_exits_with_one_line_on_a_hostile_scores_json(results, tmp_pa
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("fairseq-wean-compare: error: ") and "files.test2016.plain" in last, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------------ checkpoints
+def exploit_checkpoint(path, marker, **save_kwargs):
+    """A checkpoint whose pickle calls os.system("touch MARKER") when torch unpickles it freely."""
+    import torch
+
+    class Exploit:
+        def __reduce__(self):
+            return (os.system, ("touch {}".format(marker),))
+
+    torch.save({"model": {"w": torch.zeros(2)}, "args": Exploit(), "cfg": None}, path, **save_kwargs)
+    return path
+
+
+@pytest.fixture
+def old_torch_default(monkeypatch):
+    """torch < 2.6: ``torch.load`` unpickles anything unless told ``weights_only=True``."""
+    import torch
+
+    load = torch.load
+    monkeypatch.setattr(torch, "load", lambda *a, **k: load(*a, **dict(k, weights_only=False)))
+
+
+@pytest.mark.parametrize("zip_format", [True, False], ids=["zip", "legacy"])
+def test_a_crafted_checkpoint_is_refused_before_torch_unpickles_it(old_torch_default, tmp_path, zip_format):
+    from fairseq import checkpoint_utils
+
+    import fairseq_wean  # noqa: F401  (installs the checkpoint checks)
+
+    marker = tmp_path / "PWNED"
+    path = exploit_checkpoint(tmp_path / "evil.pt", marker, _use_new_zipfile_serialization=zip_format)
+    with pytest.raises(FairseqWeanError, match=r"refusing to load checkpoint .*evil.pt: its pickle calls posix.system"):
+        checkpoint_utils.load_checkpoint_to_cpu(str(path))
+    assert not marker.exists(), "the checkpoint's code ran"
+
+
+def test_a_plain_checkpoint_passes_the_scan_in_both_formats(old_torch_default, tmp_path):
+    import torch
+    from fairseq import checkpoint_utils
+
+    import fairseq_wean  # noqa: F401
+
+    state = {"model": {"w": torch.arange(4.0)}, "args": argparse.Namespace(arch="wean_lstm", lr=[0.1]),
+             "extra_state": {"epoch": 3}, "optimizer_history": [{"num_updates": 7, "best_loss": 2.5, "lr_scheduler_state": {"best": 2.5}}], "last_optimizer_state": None}
+    for zip_format in (True, False):
+        path = tmp_path / "plain-{}.pt".format(zip_format)
+        torch.save(state, path, _use_new_zipfile_serialization=zip_format)
+        loaded = checkpoint_utils.load_checkpoint_to_cpu(str(path))
+        assert torch.equal(loaded["model"]["w"], state["model"]["w"]) and loaded["args"].lr == [0.1]
+
+
+def test_a_pickle_that_cannot_be_walked_is_refused_as_damaged(old_torch_default, tmp_path):
+    from fairseq import checkpoint_utils
+
+    import fairseq_wean  # noqa: F401
+
+    path = tmp_path / "odd.pt"
+    path.write_bytes(b"\x80\x02K\x0a.not a pickle at all")  # a legacy-looking first pickle, then garbage
+    with pytest.raises(FairseqWeanError, match="truncated or corrupted .*its pickle cannot be read"):
+        checkpoint_utils.load_checkpoint_to_cpu(str(path))

@@ -193,11 +193,51 @@ def _wrap_fairseq_loader():
             problem = archive_problem(path, require_zip=False)  # legacy (non-zip) checkpoints: no CRCs
             if problem is not None:
                 raise damaged_error(path, problem)
+            arg_overrides = kwargs.get("arg_overrides", args[0] if args else None)
+            forget_stored_paths(state, arg_overrides or {})
             return state
 
         return load_checkpoint_to_cpu
 
     wrap_once(checkpoint_utils, "load_checkpoint_to_cpu", wrap_load_checkpoint_to_cpu)
+
+
+# Options of the plugin whose value is a file that building the task or the model would open. A
+# checkpoint stores them with the rest of its configuration; loading it must not open them: the
+# file may be gone, another machine's, or planted (/dev/zero, a named pipe that never answers).
+STORED_PATH_OPTIONS = (
+    "eval_refs", "eval_orig", "known_words",  # tasks/translation_with_metrics.py (read at task set-up)
+    "core_align_table",  # models/core_copy.py (read when built for training; the table is a buffer)
+)
+
+
+def forget_stored_paths(state, arg_overrides):
+    """Set the :data:`STORED_PATH_OPTIONS` of a loaded checkpoint's configuration (``args`` and
+    ``cfg``'s sections) to None, except those the caller gives again in ``arg_overrides`` (the
+    hub's keyword arguments), and mark a ``core_copy`` checkpoint as holding its alignment table,
+    so that building its model reads neither the table nor the training data (``--core-frequent-from
+    target``). Nothing of a checkpoint's own becomes a path that loading it opens."""
+    from omegaconf import OmegaConf, open_dict
+
+    cfg = state.get("cfg")
+    sections = [state.get("args")]
+    if cfg is not None:
+        sections += [cfg.get(name) for name in ("task", "model")]
+    for section in sections:
+        if section is None:
+            continue
+        is_config = OmegaConf.is_config(section)
+        present = (lambda name: name in section) if is_config else (lambda name: hasattr(section, name))
+        changes = {name: None for name in STORED_PATH_OPTIONS if present(name) and name not in arg_overrides}
+        if present("core_align_table_in_checkpoint") or present("core_align_table"):
+            changes["core_align_table_in_checkpoint"] = True
+        if is_config:
+            with open_dict(section):
+                for name, value in changes.items():
+                    section[name] = value
+        else:
+            for name, value in changes.items():
+                setattr(section, name, value)
 
 
 def checkpoint_error(path, exc):

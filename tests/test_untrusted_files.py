@@ -158,3 +158,72 @@ def test_a_pickle_that_cannot_be_walked_is_refused_as_damaged(old_torch_default,
     path.write_bytes(b"\x80\x02K\x0a.not a pickle at all")  # a legacy-looking first pickle, then garbage
     with pytest.raises(FairseqWeanError, match="truncated or corrupted .*its pickle cannot be read"):
         checkpoint_utils.load_checkpoint_to_cpu(str(path))
+
+
+LOAD_WITH_AUDIT = r"""
+import json, os, sys
+planted = set(json.loads(sys.argv[2]))
+opened = []
+sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == "open" and str(args[0]) in planted else None)
+import fairseq_wean  # noqa: F401
+from fairseq import checkpoint_utils, tasks
+overrides = json.loads(sys.argv[3])
+state = checkpoint_utils.load_checkpoint_to_cpu(sys.argv[1], arg_overrides=overrides)
+task = tasks.setup_task(state["cfg"].task)  # what the hub does with a checkpoint's configuration
+print(json.dumps({"opened": opened, "known_words": state["cfg"].task.known_words,
+                  "eval_refs": state["cfg"].task.eval_refs, "model_table": state["cfg"].model.core_align_table,
+                  "in_checkpoint": state["cfg"].model.core_align_table_in_checkpoint}))
+"""
+
+
+def test_loading_a_checkpoint_opens_no_path_stored_in_it(tmp_path):
+    """The issue's case: a checkpoint whose task names ``known_words=/dev/zero`` (or a named pipe,
+    which would hang) and whose core_copy model names a table it would read."""
+    import torch
+    from omegaconf import OmegaConf
+
+    from fairseq_wean.tasks.translation_with_metrics import TranslationWithMetricsConfig
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for lang in ("src", "tgt"):
+        (data / "dict.{}.txt".format(lang)).write_text("\u2581w1 3\n\u2581w2 2\n")  # sentencepiece, for --known-words
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    refs, known = tmp_path / "refs.txt", tmp_path / "known.txt"
+    for planted in (refs, known):
+        planted.write_text("w1\n")
+    task = OmegaConf.structured(TranslationWithMetricsConfig(
+        data=str(data), source_lang="src", target_lang="tgt", eval_sari=True, known_words=str(fifo),
+        eval_refs=str(refs), eval_orig="/dev/zero"))
+    task = OmegaConf.to_container(task, resolve=False, enum_to_str=True)
+    task.update(_name="translation_with_metrics", train_subset="train", valid_subset="valid", dataset_impl=None,
+                required_seq_len_multiple=1, best_checkpoint_metric="loss")  # as a saved checkpoint has them
+    model = {"_name": "core_copy", "core_align_table": "/dev/zero", "core_align_table_in_checkpoint": False}
+    path = tmp_path / "planted.pt"
+    torch.save({"model": {}, "args": None, "cfg": {"task": task, "model": model}, "extra_state": {},
+                "optimizer_history": [{"num_updates": 0, "best_loss": 1.0, "lr_scheduler_state": {}}],
+                "last_optimizer_state": None}, path)
+    planted = [str(fifo), str(refs), str(known), "/dev/zero"]
+
+    def load(overrides):
+        proc = subprocess.run([sys.executable, "-c", LOAD_WITH_AUDIT, str(path), json.dumps(planted),
+                               json.dumps(overrides)], capture_output=True, text=True, timeout=60, cwd=REPO)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    seen = load({"data": str(data)})
+    assert seen == {"opened": [], "known_words": None, "eval_refs": None, "model_table": None, "in_checkpoint": True}
+    # what the caller gives again (the hub's keyword arguments) is the caller's, and is read
+    seen = load({"data": str(data), "known_words": str(known)})
+    assert seen["known_words"] == str(known) and seen["opened"] == [str(known)]
+
+
+def test_an_old_style_checkpoint_namespace_forgets_its_paths_too():
+    from fairseq_wean.checkpoint_safety import forget_stored_paths
+
+    args = argparse.Namespace(arch="core_copy", core_align_table="/dev/zero", core_align_table_in_checkpoint=False,
+                              known_words="/dev/zero", lr=[0.1])
+    forget_stored_paths({"args": args, "cfg": None}, {"known_words": "mine.txt"})
+    assert vars(args) == {"arch": "core_copy", "core_align_table": None, "core_align_table_in_checkpoint": True,
+                          "known_words": "/dev/zero", "lr": [0.1]}  # overrides are applied by fairseq, not here

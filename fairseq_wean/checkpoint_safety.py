@@ -21,8 +21,12 @@ Also here, because they are about checkpoint files:
 * fairseq's copies of a new checkpoint to ``checkpoint_best.pt`` / ``checkpoint_last.pt`` are
   made atomic, so a job killed while saving never leaves a truncated checkpoint behind
   (``_atomic_checkpoint_copies``; the first file was already written atomically);
-* ``fairseq-train --restore-file PATH`` with a missing PATH is an error instead of a silent
-  start from scratch (``_wrap_restore_file_check``).
+* fairseq-train's start (``_wrap_training_start``, before the first update): ``--restore-file
+  PATH`` with a missing PATH is an error instead of a silent start from scratch; with
+  ``--task translation_with_metrics``, a ``--save-dir`` holding ``checkpoint_best.pt`` but no
+  ``checkpoint_last.pt`` is refused unless ``--overwrite-best-checkpoint`` (a fresh run would
+  replace the best checkpoint with its first, worse epochs), and the task checks its training
+  options (``check_training_options``: the metric's name and direction, the generation options).
 """
 import argparse
 import collections
@@ -170,7 +174,7 @@ def install():
         torch.serialization.add_safe_globals(safe_globals())
     _wrap_fairseq_loader()
     _atomic_checkpoint_copies()
-    _wrap_restore_file_check()
+    _wrap_training_start()
 
 
 def _wrap_fairseq_loader():
@@ -329,8 +333,9 @@ def _atomic_checkpoint_copies():
     wrap_once(checkpoint_utils, "PathManager", atomic_copies)
 
 
-def _wrap_restore_file_check():
-    """``--restore-file PATH`` that does not exist is an error, not a silent fresh start.
+def _wrap_training_start():
+    """Checks at fairseq-train's start, in ``checkpoint_utils.load_checkpoint`` (which fairseq-train
+    alone calls, once, before the first update; decoding never does). See the module docstring.
 
     fairseq-train logs "No existing checkpoint found" and trains from scratch when the file
     named by --restore-file is missing (a typo). The default, ``checkpoint_last.pt`` in
@@ -343,8 +348,8 @@ def _wrap_restore_file_check():
     def wrap_load_checkpoint(original):
         def load_checkpoint(cfg, trainer, **passthrough_args):
             restore = getattr(cfg, "restore_file", "checkpoint_last.pt")
+            suffix = getattr(trainer, "checkpoint_suffix", "") or ""
             if restore and restore != "checkpoint_last.pt" and not getattr(cfg, "continue_once", None):
-                suffix = getattr(trainer, "checkpoint_suffix", "") or ""
                 path = restore.replace(".pt", suffix + ".pt")
                 if "://" not in path and not os.path.exists(path):
                     raise FairseqWeanError(
@@ -352,6 +357,20 @@ def _wrap_restore_file_check():
                         "fix the path, or leave --restore-file out to resume from --save-dir's "
                         "checkpoint_last.pt".format(path)
                     )
+            task = getattr(trainer, "task", None)
+            task_cfg = getattr(task, "cfg", None)
+            if hasattr(task_cfg, "overwrite_best_checkpoint"):  # --task translation_with_metrics
+                best, last = (os.path.join(cfg.save_dir, "checkpoint_{}{}.pt".format(name, suffix))
+                              for name in ("best", "last"))
+                if (restore == "checkpoint_last.pt" and not getattr(cfg, "finetune_from_model", None)
+                        and os.path.exists(best) and not os.path.exists(last) and not task_cfg.overwrite_best_checkpoint):
+                    raise FairseqWeanError(
+                        "--save-dir {} holds {} but no {}: this run would start from scratch and replace the best "
+                        "checkpoint with worse ones; resume with --restore-file {}, use another --save-dir, or add "
+                        "--overwrite-best-checkpoint".format(cfg.save_dir, os.path.basename(best),
+                                                             os.path.basename(last), best))
+            if hasattr(task, "check_training_options"):
+                task.check_training_options(cfg)
             return original(cfg, trainer, **passthrough_args)
 
         return load_checkpoint

@@ -240,14 +240,29 @@ def test_tensorboard_has_the_criterion_and_validation_metrics(runs):
 # mistakes: one line, before training
 
 
-def test_best_checkpoint_metric_without_its_flag_is_a_one_line_error(data_bin, tmp_path):
+def test_validation_and_criterion_mistakes_are_one_line_errors_before_training(data_bin, tmp_path):
     cases = [
         (["--best-checkpoint-metric", "sari"], "--best-checkpoint-metric sari is logged only with --eval-sari"),
         (["--eval-sari", "--eval-refs", tmp_path / "short.ref"], "short.ref has 2 lines but the validation subset "
                                                                 "'valid' has 21 sentences"),
         (["--eval-sari", "--eval-orig", tmp_path / "short.ref", "--valid-subset", "valid,test"],
          "--valid-subset is valid,test"),
+        # the direction of the metric (fairseq keeps the worst checkpoint) and its spelling (KeyError after epoch 1)
+        (["--eval-sari", "--best-checkpoint-metric", "sari"],
+         "--best-checkpoint-metric sari is better higher, so add --maximize-best-checkpoint-metric"),
+        (["--maximize-best-checkpoint-metric"],
+         "--best-checkpoint-metric loss is better lower, so drop --maximize-best-checkpoint-metric"),
+        (["--eval-sari", "--best-checkpoint-metric", "sary", "--maximize-best-checkpoint-metric"],
+         "--best-checkpoint-metric 'sary' is not a metric this task logs in validation"),
+        (["--eval-sari", "--eval-bleu-args", '{"beam": 0}'], "beam must be a whole number >= 1, got 0"),
+        (["--eval-bleu", "--eval-bleu-args", '{"beem": 5}'], "unknown generation option(s) beem"),
+        # the plugin's criterion, range-checked before the first update
+        ([*SMALL_CORE, "--core-align-table", tmp_path / "align.table", "--mode-loss-weight", "-1"],
+         "--mode-loss-weight must be >= 0, got -1.0"),
+        ([*SMALL_CORE, "--core-align-table", tmp_path / "align.table", "--label-smoothing", "1.5"],
+         "--label-smoothing must be in [0, 1), got 1.5"),
     ]
+    write_align_table(tmp_path / "align.table")
     (tmp_path / "short.ref").write_text("a\nb\n")
     procs = cli_concurrently([
         ("fairseq-train", train_args(data_bin, tmp_path / "ck", SMALL_WEAN, "--cpu", "--max-epoch", 1, *extra),
@@ -259,6 +274,29 @@ def test_best_checkpoint_metric_without_its_flag_is_a_one_line_error(data_bin, t
         assert last.startswith("fairseq-wean: error: ") and message in last, (extra, proc.stderr[-2000:])
         assert "Traceback" not in proc.stderr, extra
         assert not os.path.exists(tmp_path / "ck" / "checkpoint_last.pt")
+
+
+def test_a_best_checkpoint_without_a_last_one_is_not_replaced_by_a_fresh_run(data_bin, tmp_path):
+    """fairseq would log "No existing checkpoint found", train from scratch and write its first
+    (worse) epoch over checkpoint_best.pt; the task refuses, unless --overwrite-best-checkpoint."""
+    runs = {}
+    for name in ("refused", "allowed"):
+        runs[name] = tmp_path / name
+        runs[name].mkdir()
+        (runs[name] / "checkpoint_best.pt").write_bytes(b"the best model of an earlier run")
+    refused, allowed = cli_concurrently([
+        ("fairseq-train", train_args(data_bin, runs["refused"], SMALL_WEAN, "--cpu", "--max-epoch", 1), {"check": False}),
+        ("fairseq-train", train_args(data_bin, runs["allowed"], SMALL_WEAN, "--cpu", "--max-epoch", 1,
+                                     "--overwrite-best-checkpoint")),
+    ])
+    last = refused.stderr.strip().splitlines()[-1]
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert last.startswith("fairseq-wean: error: --save-dir ") and "holds checkpoint_best.pt but no checkpoint_last.pt" \
+        in last and "--overwrite-best-checkpoint" in last, refused.stderr[-2000:]
+    assert (runs["refused"] / "checkpoint_best.pt").read_bytes() == b"the best model of an earlier run"
+    assert not (runs["refused"] / "checkpoint_last.pt").exists()
+    assert (runs["allowed"] / "checkpoint_last.pt").exists()
+    assert (runs["allowed"] / "checkpoint_best.pt").read_bytes() != b"the best model of an earlier run"
 
 
 def test_checkpoints_of_the_task_decode_with_plain_translation(runs, data_bin):

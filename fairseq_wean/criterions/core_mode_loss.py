@@ -75,6 +75,17 @@ def target_log_probs(lprobs, vocab, target, unk):
 class CoreModeLossCriterion(FairseqCriterion):
     def __init__(self, task, mode_loss_weight=1.0, label_smoothing=0.0, sentence_avg=False):
         super().__init__(task)
+        for flag, value in (("--mode-loss-weight", mode_loss_weight), ("--label-smoothing", label_smoothing)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise FairseqWeanError("{} must be a number, got {!r}".format(flag, value))
+        if mode_loss_weight < 0:
+            raise FairseqWeanError(
+                "--mode-loss-weight must be >= 0, got {}: a negative weight maximises the copy-gate loss "
+                "(1.0 is the paper's sum, eq. 13; 0 turns the gate supervision off)".format(mode_loss_weight))
+        if not 0 <= label_smoothing < 1:
+            raise FairseqWeanError(
+                "--label-smoothing must be in [0, 1), got {}: it is the probability mass spread over the "
+                "other words (e.g. 0.1; 0 turns it off)".format(label_smoothing))
         self.mode_loss_weight = mode_loss_weight
         self.eps = label_smoothing
         self.sentence_avg = sentence_avg

@@ -86,6 +86,10 @@ BLEU_KEYS = ["_bleu_sys_len", "_bleu_ref_len"] + [
 ]
 # which flag logs which metric (for --best-checkpoint-metric)
 METRIC_FLAGS = dict({"bleu": "eval_bleu", "sari": "eval_sari"}, **{t: "eval_rouge" for t in ROUGE_TYPES})
+# the validation metrics a checkpoint can be selected by, by direction: fairseq's losses (and
+# core_mode_loss's writing-mode loss) are better lower, this task's scores higher
+LOWER_IS_BETTER = ("loss", "nll_loss", "ppl", "mode_loss")
+HIGHER_IS_BETTER = tuple(METRIC_FLAGS)
 
 
 @dataclass
@@ -133,6 +137,54 @@ class TranslationWithMetricsConfig(TranslationConfig):
     )
     valid_subset: str = II("dataset.valid_subset")
     best_checkpoint_metric: str = II("checkpoint.best_checkpoint_metric")
+    overwrite_best_checkpoint: bool = field(
+        default=False,
+        metadata={"help": "train from scratch in a --save-dir that holds checkpoint_best.pt but no checkpoint_last.pt "
+                          "(refused otherwise: the first epochs of the new run would replace the best checkpoint)"},
+    )
+
+
+def check_generation_args(text):
+    """``--eval-bleu-args``: a JSON object of fairseq generation options, checked before the first
+    epoch (fairseq would fail in the first validation, after a whole epoch of training)."""
+    from dataclasses import fields
+
+    from fairseq.dataclass.configs import GenerationConfig
+
+    def bad(what):
+        return FairseqWeanError("--eval-bleu-args {}: {} (e.g. '{{\"beam\": 5, \"max_len_a\": 1.2, "
+                                "\"max_len_b\": 10}}')".format(text, what))
+
+    try:
+        args = json.loads(text)
+    except ValueError as exc:
+        raise bad("not JSON ({})".format(exc)) from None
+    if not isinstance(args, dict):
+        raise bad("give a JSON object of generation options")
+    known = {f.name for f in fields(GenerationConfig)} - {"_name"}
+    unknown = sorted(set(args) - known)
+    if unknown:
+        raise bad("unknown generation option(s) {} (fairseq-generate's options, with _ for -)".format(
+            ", ".join(unknown)))
+
+    def number(name, low, whole=False):
+        value = args.get(name)
+        if value is None:
+            return
+        kinds = (int,) if whole else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kinds) or value < low:
+            raise bad("{} must be {} >= {}, got {!r}".format(name, "a whole number" if whole else "a number",
+                                                              low, value))
+
+    number("beam", 1, whole=True)
+    number("nbest", 1, whole=True)
+    number("max_len_a", 0)
+    number("max_len_b", 0, whole=True)
+    number("min_len", 1, whole=True)
+    number("lenpen", 0)
+    number("temperature", 1e-9)
+    if args.get("nbest", 1) > args.get("beam", 5):
+        raise bad("nbest ({}) cannot exceed beam ({})".format(args.get("nbest"), args.get("beam", 5)))
 
 
 @register_task("translation_with_metrics", dataclass=TranslationWithMetricsConfig)
@@ -186,6 +238,26 @@ class TranslationWithMetricsTask(TranslationTask):
             )
         if cfg.eval_refs is not None and not [p for p in cfg.eval_refs.split(",") if p]:
             raise FairseqWeanError("--eval-refs is empty: give reference files separated by commas")
+
+    def check_training_options(self, checkpoint_cfg):
+        """Mistakes fairseq-train would report after the first epoch, or never; called by the plugin's
+        hook on fairseq-train's start (checkpoint_safety), before the first update, and not when a
+        checkpoint is only loaded for decoding."""
+        metric, maximize = checkpoint_cfg.best_checkpoint_metric, checkpoint_cfg.maximize_best_checkpoint_metric
+        if metric not in LOWER_IS_BETTER + HIGHER_IS_BETTER:
+            raise FairseqWeanError(
+                "--best-checkpoint-metric {!r} is not a metric this task logs in validation (fairseq would fail "
+                "with a KeyError after the first epoch, saving nothing): use one of {}".format(
+                    metric, ", ".join(LOWER_IS_BETTER + HIGHER_IS_BETTER)))
+        if bool(maximize) != (metric in HIGHER_IS_BETTER):
+            raise FairseqWeanError(
+                "--best-checkpoint-metric {} is better {}, so {}: fairseq would keep the worst "
+                "checkpoint as checkpoint_best.pt".format(
+                    metric, "higher" if metric in HIGHER_IS_BETTER else "lower",
+                    "add --maximize-best-checkpoint-metric" if metric in HIGHER_IS_BETTER
+                    else "drop --maximize-best-checkpoint-metric"))
+        if self.decodes_in_validation:
+            check_generation_args(self.cfg.eval_bleu_args)
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         super().load_dataset(split, epoch, combine, **kwargs)

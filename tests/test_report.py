@@ -523,13 +523,24 @@ def test_generate_print_gates_writes_g_lines_the_report_shows(data_bin, tmp_path
     the log is unchanged. The report shows them on hover."""
     from fairseq import checkpoint_utils
 
-    save = tmp_path / "ck"
-    cli("fairseq-train", *train_args(data_bin, save, "word_attn_gated", "--encoder-embed-dim", 16,
+    save, lstm_save = tmp_path / "ck", tmp_path / "lstm"
+    cli_concurrently([
+        ("fairseq-train", train_args(data_bin, save, "word_attn_gated", "--encoder-embed-dim", 16,
                                      "--encoder-hidden-size", 16, "--decoder-embed-dim", 16,
-                                     "--decoder-hidden-size", 16, "--dropout", 0.0, epochs=1))
+                                     "--decoder-hidden-size", 16, "--dropout", 0.0, epochs=1)),
+        # fairseq's own lstm: no gate, and its decoder's second output is a tensor, not a dict
+        ("fairseq-train", train_args(data_bin, lstm_save, "lstm", "--encoder-embed-dim", 16, "--encoder-hidden-size", 16,
+                                     "--decoder-embed-dim", 16, "--decoder-hidden-size", 16,
+                                     "--decoder-out-embed-dim", 16, "--dropout", 0.0, epochs=1)),
+    ])
     gen = [data_bin, "--user-dir", USER_DIR, "--path", save / "checkpoint_best.pt", "--gen-subset", "test",
            "--beam", 3, "--cpu", "--batch-size", 5]
-    with_gates, without = cli_concurrently([("fairseq-generate", gen + ["--print-gates"]), ("fairseq-generate", gen)])
+    lstm_gen = [data_bin, "--user-dir", USER_DIR, "--path", lstm_save / "checkpoint_best.pt", "--gen-subset", "test",
+                "--beam", 3, "--cpu", "--batch-size", 5]
+    with_gates, without, lstm_with, lstm_without = cli_concurrently([
+        ("fairseq-generate", gen + ["--print-gates"]), ("fairseq-generate", gen),
+        ("fairseq-generate", lstm_gen + ["--print-gates"]), ("fairseq-generate", lstm_gen)])
+    assert lstm_with.stdout == lstm_without.stdout and "H-0\t" in lstm_with.stdout  # no G- line, nothing else
     assert "G-" not in without.stdout
     assert [line for line in with_gates.stdout.splitlines() if not line.startswith("G-")] == \
         without.stdout.splitlines()

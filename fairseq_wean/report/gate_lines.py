@@ -12,7 +12,7 @@ one value per target token including ``</s>``, aligned with the ``P-`` line:
 * ``core_copy``: the copy gate lambda_t (Cao et al., AAAI 2017, eq. 10), ``extra["copy_gate"]``;
 * ``word_attn_gated`` with ``--word-attention gated``: the contextual gate o_t averaged over its
   units (Wu et al.), ``extra["gate"]``;
-* other models (no gate): no ``G-`` line.
+* other models (no gate; fairseq's own ``lstm`` and ``transformer`` included): no ``G-`` line.
 
 The gates are read from one teacher-forced pass of the (first) model over the source and the
 finished hypothesis, in the batch fairseq-generate just decoded. The models' incremental decoding
@@ -33,7 +33,10 @@ _STATE = {"output_file": None, "quiet": False}
 
 
 def gate_values(extra):
-    """``B x T`` gate values from a decoder's ``extra`` output, or None for a model without one."""
+    """``B x T`` gate values from a decoder's ``extra`` output, or None for a model without one
+    (also where ``extra`` is no dict: fairseq's ``lstm`` returns its attention tensor, or None)."""
+    if not isinstance(extra, dict):
+        return None
     if extra.get("copy_gate") is not None:  # core_copy: [B x T]
         return extra["copy_gate"][0].float()
     if extra.get("gate") is not None:  # word_attn_gated: B x T x C

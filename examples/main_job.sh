@@ -71,21 +71,12 @@ stamp "1/4 preparing the simplification data from $DATA_DIR (word-pg vocabulary,
 DATA="$OUT/data/word-pg"      # binarized, markers <unk-N>
 PGTEXT="$OUT/data/word-pg-text"  # the same text with markers
 TEXT="$OUT/data/text"         # plain words (sources, 8 references)
-# CoRe's alignment table A (as examples/compare.py builds it): from the training text with every
-# word outside the dictionary written <unk> (the table reader skips it), so A names only
-# dictionary words; markers are dictionary words.
-"$PY" - "$PGTEXT" "$DATA" <<'PYEOF'
-import os, sys
-from fairseq_wean.textio import read_lines
-pgtext, data = sys.argv[1:]
-vocab = {line.rsplit(" ", 1)[0] for line in read_lines(os.path.join(pgtext, "dict.txt"))}
-for lang in ("complex", "simple"):
-    with open(os.path.join(data, "align-input." + lang), "w", encoding="utf-8") as f:
-        for line in read_lines(os.path.join(pgtext, "train." + lang)):
-            f.write(" ".join(w if w in vocab else "<unk>" for w in line.split()) + "\n")
-PYEOF
+# CoRe's alignment table A (as the comparison runner builds it): from the training text with the
+# binarized dictionary, so every word outside it is aligned as <unk> and A names only dictionary
+# words; markers are dictionary words.
 # eflomal runs its forward and reverse samplers on OpenMP threads: both cores for this step.
-OMP_NUM_THREADS="${ALIGN_THREADS:-2}" fairseq-wean-align-table --src "$DATA/align-input.complex" --tgt "$DATA/align-input.simple" --topk 10 \
+OMP_NUM_THREADS="${ALIGN_THREADS:-2}" fairseq-wean-align-table --src "$PGTEXT/train.complex" --tgt "$PGTEXT/train.simple" \
+  --dict "$DATA/dict.complex.txt" --topk 10 \
   --out "$DATA/core_align_table.tsv" > "$OUT/align_table.log" 2>&1 || { tail -5 "$OUT/align_table.log" >&2; exit 1; }
 # Validation SARI is computed on the model's own tokens, so the 8 validation references are
 # written with the markers of their source (a reference word that is a rare source word becomes

@@ -204,3 +204,25 @@ def test_table_reader_errors(tmp_path):
             read_table(str(table))
     table.write_bytes(b"a\tb\t1\r\n\na\tc\t0.5\n")
     assert read_table(str(table)) == {"a": ["b", "c"]}
+
+
+def test_dict_reads_a_fairseq_dictionary_and_refuses_a_malformed_one(tmp_path):
+    path = tmp_path / "dict.src.txt"
+    path.write_text("the 10\n<unk-0> 0 #fairseq:overwrite\nword with space 3\nbig 2\n")
+    assert align_table.dictionary_words(str(path)) == {"the", "<unk-0>", "word with space", "big"}
+    path.write_text("the 10\nbroken\n")
+    with pytest.raises(Exception, match=r"--dict .*dict.src.txt line 2: expected 'WORD COUNT'"):
+        align_table.dictionary_words(str(path))
+
+
+def test_words_outside_dict_are_aligned_as_unk_and_never_written(corpus):
+    """--dict: 'dog' and 'red' are outside the dictionary; they are aligned as <unk> (the other words
+    keep their links) and no pair names them or <unk>."""
+    (corpus / "dict.txt").write_text("".join("{} 2\n".format(w) for w in
+                                             ["the", "big", "car", "a", "house", "large"]))
+    out = corpus / "table.txt"
+    align_table.cli_main(["--src", str(corpus / "train.src"), "--tgt", str(corpus / "train.tgt"),
+                          "--dict", str(corpus / "dict.txt"), "--topk", "3", "--out", str(out)])
+    table = read_table(str(out))
+    words = {w for s, targets in table.items() for w in [s] + targets}
+    assert words <= {"the", "big", "car", "a", "house", "large"} and table["big"][0] == "large"

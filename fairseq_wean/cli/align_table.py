@@ -1,9 +1,11 @@
 """``fairseq-wean-align-table``: CoRe's source-target alignment table A (Cao et al. 2017, eq. 8).
 
-    fairseq-wean-align-table --src train.src --tgt train.tgt --topk 10 --out TABLE
+    fairseq-wean-align-table --src train.src --tgt train.tgt --dict data-bin/dict.src.txt --topk 10 --out TABLE
 
 Input: tokenized parallel text, one sentence per line, the same tokens fairseq-preprocess sees
-(after :mod:`preprocess.unk_markers` if you use markers). The pairs are word-aligned with eflomal
+(after :mod:`preprocess.unk_markers` if you use markers), and ``--dict``, the (joined) dictionary
+fairseq-preprocess wrote: every word outside it is aligned as ``<unk>``, which is what fairseq
+will see (``--thresholdsrc``/``--thresholdtgt``, ``--nwordssrc``), and the table never names it. The pairs are word-aligned with eflomal
 (Östling and Tiedemann, "Efficient Word Alignment with Markov Chain Monte Carlo", The Prague
 Bulletin of Mathematical Linguistics 106, 2016; the paper used fast_align, which is not packaged
 here), in both directions; a link counts once per direction that proposes it. For each source word the ``--topk``
@@ -16,9 +18,10 @@ Table format (:mod:`fairseq_wean.data.align_table`), one aligned pair per line::
     SOURCE_WORD <TAB> TARGET_WORD <TAB> SCORE
 
 Lines of one source word are consecutive and ordered best first; SCORE is the link count (a
-float, so other tools may write probabilities). ``--arch core_copy --core-align-table TABLE``
+float, so other tools may write probabilities); ``<unk>`` is never written. ``--arch core_copy --core-align-table TABLE``
 keeps the first ``--core-topk`` targets of each source word, and refuses a table with a word that
-is not in the model's dictionary. Source-position markers ``<unk-N>`` are never written (they are
+is not in the model's dictionary (a table built without ``--dict`` on text with words below
+fairseq-preprocess's thresholds). Source-position markers ``<unk-N>`` are never written (they are
 copy-only), and neither are empty pairs.
 
 ``--out`` is checked before eflomal runs (it must not be ``--src`` or ``--tgt``, nor a directory,
@@ -79,12 +82,30 @@ def build_table(src_sents, tgt_sents, topk=10, model=3):
                 if i >= len(src) or j >= len(tgt):
                     continue
                 s, t = src[i], tgt[j]
-                if is_position_marker(s) or is_position_marker(t):
+                if is_position_marker(s) or is_position_marker(t) or UNK in (s, t):
                     continue
                 counts[s][t] += 1
     return {
         s: sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[:topk] for s, c in counts.items()
     }
+
+
+UNK = "<unk>"
+
+
+def dictionary_words(path):
+    """The words of a fairseq dictionary file (``WORD COUNT`` lines, ``#fairseq:overwrite`` flags),
+    read as fairseq's ``Dictionary.add_from_file`` reads them; a malformed line is a one-line error."""
+    words = set()
+    for n, line in enumerate(read_lines(path, "--dict"), 1):
+        fields = line.rstrip().rsplit(" ", 1)
+        if fields[-1] == "#fairseq:overwrite" and len(fields) == 2:
+            fields = fields[0].rsplit(" ", 1)
+        if len(fields) != 2 or not fields[1].lstrip("-").isdigit():
+            raise FairseqWeanError("--dict {} line {}: expected 'WORD COUNT' (a fairseq dictionary, e.g. "
+                                   "data-bin/dict.src.txt), got {!r}".format(path, n, line[:80]))
+        words.add(fields[0])
+    return words
 
 
 def get_parser():
@@ -95,6 +116,10 @@ def get_parser():
     )
     parser.add_argument("--src", required=True, help="tokenized training source, one sentence per line")
     parser.add_argument("--tgt", required=True, help="tokenized training target, line-parallel to --src")
+    parser.add_argument("--dict", metavar="DICT",
+                        help="the dictionary fairseq-preprocess wrote (data-bin/dict.SRC.txt; core_copy needs a "
+                             "joined one): words outside it are aligned as <unk>, as fairseq will see them, and "
+                             "never named in the table")
     parser.add_argument("--topk", type=int, default=10, help="target words kept per source word (paper: 10)")
     parser.add_argument("--out", required=True, help="table to write (SOURCE<TAB>TARGET<TAB>SCORE lines)")
     parser.add_argument("--model", type=int, default=3, choices=(1, 2, 3),
@@ -111,9 +136,15 @@ def main(argv=None):
     # Everything that can be refused is refused before eflomal runs (minutes on real data).
     check_input(args.src, "--src")
     check_input(args.tgt, "--tgt")
-    check_output(args.out, (args.src, args.tgt), "--out")
+    if args.dict is not None:
+        check_input(args.dict, "--dict")
+    check_output(args.out, (args.src, args.tgt) + ((args.dict,) if args.dict else ()), "--out")
     sources = [line.split() for line in read_lines(args.src, "--src")]
     targets = [line.split() for line in read_lines(args.tgt, "--tgt")]
+    if args.dict is not None:
+        vocabulary = dictionary_words(args.dict)
+        sources, targets = ([[w if w in vocabulary else UNK for w in sentence] for sentence in side]
+                            for side in (sources, targets))
     try:
         table = build_table(sources, targets, args.topk, args.model)
     except ValueError as exc:

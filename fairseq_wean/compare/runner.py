@@ -71,28 +71,19 @@ def prepare(args):
 
 
 def align_table(recipe, data_out, variant):
-    """CoRe's alignment table A for a vocabulary variant (built once, cached).
-
-    Built from the training text fairseq-preprocess saw, with every word outside the binarized
-    dictionary written as ``<unk>`` (which the table reader skips): the table must only name
-    dictionary words, and rare target-only words stay words in the ``word-pg`` text.
-    """
+    """CoRe's alignment table A for a vocabulary variant (built once, cached), from the training text
+    fairseq-preprocess saw and its (joined) dictionary: ``--dict`` aligns every word outside it as
+    ``<unk>``, so the table names only dictionary words, and rare target-only words stay words in the
+    ``word-pg`` text."""
     info = recipe["variants"][variant]
     bin_dir = os.path.join(data_out, info["bin"])
     table = os.path.join(bin_dir, "core_align_table.tsv")
     if os.path.exists(table):
         return table
-    with open(os.path.join(bin_dir, "dict.{}.txt".format(recipe["src"])), encoding="utf-8") as f:
-        vocab = {line.rsplit(" ", 1)[0] for line in f}
     text = os.path.join(data_out, info.get("text", "text"))
-    inputs = []
-    for lang in (recipe["src"], recipe["tgt"]):
-        path = os.path.join(bin_dir, "align-input." + lang)
-        common.write_lines(path, (" ".join(w if w in vocab else "<unk>" for w in line.split())
-                                  for line in common.read_lines(os.path.join(text, "train." + lang))))
-        inputs.append(path)
-    cmd = [common.bin_path("fairseq-wean-align-table"), "--src", inputs[0], "--tgt", inputs[1],
-           "--topk", "10", "--out", table + ".tmp"]
+    cmd = [common.bin_path("fairseq-wean-align-table"), "--src", os.path.join(text, "train." + recipe["src"]),
+           "--tgt", os.path.join(text, "train." + recipe["tgt"]),
+           "--dict", os.path.join(bin_dir, "dict.{}.txt".format(recipe["src"])), "--topk", "10", "--out", table + ".tmp"]
     log("building CoRe's alignment table: " + " ".join(cmd))
     common.run(cmd, log_path=table + ".log")
     os.replace(table + ".tmp", table)

@@ -27,7 +27,8 @@ from fairseq_wean.textio import atomic_output, check_input
 
 logger = logging.getLogger(__name__)
 
-BUILD_HINT = "fairseq-wean-align-table --src train.src --tgt train.tgt --topk 10 --out {}"
+BUILD_HINT = ("fairseq-wean-align-table --src train.src --tgt train.tgt --dict data-bin/dict.src.txt "
+              "--topk 10 --out {}")
 
 
 def write_table(table, path, inputs=(), what="--out"):
@@ -118,9 +119,9 @@ def read_align_table(path, dictionary, topk):
     if unknown:
         uniq = sorted(set(unknown))
         raise FairseqWeanError(
-            "--core-align-table {}: {} word(s) are not in the dictionary (e.g. {}); build the table "
-            "from the same tokenized files given to fairseq-preprocess (after preprocess.unk_markers "
-            "if you use it)".format(path, len(uniq), " ".join(uniq[:10]))
+            "--core-align-table {}: {} word(s) are not in the dictionary (e.g. {}); build the table with "
+            "the dictionary fairseq-preprocess wrote, which writes every other word as <unk> as fairseq "
+            "does: {}".format(path, len(uniq), " ".join(uniq[:10]), BUILD_HINT.format(path))
         )
     if n_pairs == 0:
         raise FairseqWeanError(

@@ -29,13 +29,13 @@ def run_module(module, *args, timeout=600, check=True):
     return proc
 
 
-def run_script(path, *args, timeout=600, env=None):
+def run_script(path, *args, timeout=600, env=None, check=True):
     full_env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", PYTHON=sys.executable)
     full_env.update(env or {})
     cmd = (["bash"] if path.endswith(".sh") else [sys.executable]) + [os.path.join(REPO, path)] + [str(a) for a in args]
     proc = subprocess.run(cmd, cwd=REPO, env=full_env, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, "{} failed ({}):\n{}\n{}".format(path, proc.returncode, proc.stdout[-4000:],
-                                                                 proc.stderr[-5000:])
+    assert proc.returncode == 0 or not check, "{} failed ({}):\n{}\n{}".format(
+        path, proc.returncode, proc.stdout[-4000:], proc.stderr[-5000:])
     return proc
 
 
@@ -311,6 +311,23 @@ def test_main_job_tiny(tmp_path):
         assert src == sources[i] and " ".join(words) == hyps[i]
         known = known_words(src, [r[i] for r in refs])
         assert not [w for w in words if "<unk" in w or is_invented(w, known)], (i, out)
+
+
+@needs_data
+def test_main_job_below_copying_the_source_exits_non_zero(tmp_path):
+    """Two updates cannot learn to simplify: the job says so in one line and fails, after writing
+    its outputs (the report shows why)."""
+    mj = tmp_path / "mj"
+    proc = run_script("examples/main_job.sh", DATA, "--tiny", env={"MAIN_JOB_OUT": str(mj), "MAX_UPDATES": "2",
+                                                                  "REQUIRE_ABOVE_COPY": "1"}, check=False)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert re.match(r"fairseq-wean: error: the kept checkpoint scores SARI [0-9.]+, below copying the source "
+                    r"\([0-9.]+\): training was too short", last), proc.stderr[-3000:]
+    sys_sari, copy_sari = (float(x) for x in re.search(r"SARI ([0-9.]+), .*source \(([0-9.]+)\)", last).groups())
+    assert sys_sari < copy_sari
+    assert (mj / "report.html").exists()
+    assert re.search(r"num_updates 2\b", (mj / "train.log").read_text(encoding="utf-8"))
 
 
 @needs_data

@@ -868,3 +868,14 @@ def test_validation_figure_prints_no_matplotlib_debug_lines(tmp_path):
     assert proc.stdout.strip() == str(tmp_path / "valid_curve.png")
     assert (tmp_path / "valid_curve.png").read_bytes().startswith(b"\x89PNG")
     assert "DEBUG:matplotlib" not in proc.stderr, proc.stderr[:500]
+
+
+@pytest.mark.parametrize("value", ["", ",", " "])
+def test_compare_refuses_empty_runs_instead_of_the_default_list(value, tmp_path, capsys):
+    """--runs '' ran the task's whole default list (hours of training); it is an error before any work."""
+    from fairseq_wean.compare import cli as compare_cli
+
+    with pytest.raises(SystemExit) as info:
+        compare_cli.main(["translation", str(tmp_path), "--runs", value, "--out", str(tmp_path / "out")])
+    assert info.value.code == 2 and "--runs is empty" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

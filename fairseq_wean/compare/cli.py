@@ -69,6 +69,9 @@ def parse_args(argv=None):
         args.dataset = datasets[0]
     elif args.dataset not in datasets:
         p.error("--dataset for {}: one of {}".format(args.task, ", ".join(datasets)))
+    if args.runs is not None and not args.runs.strip(", "):
+        p.error("--runs is empty: name the runs (e.g. --runs lstm:word,wean_lstm:spm), or leave --runs out to "
+                "run the task's default list")
     if args.runs:
         runs = []
         for item in args.runs.split(","):

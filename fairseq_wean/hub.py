@@ -41,6 +41,7 @@ from fairseq.dataclass import FairseqDataclass
 
 from fairseq_wean import unk_replacement
 from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker, marker_count
+from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.patching import wrap_once
 
 USER_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -60,6 +61,7 @@ def from_pretrained(checkpoint_dir, checkpoint_file="checkpoint_best.pt", data_n
     """
     from fairseq import hub_utils
 
+    check_pretrained_paths(checkpoint_dir, checkpoint_file, data_name_or_path)
     kwargs.setdefault("user_dir", USER_DIR)
     loaded = hub_utils.from_pretrained(checkpoint_dir, checkpoint_file=checkpoint_file,
                                        data_name_or_path=data_name_or_path, **kwargs)
@@ -72,6 +74,26 @@ def from_pretrained(checkpoint_dir, checkpoint_file="checkpoint_best.pt", data_n
             cfg.bpe = UnkMarkersBPEConfig()
             cfg.bpe._name = "unk_markers"
     return hub_utils.GeneratorHubInterface(cfg, loaded["task"], loaded["models"])
+
+
+def check_pretrained_paths(checkpoint_dir, checkpoint_file, data_name_or_path):
+    """One-line errors, before fairseq's unrelated ones, for a missing folder, checkpoint file or
+    dictionary (fairseq's ``dict.*.txt`` in the data folder)."""
+    import glob
+
+    if not os.path.isdir(checkpoint_dir):
+        raise FairseqWeanError("from_pretrained: {} is not a folder: give the folder that holds the checkpoint "
+                               "(e.g. the --save-dir of fairseq-train)".format(checkpoint_dir))
+    for name in checkpoint_file.split(os.pathsep):
+        if not os.path.isfile(os.path.join(checkpoint_dir, name)):
+            found = sorted(os.path.basename(p) for p in glob.glob(os.path.join(checkpoint_dir, "*.pt")))
+            raise FairseqWeanError("from_pretrained: no checkpoint {} in {} (it holds: {})".format(
+                name, checkpoint_dir, ", ".join(found) or "no .pt file"))
+    data = os.path.join(checkpoint_dir, data_name_or_path) if data_name_or_path.startswith(".") else data_name_or_path
+    if not glob.glob(os.path.join(data, "dict.*.txt")):
+        raise FairseqWeanError("from_pretrained: no dictionary (dict.*.txt) in {}: give data_name_or_path, the "
+                               "binarized data folder of fairseq-preprocess (its dict.SRC.txt and dict.TGT.txt), or "
+                               "copy those files beside the checkpoint".format(data))
 
 
 @dataclass

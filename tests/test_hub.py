@@ -354,3 +354,17 @@ def test_post_process_prediction_replaces_unk_by_the_argmax_attention_word():
     assert returned is alignment
     # a pair past the end of the source leaves <unk>; an alignment dictionary translates
     assert utils.replace_unk("<unk> <unk>", "a b", [(5, 0), (1, 1)], {"b": "B"}, "<unk>") == "<unk> B"
+
+
+def test_from_pretrained_names_a_missing_folder_checkpoint_or_dictionary(tmp_path):
+    """One line each, instead of fairseq's unrelated errors (issue 43)."""
+    from fairseq_wean import hub
+    from fairseq_wean.errors import FairseqWeanError
+
+    with pytest.raises(FairseqWeanError, match=r"from_pretrained: .*/nowhere is not a folder"):
+        hub.from_pretrained(str(tmp_path / "nowhere"))
+    (tmp_path / "checkpoint_last.pt").write_bytes(b"")
+    with pytest.raises(FairseqWeanError, match=r"no checkpoint checkpoint_best.pt in .* \(it holds: checkpoint_last.pt\)"):
+        hub.from_pretrained(str(tmp_path))
+    with pytest.raises(FairseqWeanError, match=r"no dictionary \(dict.\*.txt\) in .*: give data_name_or_path"):
+        hub.from_pretrained(str(tmp_path), checkpoint_file="checkpoint_last.pt")

@@ -162,9 +162,13 @@ def test_rouge_characters_for_chinese(tmp_path, capsys):
     out = run_json(capsys, "--sys", f[0], "--refs", f[1], "--metrics", "rouge1,rouge2,rougeL", "--rouge-chars")
     assert (out["rouge1"], out["rouge2"], out["rougeL"]) == pytest.approx((100.0, 400 / 6, 100 * 5 / 7))
     assert M.CharTokenizer().tokenize("51信用卡 App，2015年") == ["51", "信", "用", "卡", "app", "，", "2015", "年"]
-    # rouge-score's own tokenizer drops Chinese entirely
-    out = run_json(capsys, "--sys", f[0], "--refs", f[1], "--metrics", "rouge1")
-    assert out["rouge1"] == 0.0
+    # rouge-score's own tokenizer drops Chinese entirely: every score would be 0.00, so without
+    # --rouge-chars it is an error that names the fix (it printed 0.00 silently)
+    with pytest.raises(FairseqWeanError, match=r"1 of 1 references have no such token .*add --rouge-chars"):
+        run_json(capsys, "--sys", f[0], "--refs", f[1], "--metrics", "rouge1")
+    # English with a stray Chinese reference line stays scored by words
+    g = [write(tmp_path / "h2", ["a b", "c d", "e"]), write(tmp_path / "r2", ["a b", "c x", "今天"])]
+    assert run_json(capsys, "--sys", g[0], "--refs", g[1], "--metrics", "rouge1")["rouge1"] > 0
 
 
 def test_rouge_is_a_fairseq_scorer(tmp_path):

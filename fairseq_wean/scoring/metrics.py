@@ -68,6 +68,23 @@ def rouge_scorer(types=ROUGE_TYPES, chars=False, stemmer=True):
     return rs.RougeScorer(list(types), tokenizer=tokenizer)
 
 
+def check_rouge_words(refs_streams):
+    """ROUGE by words keeps only a-z and 0-9 (rouge-score's tokenizer): on Chinese, or any text
+    without such letters, every score is 0.00. Refuse when most non-empty references lose every token."""
+    from rouge_score import tokenizers
+
+    tokenizer = tokenizers.DefaultTokenizer(use_stemmer=False)
+    refs = [r for stream in refs_streams for r in stream if r.strip()]
+    lost = [r for r in refs if not tokenizer.tokenize(r)]
+    if refs and 2 * len(lost) > len(refs):
+        from fairseq_wean.errors import FairseqWeanError
+
+        raise FairseqWeanError(
+            "ROUGE by words keeps only a-z and 0-9 (rouge-score's tokenizer), and {} of {} references have no such "
+            "token (e.g. {!r}): every score would be 0.00; add --rouge-chars to score by character (Chinese, "
+            "e.g. LCSTS)".format(len(lost), len(refs), lost[0][:40]))
+
+
 def rouge_sentence_scores(sys_sents, refs_streams, types=ROUGE_TYPES, chars=False, stemmer=True):
     """{type: array of per-sentence F1 x 100}."""
     scorer = rouge_scorer(types, chars, stemmer)
@@ -257,6 +274,8 @@ def build_metrics(names, sys_sents, orig_sents, refs_streams, sari_mode="default
         out["fkgl"] = CorpusMetric(fkgl_sentence_stats(sys_sents), fkgl_from_stats)
     types = [t for t in ROUGE_TYPES if t in names]
     if types:
+        if not rouge_chars:
+            check_rouge_words(refs_streams)
         per_sent = rouge_sentence_scores(sys_sents, refs_streams, types, rouge_chars, rouge_stemmer)
         for t in types:
             out[t] = CorpusMetric(per_sent[t].reshape(-1, 1), lambda tot, n=n: float(tot[0]) / n if n else 0.0)

@@ -179,11 +179,31 @@ def _wrapped_build_bpe(original):
     return build_bpe
 
 
+def _wrapped_hub_binarize(original):
+    def binarize(self, sentence):
+        """fairseq's, except that a control symbol typed in the text (``</s>``, ``<pad>``, ``<s>``) is
+        a word the model does not know (``<unk>``), not the control token: ``"a </s> b"`` was cut
+        short at ``</s>``, and ``<pad>`` masked. Only the end-of-sentence that encode_line appends
+        stays ``</s>``."""
+        tokens = original(self, sentence)
+        d = self.src_dict
+        controls = {d.pad(), d.bos(), d.eos()}
+        body = tokens[:-1] if len(tokens) and int(tokens[-1]) == d.eos() else tokens
+        typed = [i for i, t in enumerate(body.tolist()) if t in controls]
+        if typed:
+            tokens = tokens.clone()
+            tokens[typed] = d.unk()
+        return tokens
+
+    return binarize
+
+
 def install():
-    """Patch the hub's sample and the task's BPE builder (called when the plugin is imported)."""
+    """Patch the hub's sample, binarize and the task's BPE builder (called when the plugin is imported)."""
     from fairseq.hub_utils import GeneratorHubInterface
     from fairseq.tasks import FairseqTask
 
     wrap_once(GeneratorHubInterface, "__init__", _wrapped_hub_init)
     wrap_once(GeneratorHubInterface, "sample", _wrapped_hub_sample)
+    wrap_once(GeneratorHubInterface, "binarize", _wrapped_hub_binarize)
     wrap_once(FairseqTask, "build_bpe", _wrapped_build_bpe)

@@ -368,3 +368,19 @@ def test_from_pretrained_names_a_missing_folder_checkpoint_or_dictionary(tmp_pat
         hub.from_pretrained(str(tmp_path))
     with pytest.raises(FairseqWeanError, match=r"no dictionary \(dict.\*.txt\) in .*: give data_name_or_path"):
         hub.from_pretrained(str(tmp_path), checkpoint_file="checkpoint_last.pt")
+
+
+def test_control_symbols_typed_in_hub_input_are_unknown_words(tmp_path):
+    """'a </s> b' was cut short at the typed </s>, and a typed <pad> was masked (issue 43)."""
+    import fairseq_wean  # noqa: F401  (installs the hub patches)
+    from fairseq.data import Dictionary
+    from fairseq.hub_utils import GeneratorHubInterface
+
+    d = Dictionary()
+    for w in ("a", "b"):
+        d.add_symbol(w)
+    hub = GeneratorHubInterface.__new__(GeneratorHubInterface)  # binarize reads src_dict only
+    hub.src_dict = d
+    a, b = d.index("a"), d.index("b")
+    assert hub.binarize("a </s> b <pad> <s>").tolist() == [a, d.unk(), b, d.unk(), d.unk(), d.eos()]
+    assert hub.binarize("a b").tolist() == [a, b, d.eos()]

@@ -261,9 +261,14 @@ def launch(train_args, nproc_per_node=2, nnodes=1, node_rank=0, master_addr="127
             now = time.monotonic()
             reason = None
             if failed:
-                rank, code = failed[0]
-                how = "was killed by signal {}".format(-code) if code < 0 else "exited with status {}".format(code)
-                reason, status = "rank {} {}".format(rank, how), _exit_status(code)
+                # Every rank that failed by now, the likely cause first: a rank that loses its peer
+                # aborts (gloo: "Connection closed by peer", SIGABRT) after the peer died, and under
+                # load both are seen dead at one poll.
+                failed.sort(key=lambda kc: kc[1] == -signal.SIGABRT)
+                reason = ", ".join("rank {} {}".format(rank, "was killed by signal {}".format(-code) if code < 0
+                                                       else "exited with status {}".format(code))
+                                   for rank, code in failed)
+                status = _exit_status(failed[0][1])
             elif not running:
                 break
             elif stop_signal:

@@ -227,3 +227,46 @@ def test_an_old_style_checkpoint_namespace_forgets_its_paths_too():
     forget_stored_paths({"args": args, "cfg": None}, {"known_words": "mine.txt"})
     assert vars(args) == {"arch": "core_copy", "core_align_table": None, "core_align_table_in_checkpoint": True,
                           "known_words": "/dev/zero", "lr": [0.1]}  # overrides are applied by fairseq, not here
+
+
+@pytest.mark.parametrize("flag", ["--out", "--results-dir"])
+def test_an_unwritable_output_folder_is_refused_before_any_work(flag, tmp_path):
+    """An unwritable --results-dir was found after training and decoding, the checkpoints already
+    deleted (issue 43): now one line before anything runs."""
+    from fairseq_wean.compare import cli as compare_cli
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    argv = ["translation", str(tmp_path), "--runs", "lstm:word", "--out", str(tmp_path / "out"),
+            "--results-dir", str(tmp_path / "res")]
+    argv[argv.index(flag) + 1] = str(blocker / "below")  # a path under a regular file
+    with pytest.raises(FairseqWeanError, match=r"{} .*a-file/below: cannot write there .*nothing was trained".format(flag)):
+        compare_cli.main(argv)
+    assert not (tmp_path / "out" / "data").exists()
+
+
+def test_checkpoints_are_deleted_only_after_the_run_is_published(tmp_path, monkeypatch):
+    """A failed publish (a full disk, a bad folder) keeps the checkpoints, so that a rerun decodes
+    again instead of training from scratch."""
+    args = argparse.Namespace(out=str(tmp_path), results_dir=str(tmp_path / "res"), force=True,
+                              keep_checkpoints=False, run_list=[KEY], seed=1)
+    ckpt = tmp_path / "runs" / "lstm-word" / "checkpoints"
+
+    def train(*_args):
+        ckpt.mkdir(parents=True, exist_ok=True)
+        (ckpt / "checkpoint_last.pt").write_bytes(b"weights")
+        return 1.0, {}, [], ["fairseq-train"]
+
+    monkeypatch.setattr(runner, "train", train)
+    monkeypatch.setattr(runner, "evaluate", lambda *a: {"outputs": {}})
+
+    def failing_publish(*_args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(runner, "publish_run", failing_publish)
+    with pytest.raises(OSError):
+        runner.run_one(args, RECIPE, 0, "lstm", "word")
+    assert (ckpt / "checkpoint_last.pt").read_bytes() == b"weights"
+    monkeypatch.setattr(runner, "publish_run", lambda _a, _r, _k, ev: ev)
+    runner.run_one(args, RECIPE, 0, "lstm", "word")
+    assert not ckpt.exists()

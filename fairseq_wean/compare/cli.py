@@ -125,7 +125,7 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     t_start = time.time()
-    os.makedirs(args.out, exist_ok=True)
+    runner.check_output_dirs(args)
     command = "fairseq-wean-compare " + " ".join(argv if argv is not None else sys.argv[1:])
     log("{} comparison -> {} ({} runs, {}; results in {})".format(
         args.task, args.out, len(args.run_list), "{} epoch(s) each".format(args.epochs) if args.budget == "short"

@@ -409,8 +409,6 @@ def evaluate(args, recipe, system, variant, run_dir, label, curve):
         raise RuntimeError("{}: evaluation failed ({}):\n{}".format(label, proc.returncode, tail))
     with open(plan["out"], encoding="utf-8") as f:
         result = json.load(f)
-    if not args.keep_checkpoints:
-        shutil.rmtree(os.path.join(run_dir, "checkpoints"))  # the selected one and checkpoint_last.pt
     log("{}: best validation {} {:.2f} at epoch {} ({} decoding)".format(
         label, result["valid_metric"], result["best_valid"], result["best_epoch"], fmt_secs(time.time() - t0)))
     return result
@@ -585,7 +583,24 @@ def run_one(args, recipe, i, system, variant, seed=None):
     ev = publish_run(args, recipe, key, ev)
     with open(os.path.join(run_dir, "result.json"), "w", encoding="utf-8") as f:
         json.dump(ev, f, indent=2)
+    if not args.keep_checkpoints:  # only once the run is published: a failed publish can be rerun
+        shutil.rmtree(os.path.join(run_dir, "checkpoints"))  # the selected one and checkpoint_last.pt
     return ev, time.time() - t0
+
+
+def check_output_dirs(args):
+    """``--out`` and ``--results-dir`` must be folders this process can write, checked before any
+    work (an unwritable --results-dir was found after hours of training). Creates them."""
+    for flag, path in (("--out", args.out), ("--results-dir", args.results_dir)):
+        try:
+            os.makedirs(path, exist_ok=True)
+            probe = os.path.join(path, ".fairseq-wean-write-check")
+            with open(probe, "w", encoding="utf-8"):
+                pass
+            os.remove(probe)
+        except OSError as exc:
+            raise FairseqWeanError("{} {}: cannot write there ({}): give a folder you can write to; nothing was "
+                                   "trained".format(flag, path, exc.strerror or exc)) from None
 
 
 # Launch order: the longest runs first (LPT scheduling), so that a comparison does not end with one

@@ -25,8 +25,9 @@ Also here, because they are about checkpoint files:
   PATH`` with a missing PATH is an error instead of a silent start from scratch; with
   ``--task translation_with_metrics``, a ``--save-dir`` holding ``checkpoint_best.pt`` but no
   ``checkpoint_last.pt`` is refused unless ``--overwrite-best-checkpoint`` (a fresh run would
-  replace the best checkpoint with its first, worse epochs), and the task checks its training
-  options (``check_training_options``: the metric's name and direction, the generation options).
+  replace the best checkpoint with its first, worse epochs), the task checks its training
+  options (``check_training_options``: the metric's name and direction, the generation options),
+  and rank 0 locks ``--save-dir`` for the run (``textio.lock_folder``: one run per folder).
 """
 import argparse
 import collections
@@ -37,6 +38,7 @@ import torch
 
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.patching import wrap_once
+from fairseq_wean.textio import lock_folder
 
 
 def safe_globals():
@@ -371,6 +373,12 @@ def _wrap_training_start():
                                                              os.path.basename(last), best))
             if hasattr(task, "check_training_options"):
                 task.check_training_options(cfg)
+            if hasattr(task_cfg, "overwrite_best_checkpoint") and getattr(trainer, "is_data_parallel_master", True) \
+                    and "://" not in cfg.save_dir:
+                # one training run per --save-dir (rank 0 writes the checkpoints): two runs into one
+                # folder replaced each other's checkpoints and both exited 0
+                os.makedirs(cfg.save_dir, exist_ok=True)
+                lock_folder(cfg.save_dir, "--save-dir", "fairseq-train")
             return original(cfg, trainer, **passthrough_args)
 
         return load_checkpoint

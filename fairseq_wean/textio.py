@@ -124,3 +124,37 @@ def atomic_output(path, inputs=(), what="--out", mode="w"):
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+_HELD_LOCKS = {}  # folder -> open lock file, held until the process exits (the OS then frees it)
+
+
+def lock_folder(folder, what, holder):
+    """Take the folder's lock for the rest of this process, or refuse (FairseqWeanError) while a live
+    process holds it. ``fcntl.flock`` on ``FOLDER/.fairseq-wean.lock``: the OS releases it when its
+    holder exits, however it exits (a crash, SIGKILL), so no stale lock outlives a run and no flag can
+    take the lock from a live one. ``holder`` (e.g. "fairseq-train") is written into the file for the
+    message another process gets. A file system without locks: no lock, no error."""
+    import fcntl
+
+    folder = os.path.abspath(folder)
+    if folder in _HELD_LOCKS:
+        return
+    path = os.path.join(folder, ".fairseq-wean.lock")
+    f = open(path, "a+", encoding="utf-8")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        owner = f.read().strip() or "another process"
+        f.close()
+        raise FairseqWeanError("{} {} is in use by {}: two runs writing into one folder overwrite each other's "
+                               "files; wait for it, or use another folder".format(what, folder, owner)) from None
+    except OSError:
+        f.close()
+        return
+    f.seek(0)
+    f.truncate()
+    f.write("{} (pid {})\n".format(holder, os.getpid()))
+    f.flush()
+    _HELD_LOCKS[folder] = f

@@ -299,6 +299,30 @@ def test_a_best_checkpoint_without_a_last_one_is_not_replaced_by_a_fresh_run(dat
     assert (runs["allowed"] / "checkpoint_best.pt").read_bytes() != b"the best model of an earlier run"
 
 
+def test_a_save_dir_in_use_by_another_training_is_refused(data_bin, tmp_path):
+    """Two runs of the task into one --save-dir (e.g. wean_lstm and core_copy) both exited 0, the
+    second's checkpoints over the first's: the second is refused while the first lives."""
+    import subprocess
+    import sys
+
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from fairseq_wean.textio import lock_folder; "
+                               "lock_folder(sys.argv[1], '--save-dir', 'fairseq-train'); print('locked', flush=True); "
+                               "time.sleep(120)", str(busy)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        proc = cli_concurrently([("fairseq-train", train_args(data_bin, busy, SMALL_WEAN, "--cpu", "--max-epoch", 1),
+                                  {"check": False})])[0]
+    finally:
+        holder.kill()
+        holder.wait()
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode != 0 and last.startswith("fairseq-wean: error: --save-dir ") and \
+        "is in use by fairseq-train (pid {})".format(holder.pid) in last, proc.stderr[-2000:]
+    assert not (busy / "checkpoint_last.pt").exists()
+
+
 def test_checkpoints_of_the_task_decode_with_plain_translation(runs, data_bin):
     """Drop-in: fairseq-generate's default --task translation reads them (as the fixture did)."""
     ck = torch.load(str(runs["work"] / "single" / "checkpoint_best.pt"), weights_only=False)

@@ -16,6 +16,7 @@ import threading
 import time
 
 from fairseq_wean import cpu
+from fairseq_wean import textio
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.compare.systems import (BATCH, CONVERGED_BATCH, GEN_ARGS, SYSTEMS, TASKS, VALID_FLAGS,
                                           converged_system_args, keeps_short_settings)
@@ -590,7 +591,8 @@ def run_one(args, recipe, i, system, variant, seed=None):
 
 def check_output_dirs(args):
     """``--out`` and ``--results-dir`` must be folders this process can write, checked before any
-    work (an unwritable --results-dir was found after hours of training). Creates them."""
+    work (an unwritable --results-dir was found after hours of training). Creates them, and locks
+    ``--out`` for this process (:func:`fairseq_wean.textio.lock_folder`)."""
     for flag, path in (("--out", args.out), ("--results-dir", args.results_dir)):
         try:
             os.makedirs(path, exist_ok=True)
@@ -601,6 +603,8 @@ def check_output_dirs(args):
         except OSError as exc:
             raise FairseqWeanError("{} {}: cannot write there ({}): give a folder you can write to; nothing was "
                                    "trained".format(flag, path, exc.strerror or exc)) from None
+    # one comparison per --out (two --force runs truncated each other's logs and checkpoints)
+    textio.lock_folder(args.out, "--out", "fairseq-wean-compare")
 
 
 # Launch order: the longest runs first (LPT scheduling), so that a comparison does not end with one

@@ -15,6 +15,7 @@ setup(
     description="WEAN, CoRe and word-attention models for paraphrase-oriented generation, as a fairseq plugin",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
+    license="MIT",
     python_requires=">=3.8",
     packages=find_packages(include=["fairseq_wean", "fairseq_wean.*", "preprocess", "preprocess.*"]),
     install_requires=[

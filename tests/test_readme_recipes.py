@@ -113,3 +113,21 @@ def test_core_copy_marker_recipe(tmp_path):
     assert "tgtrare" not in table and "<unk>" not in table  # markers <unk-N> are copy-only too
     assert "<unk-" in (tmp_path / "train.pg.src").read_text()
     assert (tmp_path / "ck" / "checkpoint_last.pt").exists()
+
+
+def test_quick_start_runs_as_written(tmp_path):
+    """The README's quick start, every line as written, on data it does not know; only the training
+    budget is one epoch (--max-epoch 30 -> 1)."""
+    write_corpus(tmp_path, seed=2)
+    block = readme_block("Quick start: your own data")
+    assert block.count("--max-epoch 30") == 1
+    proc = run_bash(block.replace("--max-epoch 30", "--max-epoch 1 --cpu --num-workers 0 --seed 1"), tmp_path)
+    for m in ("wean_lstm", "core_copy", "word_attn_gated", "lstm"):
+        assert (tmp_path / "ck" / m / "checkpoint_best.pt").exists(), m
+        log = (tmp_path / "gen.{}.log".format(m)).read_text()
+        assert sum(line.startswith("H-") for line in log.splitlines()) == 12, m  # every test sentence
+    assert "BLEU" in proc.stdout and "paired bootstrap" in proc.stdout  # the scorer against lstm
+    assert "core_copy" in (tmp_path / "report.html").read_text()
+    hyps = [line for line in proc.stdout.splitlines() if line.startswith("H-")]
+    assert len(hyps) == 3  # fairseq-interactive on three lines
+    assert proc.stdout.strip().splitlines()[-1]  # the hub's translation printed last

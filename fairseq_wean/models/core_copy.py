@@ -107,10 +107,12 @@ from fairseq_wean.modules.copy_mixture import copy_log_probs, log_mixture, restr
 from fairseq_wean.modules.marker_embedding import MarkerEmbedding
 from fairseq_wean.modules.layers import RNN, Linear
 from fairseq_wean.modules.model_options import (
+    add_shared_embed_dim_args,
     check_choice,
     check_model_options,
     check_shared_output_embed,
     require_joined_dictionary,
+    shared_embed_dim,
 )
 from fairseq_wean.modules.decoder_state import RecurrentDecoder, current_step, reorder_per_sentence
 from fairseq_wean.modules.restricted_vocab import (
@@ -135,8 +137,7 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
     @staticmethod
     def add_args(parser):
         add_rnn_seq2seq_args(parser, "GRU (the encoder is bidirectional)")
-        parser.add_argument("--embed-dim", type=int, metavar="N",
-                            help="word embedding size, shared by encoder and decoder input")
+        add_shared_embed_dim_args(parser, "word embedding size, shared by encoder and decoder input")
         parser.add_argument("--decoder-out-embed-dim", type=int, metavar="N",
                             help="size of psi(y_t-1, s_t, c_t), the input of the generative softmax (eq. 9)")
         parser.add_argument("--share-decoder-input-output-embed", action="store_true",
@@ -454,7 +455,7 @@ class CoreDecoder(RecurrentDecoder):
 def base_architecture(args):
     """The paper's sizes: embeddings 256, hidden states 512, top-10 alignments, |U| = 2000."""
     args.dropout = getattr(args, "dropout", 0.2)
-    args.embed_dim = getattr(args, "embed_dim", 256)
+    args.embed_dim = shared_embed_dim(args, 256)
     args.encoder_hidden_size = getattr(args, "encoder_hidden_size", 512)
     args.encoder_layers = getattr(args, "encoder_layers", 1)
     args.decoder_hidden_size = getattr(args, "decoder_hidden_size", 512)
@@ -474,7 +475,7 @@ def base_architecture(args):
 @register_model_architecture("core_copy", "core_copy_small")
 def core_copy_small(args):
     """Half the paper's sizes, for small corpora and CPU runs."""
-    args.embed_dim = getattr(args, "embed_dim", 128)
+    args.embed_dim = shared_embed_dim(args, 128)
     args.encoder_hidden_size = getattr(args, "encoder_hidden_size", 256)
     args.decoder_hidden_size = getattr(args, "decoder_hidden_size", 256)
     base_architecture(args)

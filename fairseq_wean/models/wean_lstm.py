@@ -33,7 +33,8 @@ from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SCORE_CHOICES, ScoreFunction, SourceAttention
 from fairseq_wean.modules.decoder_state import RecurrentDecoder, current_step
 from fairseq_wean.modules.layers import RNN, Embedding, Linear
-from fairseq_wean.modules.model_options import check_choice, check_model_options, require_joined_dictionary
+from fairseq_wean.modules.model_options import (add_shared_embed_dim_args, check_choice, check_model_options,
+                                                require_joined_dictionary, shared_embed_dim)
 from fairseq_wean.modules.rnn_encoder import (
     DEFAULT_MAX_POSITIONS,
     RNNEncoder,
@@ -48,9 +49,8 @@ class WeanLSTMModel(CheckedEncoderDecoderModel):
     @staticmethod
     def add_args(parser):
         add_rnn_seq2seq_args(parser, "LSTM", bidirectional_option=True)
-        parser.add_argument("--embed-dim", type=int, metavar="N",
-                            help="word embedding size k, shared by encoder input, decoder input "
-                                 "and the output keys e_i")
+        add_shared_embed_dim_args(parser, "word embedding size k, shared by encoder input, decoder input "
+                                          "and the output keys e_i")
         parser.add_argument("--attention-score", choices=SCORE_CHOICES,
                             help="score g(s_t, h_i) of the source attention (eq. 2)")
         parser.add_argument("--wean-score", choices=SCORE_CHOICES,
@@ -165,7 +165,7 @@ class WeanDecoder(RecurrentDecoder):
 def base_architecture(args):
     """The paper's simplification setting (PWKP, EW-SEW): 2 layers, 256, dropout 0.4."""
     args.dropout = getattr(args, "dropout", 0.4)
-    args.embed_dim = getattr(args, "embed_dim", 256)
+    args.embed_dim = shared_embed_dim(args, 256)
     args.encoder_hidden_size = getattr(args, "encoder_hidden_size", 256)
     args.encoder_layers = getattr(args, "encoder_layers", 2)
     args.encoder_bidirectional = getattr(args, "encoder_bidirectional", False)
@@ -181,7 +181,7 @@ def base_architecture(args):
 def wean_lstm_lcsts(args):
     """The paper's LCSTS setting: 512 units, 2-layer encoder, 1-layer decoder, no dropout."""
     args.dropout = getattr(args, "dropout", 0.0)
-    args.embed_dim = getattr(args, "embed_dim", 512)
+    args.embed_dim = shared_embed_dim(args, 512)
     args.encoder_hidden_size = getattr(args, "encoder_hidden_size", 512)
     args.encoder_layers = getattr(args, "encoder_layers", 2)
     args.decoder_hidden_size = getattr(args, "decoder_hidden_size", 512)

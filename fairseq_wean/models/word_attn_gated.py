@@ -93,6 +93,9 @@ class WordAttnGatedModel(CheckedEncoderDecoderModel):
                                  "'gated' = + contextual gates (Tables 1 and 3)")
         parser.add_argument("--rnn-cell", choices=RNN_CELL_CHOICES,
                             help="recurrent unit of encoder and decoder (RNNsearch: gru)")
+        parser.add_argument("--embed-dim", type=int, metavar="N",
+                            help="both word embedding sizes at once (--encoder-embed-dim and --decoder-embed-dim "
+                                 "where they are not given), as wean_lstm and core_copy take it")
         parser.add_argument("--encoder-embed-dim", type=int, metavar="N",
                             help="source word embedding size E (the word attention's keys and values x_j)")
         parser.add_argument("--decoder-embed-dim", type=int, metavar="N",
@@ -317,10 +320,11 @@ def base_architecture(args):
     args.dropout = getattr(args, "dropout", 0.2)
     args.word_attention = getattr(args, "word_attention", "gated")
     args.rnn_cell = getattr(args, "rnn_cell", "gru")
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 256)
+    embed_dim = getattr(args, "embed_dim", None) or 256  # --embed-dim: both sides, where not given
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", embed_dim)
     args.encoder_hidden_size = getattr(args, "encoder_hidden_size", 256)
     args.encoder_layers = getattr(args, "encoder_layers", 1)
-    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", 256)
+    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", embed_dim)
     args.decoder_hidden_size = getattr(args, "decoder_hidden_size", 256)
     args.decoder_layers = getattr(args, "decoder_layers", 1)
     args.decoder_out_embed_dim = getattr(args, "decoder_out_embed_dim", args.decoder_embed_dim)
@@ -354,6 +358,8 @@ def _register_preset(word_attention, suffix, sizes):
     def preset(args):
         args.word_attention = getattr(args, "word_attention", word_attention)
         for option, value in sizes.items():
+            if option.endswith("_embed_dim") and getattr(args, "embed_dim", None) is not None:
+                continue  # --embed-dim given: it sizes both sides (base_architecture)
             setattr(args, option, getattr(args, option, value))
         base_architecture(args)
 

@@ -102,3 +102,31 @@ def check_model_options(args, size_options=(), encoder_directions=1):
                     args.decoder_hidden_size, keys, args.encoder_hidden_size, encoder_directions, keys
                 )
             )
+
+
+# fairseq lstm's embedding-size names, so that one command line sizes every model alike
+EMBED_DIM_ALIASES = ("encoder_embed_dim", "decoder_embed_dim")
+
+
+def add_shared_embed_dim_args(parser, help):
+    """``--embed-dim`` of a model with one embedding table for both sides (WEAN, CoRe), and fairseq
+    ``lstm``'s ``--encoder-embed-dim`` / ``--decoder-embed-dim`` as its aliases."""
+    parser.add_argument("--embed-dim", type=int, metavar="N", help=help)
+    for side in ("encoder", "decoder"):
+        parser.add_argument("--{}-embed-dim".format(side), type=int, metavar="N",
+                            help="the same as --embed-dim (fairseq lstm's name): this model has one embedding "
+                                 "table for encoder and decoder, so the two sizes must agree")
+
+
+def shared_embed_dim(args, default):
+    """The embedding size of a shared-table model: --embed-dim or its aliases (which must agree),
+    else ``default`` (an architecture's); for ``base_architecture`` and the presets."""
+    given = {name: getattr(args, name) for name in ("embed_dim",) + EMBED_DIM_ALIASES
+             if getattr(args, name, None) is not None}
+    if len(set(given.values())) > 1:
+        raise FairseqWeanError(
+            "{}: this model has one embedding table for encoder and decoder (the paper's), so its embedding "
+            "sizes must agree; give one size, e.g. --embed-dim {}".format(
+                ", ".join("{} {}".format(option_flag(name), value) for name, value in given.items()),
+                max(given.values())))
+    return next(iter(given.values()), default)

@@ -187,8 +187,9 @@ def test_sentence_scores_equal_reference_computations(page):
                      for i in range(len(SYS_B))]
     # the column shown with --metrics rouge*: ROUGE-L instead of SARI (or both when both are asked for)
     assert build.sentence_columns(["rouge1", "bleu"]) == ["rougeL", "bleu", "len_ratio"]
-    assert build.sentence_columns(["bleu"]) == ["sari", "bleu", "len_ratio"]
-    assert build.sentence_columns(["sari", "rouge2"]) == ["sari", "rougeL", "bleu", "len_ratio"]
+    assert build.sentence_columns(["bleu", "stats"]) == ["bleu", "len_ratio"]  # translation: no SARI column
+    assert build.sentence_columns(["sari", "rouge2"]) == ["sari", "rougeL", "len_ratio"]
+    assert build.sentence_columns(["sari", "bleu", "fkgl"]) == ["sari", "bleu", "len_ratio"]
 
 
 def test_per_sentence_cells_show_the_computed_scores(page):
@@ -645,3 +646,30 @@ def test_setup_goes_on_when_apt_get_fails_and_refuses_unknown_options(tmp_path):
     proc, calls = run_setup(tmp_path / "bad", "--with-browsers")
     assert proc.returncode == 2 and calls == []
     assert proc.stderr == "setup_env.sh: unknown option --with-browsers (known: --with-browser)\n"
+
+
+def test_translation_report_fits_the_task_runaways_are_cut_and_gates_shaded(tmp_path):
+    """--metrics bleu: no per-sentence SARI column (issue 38); an output far longer than its source
+    shows 2 x source + 20 tokens and a mark (the full text still sorts); G- values underline their
+    tokens, with a legend that names lambda_t and o_i."""
+    src = ["ein kleines haus", "der hund"]
+    ref = ["a small house", "the dog"]
+    runaway = " ".join(["the"] * 40)
+    log = ["S-0\t{}".format(src[0]), "T-0\t{}".format(ref[0]), "H-0\t-0.5\ta small house",
+           "D-0\t-0.5\ta small house", "P-0\t-0.1 -0.2 -0.3 -0.4", "G-0\t0.9000 0.1000 0.5000 0.0000",
+           "S-1\t{}".format(src[1]), "T-1\t{}".format(ref[1]), "H-1\t-9.0\t{}".format(runaway),
+           "D-1\t-9.0\t{}".format(runaway), "P-1\t{}".format(" ".join(["-0.1"] * 41)),
+           "G-1\t{}".format(" ".join(["0.2000"] * 41))]
+    files = {"log": write(tmp_path / "gen.log", log), "src": write(tmp_path / "src", src),
+             "ref": write(tmp_path / "ref", ref)}
+    page = tmp_path / "page.html"
+    report = report_cli.main(["--sys", files["log"], "--orig", files["src"], "--refs", files["ref"],
+                              "--metrics", "bleu,stats", "--out", str(page)])
+    html_text = page.read_text()
+    assert report["columns"] == ["bleu", "len_ratio"] and 'data-key="s0-sari"' not in html_text
+    row1 = re.search(r'<tr data-id="1">(.*?)</tr>', html_text).group(1)
+    assert row1.count('<span class="tok ') == 2 * 2 + 20 and "\u2026 +16 more</span>" in row1
+    assert 'data-v="{}"'.format(runaway) in row1  # the whole output for sorting and filtering
+    row0 = re.search(r'<tr data-id="0">(.*?)</tr>', html_text).group(1)
+    assert re.findall(r"rgba\(117, 40, 160, ([0-9.]+)\)", row0) == ["0.90", "0.10", "0.50"]
+    assert "\u03bb_t, the probability of copying" in html_text and "o_i (mean over units)" in html_text

@@ -131,7 +131,7 @@ def sentence_scores(sys_sents, orig, refs, columns, sari_mode="default", rouge_c
     """
     opts = dict(sources=orig, references=refs, sari_mode=sari_mode, rouge_chars=rouge_chars,
                 rouge_stemmer=rouge_stemmer)
-    main = [c for c in columns if c in scores.SENTENCE_METRICS] or ["sari"]
+    main = [c for c in columns if c in scores.SENTENCE_METRICS] or ["sari"]  # sari: bleu and length ratio only
     rows = {m: scores.sentence_scores(sys_sents, metric=m, **opts) for m in main}
     first = rows[main[0]]
     out = {}
@@ -167,15 +167,16 @@ def corpus_scores(metrics, systems, orig, refs, sari_mode="default", rouge_chars
 
 
 def sentence_columns(metrics):
-    """Per-sentence score columns for ``--metrics``: ROUGE-L when any ROUGE is asked for, SARI
-    when SARI is or no ROUGE is, then BLEU and the length ratio."""
-    rouge = any(m.startswith("rouge") for m in metrics)
+    """Per-sentence score columns for ``--metrics``, each only when asked for: SARI, ROUGE-L (for
+    any ROUGE), BLEU; then the length ratio, always (a translation report has no SARI column)."""
     cols = []
-    if "sari" in metrics or not rouge:
+    if "sari" in metrics:
         cols.append("sari")
-    if rouge:
+    if any(m.startswith("rouge") for m in metrics):
         cols.append("rougeL")
-    return cols + ["bleu", "len_ratio"]
+    if "bleu" in metrics:
+        cols.append("bleu")
+    return cols + ["len_ratio"]
 
 
 def load_inputs(sys_paths, names, orig_path, ref_paths):

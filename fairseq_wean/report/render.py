@@ -24,6 +24,17 @@ TOKEN_LEGEND = {
     "deleted": "deleted: a source word missing from the output",
 }
 GATE_LABEL = "gate"  # a G- line's value: core_copy's lambda_t or word_attn_gated's mean o_t
+GATE_LEGEND = ("gate (G- line, --print-gates), the darker the higher: core_copy's \u03bb_t, the probability "
+               "of copying; word_attn_gated's o_i (mean over units), the weight of the hidden context "
+               "against the word context")
+
+
+# An output longer than this many units (twice its source's, plus 20) is a runaway (beam search
+# that never stopped): the cell shows that many and a mark; the full text stays in its data-v.
+def runaway_limit(source_units):
+    return 2 * source_units + 20
+
+
 SERIES_COLOURS = ("#7f7f7f", "#bcbd22", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
                   "#e377c2", "#17becf")
 
@@ -47,8 +58,9 @@ def _token_title(cls, positional, gates, index, gate_name):
     return " | ".join(parts)
 
 
-def render_output_cell(output, gate_name):
-    """One system's output: coloured tokens (hover: class, P- score, gate) and its deletions."""
+def render_output_cell(output, gate_name, limit=None):
+    """One system's output: coloured tokens (hover: class, P- score, gate), each underlined by its
+    gate value where the log has G- lines, its deletions, and after ``limit`` units a runaway mark."""
     segments, positional, gates = output["segments"], output["positional"], output["gates"]
     n_units = sum(1 for _, cls in segments if cls is not None)
     # P-/G- lines have one value per target token and </s>; they line up with the page's units
@@ -60,8 +72,15 @@ def render_output_cell(output, gate_name):
         if cls is None:
             parts.append(esc(text))
             continue
+        if limit is not None and index >= limit:
+            parts.append('<span class="runaway" title="a runaway output: {} units, its source {}; the full text '
+                         'sorts and filters">\u2026 +{} more</span>'.format(n_units, (limit - 20) // 2,
+                                                                        n_units - limit))
+            break
         title = _token_title(cls, per_token_p, per_token_g, index, gate_name)
-        parts.append('<span class="tok {}" title="{}">{}</span>'.format(cls, esc(title), esc(text)))
+        shade = "" if per_token_g is None else ' style="box-shadow: inset 0 -4px rgba(117, 40, 160, {:.2f})"'.format(
+            min(max(per_token_g[index], 0.0), 1.0))
+        parts.append('<span class="tok {}"{} title="{}">{}</span>'.format(cls, shade, esc(title), esc(text)))
         index += 1
     cell_title = []
     if positional is not None and per_token_p is None:
@@ -180,13 +199,13 @@ def render_sentence_table(report):
         for c in columns:
             head.append('<th data-key="s{}-{}" data-type="num" class="num">{}</th>'.format(k, c, COLUMN_NAMES[c]))
     rows = []
-    for sent in report["sentences"]:
+    for sent, source_units in zip(report["sentences"], report["source_lengths"]):
         cells = ['<td class="num" data-v="{0}">{0}</td>'.format(sent["id"]),
                  '<td class="src" data-v="{0}">{0}</td>'.format(esc(sent["source"])),
                  '<td class="refs" data-v="{}">{}</td>'.format(
                      esc(sent["refs"][0]), "".join('<div class="ref">{}</div>'.format(esc(r)) for r in sent["refs"]))]
         for output in sent["outputs"]:
-            cells.append(render_output_cell(output, GATE_LABEL))
+            cells.append(render_output_cell(output, GATE_LABEL, runaway_limit(source_units)))
             for c in columns:
                 value = output["scores"][c]
                 cells.append('<td class="num" data-v="{}">{:.2f}</td>'.format(_num(value), value))
@@ -215,6 +234,9 @@ def render_page(report):
     legend = "".join('<span class="tok {0}">{0}</span> {1} '.format(c, esc(TOKEN_LEGEND[c].split(": ")[-1]))
                      for c in TOKEN_CLASSES)
     has_log = any(s["is_log"] for s in report["systems"])
+    if any(o["gates"] is not None for sent in report["sentences"] for o in sent["outputs"]):
+        legend += '<span class="tok gated" style="box-shadow: inset 0 -4px rgba(117, 40, 160, 0.8)">w</span> {} '.format(
+            esc(GATE_LEGEND))
     hover = ("Hover a token for its class, and for outputs read from a fairseq-generate log its log2 "
              "probability (P- line) and, where the log has G- lines, its gate value.") if has_log else (
              "Hover a token for its class.")
@@ -257,6 +279,7 @@ td.src, td.refs, td.out { max-width: 28em; }
 .tok.copied { background: #dbe9f6; } .tok.generated { background: #c7ecc7; }
 .tok.unk { background: #ffb347; font-weight: bold; } .tok.invented { background: #f7b6b6; }
 .tok.deleted { color: #a00; text-decoration: line-through; }
+.runaway { color: #a00; font-style: italic; white-space: nowrap; }
 .deleted-list { color: #777; font-size: 85%; margin-top: 2px; }
 .legend .tok { margin-left: 1em; }
 .note { color: #555; font-size: 90%; }

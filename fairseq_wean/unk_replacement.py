@@ -99,13 +99,21 @@ def _fixed_replace_unk(hypo_str, src_str, alignment, align_dict, unk):
     return " ".join(replace_unk_words(hypo_str.split(), source, pairs, unk, align_dict))
 
 
-def _check_length(words, src_tokens, pad, eos, sample_id):
-    n = int(((src_tokens != pad) & (src_tokens != eos)).sum())
-    if len(words) != n:
-        raise FairseqWeanError(
-            "--replace-unk-source line {} has {} words but sentence {} of the binarized data has {}: "
-            "name the source text file given to fairseq-preprocess for this --gen-subset".format(
-                sample_id + 1, len(words), sample_id, n))
+def _check_source(words, src_tokens, src_dict, sample_id):
+    """The --replace-unk-source line of a sentence is its binarized source: as many words, and each
+    word that the dictionary knows has that word's id (a line of another sentence, or reordered
+    words, would put wrong words into the output)."""
+    pad, eos, unk = src_dict.pad(), src_dict.eos(), src_dict.unk()
+    ids = [int(t) for t in src_tokens if int(t) not in (pad, eos)]
+    hint = "name the source text file given to fairseq-preprocess for this --gen-subset"
+    if len(words) != len(ids):
+        raise FairseqWeanError("--replace-unk-source line {} has {} words but sentence {} of the binarized data "
+                               "has {}: {}".format(sample_id + 1, len(words), sample_id, len(ids), hint))
+    for j, (word, i) in enumerate(zip(words, ids)):
+        if i != unk and src_dict.index(word) != i:
+            raise FairseqWeanError("--replace-unk-source line {}, word {} is {!r}, but sentence {} of the binarized "
+                                   "data has {!r} there: {}".format(sample_id + 1, j + 1, word, sample_id,
+                                                                   src_dict[i], hint))
 
 
 def _wrapped_inference_step(original):
@@ -119,6 +127,12 @@ def _wrapped_inference_step(original):
         if _STATE["batch_sources"] is not None:  # fairseq-interactive
             sources = _STATE["batch_sources"]
         elif _STATE["generate_sources"] is not None and "id" in sample:  # fairseq-generate
+            subset = _STATE.pop("gen_subset", None)  # checked once per run
+            if subset is not None and len(_STATE["generate_sources"]) != len(self.dataset(subset)):
+                raise FairseqWeanError(
+                    "--replace-unk-source has {} lines but --gen-subset {} has {} sentences: name the source text "
+                    "file given to fairseq-preprocess for it".format(len(_STATE["generate_sources"]), subset,
+                                                                    len(self.dataset(subset))))
             sources = []
             for i, sample_id in enumerate(sample["id"].tolist()):
                 words = _STATE["generate_sources"].get(sample_id)
@@ -126,7 +140,7 @@ def _wrapped_inference_step(original):
                     raise FairseqWeanError(
                         "--replace-unk-source has no line {} (sentence id {}): name the source text file "
                         "given to fairseq-preprocess for this --gen-subset".format(sample_id + 1, sample_id))
-                _check_length(words, src_tokens[i], pad, eos, sample_id)
+                _check_source(words, src_tokens[i], self.source_dictionary, sample_id)
                 sources.append(words)
         else:  # a raw dataset: fairseq's src_str is the original text
             sources = [None] * len(hypos)
@@ -184,6 +198,7 @@ def _wrapped_generate_main(original):
             _STATE["generate_sources"] = {i: line.split()
                                           for i, line in enumerate(read_lines(source_file, "--replace-unk-source"))}
             _STATE["align_dict"] = utils.load_align_dict(replace_unk)
+            _STATE["gen_subset"] = cfg.dataset.gen_subset
             # fairseq's own path (raw dataset only) is bypassed; post_process_prediction gets the
             # dictionary from the SourceAlignment instead.
             cfg.generation.replace_unk = None

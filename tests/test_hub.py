@@ -142,11 +142,18 @@ def decoded(trained):
         (work / (group + ".json")).write_text(json.dumps(jobs))
         commands.append(("python", [os.path.join(REPO, "tests", "fairseq_runs.py"), work / (group + ".json")]))
     gen_args = generate(unk_bin, "wean_lstm", "--replace-unk")[1]
+    test_src = (trained["unk_raw"] / "test.src").read_text().splitlines()
+    reversed_src, longer_src = work / "reversed.src", work / "longer.src"
+    reversed_src.write_text("".join(" ".join(line.split()[::-1]) + "\n" for line in test_src))  # same word counts
+    longer_src.write_text("".join(line + "\n" for line in test_src + test_src[:2]))  # two lines too many
     commands += [("fairseq-generate", gen_args, {"check": False}),
                  ("fairseq-generate", gen_args + ["--replace-unk-source", trained["unk_raw"] / "valid.src"],
-                  {"check": False})]
-    *_, no_source, wrong_source = cli_concurrently(commands)
-    result = {"no_source": no_source, "wrong_source": wrong_source}
+                  {"check": False}),
+                 ("fairseq-generate", gen_args + ["--replace-unk-source", reversed_src], {"check": False}),
+                 ("fairseq-generate", gen_args + ["--replace-unk-source", longer_src], {"check": False})]
+    *_, no_source, wrong_source, reversed_source, longer_source = cli_concurrently(commands)
+    result = {"no_source": no_source, "wrong_source": wrong_source, "reversed_source": reversed_source,
+              "longer_source": longer_source}
     for name, out in outs.items():
         assert not os.path.exists(str(out) + ".error"), open(str(out) + ".error").read()
         result[name] = out.read_text()
@@ -300,7 +307,10 @@ def test_generate_replace_unk_on_binarized_data_uses_the_attention(trained, deco
         aligned = decoded["generate-replace-aligned.wean_lstm"]
         assert generated_hypotheses(aligned) == replaced
         assert alignments(aligned) == aligns  # A- lines unchanged by the replacement
-        for proc, problem in ((decoded["no_source"], "needs the source words"), (decoded["wrong_source"], "has")):
+        for proc, problem in ((decoded["no_source"], "needs the source words"),
+                              (decoded["wrong_source"], "has 21 lines but --gen-subset test has 13 sentences"),
+                              (decoded["longer_source"], "has 15 lines but --gen-subset test has 13 sentences"),
+                              (decoded["reversed_source"], "but sentence")):
             assert proc.returncode == 1
             assert proc.stderr.strip().splitlines()[-1].startswith("fairseq-wean: error: --replace-unk")
             assert problem in proc.stderr and "Traceback" not in proc.stderr

@@ -301,3 +301,17 @@ def test_one_run_per_output_folder_and_no_stale_lock(tmp_path):
         holder.wait()
     textio.lock_folder(str(folder), "--save-dir", "fairseq-train")  # SIGKILLed holder: free again
     assert "fairseq-train (pid {})".format(os.getpid()) in (folder / ".fairseq-wean.lock").read_text()
+
+
+def test_published_commands_name_no_path_of_the_machine(tmp_path):
+    """scores.json's commands: the comparison's --out is $OUT, the plugin's folder $WEAN, console
+    scripts by name (issue 39: they named the checkout and work folders of the machine)."""
+    out = str(tmp_path / "cv" / "tr")
+    wean = os.path.join(REPO, "fairseq_wean")
+    command = " ".join(["/somewhere/.venv/bin/fairseq-train", out + "/data/word", "--user-dir", wean,
+                        "--save-dir", out + "/runs/lstm-word/checkpoints", "--eval-bleu-args", "'{\"beam\": 5}'",
+                        "--eval-refs", out + "/r.0," + out + "/r.1", "--lr", "0.001"])
+    assert runner.portable_command(command, out) == (
+        "fairseq-train $OUT/data/word --user-dir $WEAN --save-dir $OUT/runs/lstm-word/checkpoints "
+        "--eval-bleu-args '{\"beam\": 5}' --eval-refs $OUT/r.0,$OUT/r.1 --lr 0.001")
+    assert runner.portable_command(None, out) is None

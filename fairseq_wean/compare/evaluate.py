@@ -55,8 +55,13 @@ def generate(plan, ckpt, subset, out_dir, align=False):
     from fairseq import options
     from fairseq_cli import generate as fairseq_generate
 
+    gen_args = list(plan["gen_args"])
+    if align:  # its own --batch-size 1 (below) instead of the plan's: one value per option in the command
+        i = gen_args.index("--batch-size") if "--batch-size" in gen_args else None
+        if i is not None:
+            del gen_args[i:i + 2]
     argv = [plan["data"], "--user-dir", plan["user_dir"], "--path", ckpt, "--gen-subset", subset,
-            "--results-path", out_dir] + plan["gen_args"]
+            "--results-path", out_dir] + gen_args
     if plan.get("post_process"):
         argv += ["--post-process", plan["post_process"]]
     if align:

@@ -536,14 +536,15 @@ def publish_run(args, recipe, key, ev):
                                                                  os.path.join(args.out, "data")).items()
                                   if k != "p_values"}
     system, variant = key[:2]
-    run = {k: v for k, v in ev.items() if k not in ("outputs", "checkpoint")}
+    run = {k: portable_command(v, args.out) if k in ("train_command", "generate_command") else v
+           for k, v in ev.items() if k not in ("outputs", "checkpoint")}
     published = {
         "system": system, "vocab": variant, "seed": run_seed(args, key), "task": args.task, "dataset": args.dataset,
         "budget": args.budget, "epochs_trained": epochs_trained(ev),
         "best_epoch": ev["best_epoch"], "valid_metric": ev["valid_metric"], "best_valid": ev["best_valid"],
         "train_seconds": round(ev["train_seconds"], 1), "train_precision": train_precision(ev["train_command"]),
-        "train_command": ev["train_command"],
-        "generate_command": ev.get("generate_command"), "scores": scores, "files": files,
+        "train_command": portable_command(ev["train_command"], args.out),
+        "generate_command": portable_command(ev.get("generate_command"), args.out), "scores": scores, "files": files,
         "date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine(), "run": run,
     }
     with open(os.path.join(folder, "scores.json.tmp"), "w", encoding="utf-8") as f:
@@ -552,6 +553,33 @@ def publish_run(args, recipe, key, ev):
     ev = dict(ev)
     ev["outputs"] = {test: {kind: os.path.join(folder, name) for kind, name in fs.items()} for test, fs in files.items()}
     return ev
+
+
+def portable_command(command, out):
+    """A command as published in ``scores.json``: no path of the machine it ran on. The comparison's
+    ``--out`` folder becomes ``$OUT``, the plugin's folder ``$WEAN`` (README, set-up) and a console
+    script its name, so that anyone can rerun it after ``export OUT=... WEAN=...``."""
+    import shlex
+
+    if not command:
+        return command
+    words = shlex.split(command)
+    if os.path.isabs(words[0]):
+        words[0] = os.path.basename(words[0])
+    out = os.path.abspath(out).rstrip(os.sep)
+    wean = os.path.join(REPO, "fairseq_wean")
+    def part(path):  # each path of a comma list too (--eval-refs R1,R2,...)
+        if path == wean:
+            return "$WEAN"
+        if path == out or path.startswith(out + os.sep):
+            return "$OUT" + path[len(out):]
+        return path
+
+    portable = []
+    for word in words:
+        word = ",".join(part(p) for p in word.split(","))
+        portable.append(word if word.startswith(("$OUT", "$WEAN")) else shlex.quote(word))
+    return " ".join(portable)
 
 
 def train_precision(train_command):

@@ -6,6 +6,7 @@ Most checks call ``fairseq_wean.cli.score.main`` in-process (one fairseq import 
 module); the bad-input cases and one happy path go through the real console script.
 """
 import json
+import re
 import os
 import threading
 
@@ -556,3 +557,37 @@ def test_options_from_score_args():
         options_from_score_args(["--sari-mode"])
     with pytest.raises(FairseqWeanError, match="unknown score option '--json'"):
         options_from_score_args(["--json"])
+
+
+# --------------------------------------------------------------------------------------------- translation
+def test_chrf_ter_and_bleu_tokenization_equal_sacrebleu(tmp_path, capsys):
+    """chrF and TER are sacrebleu's, with paired bootstrap like BLEU; --bleu-tokenize none scores
+    tokenized text as multi-bleu does: 13a splits '<unk>' into '< unk >' (issue 38)."""
+    import sacrebleu
+
+    hyps = ["a man rides a <unk> .", "two dogs play in the snow .", "the girl is <unk> <unk> ."]
+    refs = ["a man rides a bicycle .", "two dogs are playing in the snow .", "the girl is running ."]
+    other = ["a man is riding .", "dogs play .", "a girl runs ."]
+    f = [write(tmp_path / n, lines) for n, lines in (("h", hyps), ("r", refs), ("o", other))]
+    out = run_json(capsys, "--sys", f[0], "--refs", f[1], "--metrics", "bleu,chrf,ter", "--compare-to", f[2],
+                   "--bootstrap-samples", "50")
+    assert out["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs]).score, abs=1e-9)
+    assert out["chrf"] == pytest.approx(sacrebleu.corpus_chrf(hyps, [refs]).score, abs=1e-9)
+    assert out["ter"] == pytest.approx(sacrebleu.corpus_ter(hyps, [refs]).score, abs=1e-9)
+    assert out["compare_to"]["chrf"] == pytest.approx(sacrebleu.corpus_chrf(other, [refs]).score, abs=1e-9)
+    assert set(out["p_values"]) == {"bleu", "chrf", "ter"}
+    none = run_json(capsys, "--sys", f[0], "--refs", f[1], "--metrics", "bleu", "--bleu-tokenize", "none")
+    assert none["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs], tokenize="none").score, abs=1e-9)
+    assert none["bleu"] != out["bleu"]
+
+
+def test_the_printed_table_names_systems_and_the_bleu_tokenization(tmp_path, capsys):
+    f = [write(tmp_path / n, lines) for n, lines in (("h.txt", ["a b c d"]), ("r", ["a b c d"]), ("o.txt", ["a b"]))]
+    score.main(["--sys", f[0], "--refs", f[1], "--metrics", "bleu,chrf", "--compare-to", f[2], "--name", "wean_lstm",
+                "--compare-name", "lstm", "--bleu-tokenize", "none", "--bootstrap-samples", "20"])
+    text = capsys.readouterr().out
+    assert "1 sentences, 1 reference(s): wean_lstm (" in text
+    assert re.search(r"^BLEU +100\.00 \(sacrebleu, tokenize none\)  \| lstm +[0-9.]+, paired bootstrap p", text, re.M)
+    assert re.search(r"^chrF +100\.00  \| lstm ", text, re.M) and re.search(r"^lstm = .*o\.txt; p: two-sided", text, re.M)
+    score.main(["--sys", f[0], "--refs", f[1], "--metrics", "bleu", "--compare-to", f[2], "--bootstrap-samples", "20"])
+    assert "| o.txt " in capsys.readouterr().out  # default labels: the file names

@@ -19,6 +19,7 @@ exactly its dict): programs should call that rather than this command's ``main``
 """
 import argparse
 import json
+import os
 
 from fairseq_wean import textio
 from fairseq_wean.errors import FairseqWeanError, run_cli
@@ -34,15 +35,18 @@ from fairseq_wean.scoring.inputs import (
 from fairseq_wean.scoring.scores import parse_metrics
 
 PROG = "fairseq-wean-score"
-_NAMES = {"bleu": "BLEU", "sari": "SARI", "fkgl": "FKGL", "rouge1": "ROUGE-1 F1", "rouge2": "ROUGE-2 F1",
-          "rougeL": "ROUGE-L F1"}
+_NAMES = {"bleu": "BLEU", "chrf": "chrF", "ter": "TER", "sari": "SARI", "fkgl": "FKGL", "rouge1": "ROUGE-1 F1",
+          "rouge2": "ROUGE-2 F1", "rougeL": "ROUGE-L F1"}
 
 
 def get_parser():
     p = argparse.ArgumentParser(
         prog=PROG,
-        description="Score a system output (plain file or fairseq-generate log): BLEU, SARI, FKGL, ROUGE, "
-                    "output statistics, paired-bootstrap p-values.")
+        description="Score a system output (plain file or fairseq-generate log): BLEU, chrF, TER, SARI, FKGL, "
+                    "ROUGE, output statistics, paired-bootstrap p-values.",
+        epilog="BLEU here is sacrebleu's corpus BLEU on the text as given. fairseq-generate's own 'BLEU4' line "
+               "scores token ids of the binarized hypotheses against the binarized references (<unk> in both, "
+               "no tokenization), so it differs from this on the same output.")
     p.add_argument("--sys", required=True, metavar="FILE", help="system output, or a fairseq-generate log")
     p.add_argument("--orig", metavar="FILE", help="source sentences (needed by sari and stats)")
     p.add_argument("--refs", nargs="+", metavar="FILE", help="reference file(s), line-aligned with --orig")
@@ -51,6 +55,12 @@ def get_parser():
     p.add_argument("--sari-mode", choices=sari_lib.MODES, default="default",
                    help="default: EASSE corpus_sari (lowercase + 13a everywhere); legacy: EASSE legacy=True "
                         "(reproduces published TurkCorpus numbers); paper: the paper's micro-averaged equations")
+    p.add_argument("--bleu-tokenize", default=M.BLEU_TOKENIZE, metavar="TOK",
+                   help="sacrebleu's BLEU tokenization: 13a (default) for detokenized text; none for text that is "
+                        "already tokenized (multi-bleu.perl's convention, e.g. Multi30k's tokenized lowercased text: "
+                        "13a would split every <unk> into '< unk >'); others: intl, char, zh, ja-mecab, ...")
+    p.add_argument("--name", metavar="LABEL", help="--sys's label in the output (default: its file name)")
+    p.add_argument("--compare-name", metavar="LABEL", help="--compare-to's label (default: its file name)")
     p.add_argument("--rouge-chars", action="store_true", help="ROUGE on characters (Chinese)")
     p.add_argument("--rouge-no-stemmer", action="store_true", help="no Porter stemming for ROUGE")
     p.add_argument("--json", action="store_true", help="print one JSON object keyed by metric name")
@@ -109,7 +119,7 @@ def main(argv=None):
     result, corpus = scores.score_with_statistics(
         sys_sents, sources=orig, references=refs, metrics=args.metrics, sari_mode=args.sari_mode,
         rouge_chars=args.rouge_chars, rouge_stemmer=not args.rouge_no_stemmer, compare_to=other,
-        bootstrap_samples=args.bootstrap_samples)
+        bootstrap_samples=args.bootstrap_samples, bleu_tokenize=args.bleu_tokenize)
     if other is not None:
         result["compare_to"]["file"] = args.compare_to
 
@@ -120,21 +130,25 @@ def main(argv=None):
     if "sari" in args.metrics:
         add, keep, dele = scores.sari_operation_scores(corpus, args.sari_mode)
         extra["sari"] = " (add {:.2f} keep {:.2f} del {:.2f}; {} mode)".format(add, keep, dele, args.sari_mode)
-    print("{} sentences, {} reference(s): {}".format(len(sys_sents), len(refs) if refs else 0, args.sys))
+    if "bleu" in args.metrics:
+        extra["bleu"] = " (sacrebleu, tokenize {})".format(args.bleu_tokenize)
+    name = args.name or os.path.basename(args.sys)
+    other_name = args.compare_name or (os.path.basename(args.compare_to) if args.compare_to else None)
+    print("{} sentences, {} reference(s): {} ({})".format(len(sys_sents), len(refs) if refs else 0, name, args.sys))
     for m in args.metrics:
         if m == "stats":
             line = "stats: " + _format_stats(result[m])
             if other is not None:
-                line += "  | other: " + _format_stats(result["compare_to"][m])
+                line += "  | {}: ".format(other_name) + _format_stats(result["compare_to"][m])
         else:
             line = "{:<11} {:7.2f}{}".format(_NAMES[m], result[m], extra.get(m, ""))
             if other is not None:
-                line += "  | other {:7.2f}, paired bootstrap p = {:.4f}".format(
-                    result["compare_to"][m], result["p_values"][m])
+                line += "  | {} {:7.2f}, paired bootstrap p = {:.4f}".format(
+                    other_name, result["compare_to"][m], result["p_values"][m])
         print(line)
     if other is not None:
-        print("other = {}; p: two-sided paired bootstrap, {} resamples, seed {}".format(
-            args.compare_to, args.bootstrap_samples, M.BOOTSTRAP_SEED))
+        print("{} = {}; p: two-sided paired bootstrap, {} resamples, seed {}".format(
+            other_name, args.compare_to, args.bootstrap_samples, M.BOOTSTRAP_SEED))
     return result
 
 

@@ -26,7 +26,7 @@ from fairseq_wean.scoring import scores
 from fairseq_wean.scoring.generate_log import parse_token_values
 
 DEFAULT_METRICS = ("bleu", "sari", "stats")
-METRIC_NAMES = {"bleu": "BLEU", "sari": "SARI", "fkgl": "FKGL", "rouge1": "ROUGE-1 F1",
+METRIC_NAMES = {"bleu": "BLEU", "chrf": "chrF", "ter": "TER", "sari": "SARI", "fkgl": "FKGL", "rouge1": "ROUGE-1 F1",
                 "rouge2": "ROUGE-2 F1", "rougeL": "ROUGE-L F1"}
 STATS_NAMES = {"avg_len": "average length", "unk_pct": "% <unk>", "copy_pct": "% copied tokens",
                "exact_copy_pct": "% exact copies", "invented_pct": "% invented words",

@@ -6,8 +6,11 @@ corpus score and the bootstrap resamples (``paired_bootstrap``). Heavy libraries
 lazily: this module is imported whenever the plugin is (``fairseq_wean.scoring`` imports every
 module in its folder) and must stay cheap and import cleanly.
 
-- ``bleu``: sacrebleu ``corpus_bleu`` with every reference stream (default 13a tokenization,
-  case-sensitive), identical to calling sacrebleu directly.
+- ``bleu``: sacrebleu ``corpus_bleu`` with every reference stream (13a tokenization by default,
+  for detokenized text; ``bleu_tokenize="none"`` for tokenized text, as multi-bleu.perl and the
+  Multi30k literature score it; case-sensitive), identical to calling sacrebleu directly.
+- ``chrf``, ``ter``: sacrebleu's chrF (character 6-grams, beta 2) and TER, likewise (TER is better
+  lower).
 - ``sari``: :mod:`fairseq_wean.scoring.sari` (EASSE's ``corpus_sari``).
 - ``fkgl``: corpus-level Flesch-Kincaid grade of the system output,
   0.39 * words/sentences + 11.8 * syllables/words - 15.59, with words, syllables and sentences
@@ -27,7 +30,9 @@ import numpy as np
 
 from fairseq_wean.scoring import sari as sari_lib
 
-METRICS = ("bleu", "sari", "fkgl", "rouge1", "rouge2", "rougeL", "stats")
+METRICS = ("bleu", "chrf", "ter", "sari", "fkgl", "rouge1", "rouge2", "rougeL", "stats")
+SACREBLEU_METRICS = ("bleu", "chrf", "ter")
+BLEU_TOKENIZE = "13a"  # sacrebleu's default: for detokenized text
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 UNK_TOKENS = frozenset(["<unk>", "UNK"])
 BOOTSTRAP_SAMPLES = 1000
@@ -99,11 +104,18 @@ def rouge_sentence_scores(sys_sents, refs_streams, types=ROUGE_TYPES, chars=Fals
 
 # ---------------------------------------------------------------------------------------------
 # BLEU
-def bleu_sentence_stats(sys_sents, refs_streams):
-    """sacrebleu's per-sentence sufficient statistics (the ones its paired bootstrap uses)."""
-    from sacrebleu.metrics import BLEU
+def sacrebleu_metric(name, bleu_tokenize=BLEU_TOKENIZE):
+    from sacrebleu.metrics import BLEU, CHRF, TER
 
-    metric = BLEU(force=True)  # force: no "forgot to detokenize?" warning; same score
+    if name == "bleu":
+        return BLEU(force=True, tokenize=bleu_tokenize)  # force: no "forgot to detokenize?" warning; same score
+    return CHRF() if name == "chrf" else TER()
+
+
+def bleu_sentence_stats(sys_sents, refs_streams, name="bleu", bleu_tokenize=BLEU_TOKENIZE):
+    """sacrebleu's per-sentence sufficient statistics of BLEU (or chrF, TER): the ones its paired
+    bootstrap uses."""
+    metric = sacrebleu_metric(name, bleu_tokenize)
     stats = metric._extract_corpus_statistics(sys_sents, refs_streams)
     return metric, np.asarray(stats, dtype=float)
 
@@ -260,13 +272,14 @@ class CorpusMetric:
 
 
 def build_metrics(names, sys_sents, orig_sents, refs_streams, sari_mode="default", rouge_chars=False,
-                  rouge_stemmer=True):
+                  rouge_stemmer=True, bleu_tokenize=BLEU_TOKENIZE):
     """{name: CorpusMetric} for every requested metric except ``stats``."""
     out = {}
     n = len(sys_sents)
-    if "bleu" in names:
-        metric, rows = bleu_sentence_stats(sys_sents, refs_streams)
-        out["bleu"] = CorpusMetric(rows, lambda t, m=metric: bleu_from_stats(m, t))
+    for name in SACREBLEU_METRICS:
+        if name in names:
+            metric, rows = bleu_sentence_stats(sys_sents, refs_streams, name, bleu_tokenize)
+            out[name] = CorpusMetric(rows, lambda t, m=metric: bleu_from_stats(m, t))
     if "sari" in names:
         rows = sari_lib.corpus_stats(orig_sents, sys_sents, refs_streams, mode=sari_mode)
         out["sari"] = CorpusMetric(rows, lambda t: sari_lib.sari_from_stats(list(t), mode=sari_mode))

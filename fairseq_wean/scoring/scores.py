@@ -21,7 +21,7 @@ from fairseq_wean.scoring import metrics as M
 from fairseq_wean.scoring import sari as sari_lib
 
 NEEDS_SOURCES = ("sari", "stats")
-NEEDS_REFERENCES = ("bleu", "sari") + M.ROUGE_TYPES
+NEEDS_REFERENCES = M.SACREBLEU_METRICS + ("sari",) + M.ROUGE_TYPES
 SENTENCE_METRICS = ("sari", "rougeL")
 
 
@@ -53,9 +53,9 @@ def _check_inputs(hyps, sources, references, names, what="hyps"):
                                "sentence everywhere".format(", ".join("{} has {}".format(k, c) for k, c in counts)))
 
 
-def _system_scores(names, hyps, sources, references, sari_mode, rouge_chars, rouge_stemmer):
+def _system_scores(names, hyps, sources, references, sari_mode, rouge_chars, rouge_stemmer, bleu_tokenize):
     corpus = M.build_metrics(names, hyps, sources, references, sari_mode=sari_mode, rouge_chars=rouge_chars,
-                             rouge_stemmer=rouge_stemmer)
+                             rouge_stemmer=rouge_stemmer, bleu_tokenize=bleu_tokenize)
     values = {}
     for m in names:
         if m == "stats":
@@ -68,7 +68,7 @@ def _system_scores(names, hyps, sources, references, sari_mode, rouge_chars, rou
 
 def score_with_statistics(hyps, *, sources=None, references=None, metrics, sari_mode="default",
                           rouge_chars=False, rouge_stemmer=True, compare_to=None,
-                          bootstrap_samples=M.BOOTSTRAP_SAMPLES):
+                          bootstrap_samples=M.BOOTSTRAP_SAMPLES, bleu_tokenize=M.BLEU_TOKENIZE):
     """``(score(...), {metric: CorpusMetric})``: the scores and the per-sentence sufficient
     statistics of ``hyps`` behind them (every metric but ``stats``), for callers that need more
     than the scores, e.g. SARI's add/keep/delete split (``sari_operation_scores``)."""
@@ -81,7 +81,8 @@ def score_with_statistics(hyps, *, sources=None, references=None, metrics, sari_
         if len(compare_to) != len(hyps):
             raise FairseqWeanError("compare_to has {} sentences but hyps has {}: compare outputs of the same "
                                    "test set".format(len(compare_to), len(hyps)))
-    options = dict(sari_mode=sari_mode, rouge_chars=rouge_chars, rouge_stemmer=rouge_stemmer)
+    options = dict(sari_mode=sari_mode, rouge_chars=rouge_chars, rouge_stemmer=rouge_stemmer,
+                   bleu_tokenize=bleu_tokenize)
     corpus, values = _system_scores(names, hyps, sources, references, **options)
     result = dict(values)
     if compare_to is not None:
@@ -92,18 +93,20 @@ def score_with_statistics(hyps, *, sources=None, references=None, metrics, sari_
 
 
 def score(hyps, *, sources=None, references=None, metrics, sari_mode="default", rouge_chars=False,
-          rouge_stemmer=True, compare_to=None, bootstrap_samples=M.BOOTSTRAP_SAMPLES):
+          rouge_stemmer=True, compare_to=None, bootstrap_samples=M.BOOTSTRAP_SAMPLES, bleu_tokenize=M.BLEU_TOKENIZE):
     """Corpus scores of the system output ``hyps`` (a list of strings), as a dict.
 
     Args:
         sources: the source sentences (needed by ``sari`` and ``stats``).
         references: reference streams, shape (n_references, n_sentences) (needed by ``bleu``,
             ``sari``, ``rouge*``; ``stats`` adds the invented-word columns when given).
-        metrics: names from ``metrics.METRICS`` (``bleu sari fkgl rouge1 rouge2 rougeL stats``),
-            a sequence or a comma string; the result keeps their order.
+        metrics: names from ``metrics.METRICS`` (``bleu chrf ter sari fkgl rouge1 rouge2 rougeL
+            stats``), a sequence or a comma string; the result keeps their order.
         sari_mode: ``default``, ``legacy`` (published TurkCorpus numbers) or ``paper`` (see
             :mod:`fairseq_wean.scoring.sari`).
         rouge_chars: ROUGE by character (Chinese); ``rouge_stemmer``: Porter stemming (words).
+        bleu_tokenize: sacrebleu's BLEU tokenization: ``13a`` (default) for detokenized text,
+            ``none`` for tokenized text (multi-bleu.perl's convention).
         compare_to: another system's output on the same sentences: adds its scores and
             two-sided paired-bootstrap p-values (``bootstrap_samples`` resamples, fixed seed).
 
@@ -118,7 +121,7 @@ def score(hyps, *, sources=None, references=None, metrics, sari_mode="default", 
     return score_with_statistics(
         hyps, sources=sources, references=references, metrics=metrics, sari_mode=sari_mode,
         rouge_chars=rouge_chars, rouge_stemmer=rouge_stemmer, compare_to=compare_to,
-        bootstrap_samples=bootstrap_samples)[0]
+        bootstrap_samples=bootstrap_samples, bleu_tokenize=bleu_tokenize)[0]
 
 
 def sari_operation_scores(corpus_metrics, sari_mode="default"):

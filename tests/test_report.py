@@ -673,3 +673,11 @@ def test_translation_report_fits_the_task_runaways_are_cut_and_gates_shaded(tmp_
     row0 = re.search(r'<tr data-id="0">(.*?)</tr>', html_text).group(1)
     assert re.findall(r"rgba\(117, 40, 160, ([0-9.]+)\)", row0) == ["0.90", "0.10", "0.50"]
     assert "\u03bb_t, the probability of copying" in html_text and "o_i (mean over units)" in html_text
+    # German -> English: the cross-lingual view, chosen automatically (no reference word is in its
+    # source): no copied, deleted or invented marks; a word is in a reference or not
+    assert report["view"] == "cross-lingual" and "(cross-lingual view)" in html_text
+    assert 'class="tok matched"' in row0 and 'class="tok unmatched"' not in row0 and "deleted:" not in html_text
+    assert not re.search(r'class="tok (copied|invented|deleted|generated)"', html_text)
+    forced = report_cli.main(["--sys", files["log"], "--orig", files["src"], "--refs", files["ref"],
+                              "--metrics", "bleu", "--view", "monolingual", "--out", str(tmp_path / "mono.html")])
+    assert forced["view"] == "monolingual" and "deleted:" in (tmp_path / "mono.html").read_text()

@@ -44,6 +44,10 @@ def get_parser():
     p.add_argument("--rouge-chars", action="store_true",
                    help="ROUGE, lengths and token colours on characters (Chinese)")
     p.add_argument("--rouge-no-stemmer", action="store_true", help="no Porter stemming for ROUGE")
+    p.add_argument("--view", choices=build.VIEWS, default="auto",
+                   help="token colours: monolingual (copied / generated / invented / deleted against the source), "
+                        "cross-lingual (translation: in a reference or not); auto (default): cross-lingual when "
+                        "under 20%% of the references' words occur in their sources")
     p.add_argument("--bootstrap-samples", type=int, default=M.BOOTSTRAP_SAMPLES, help=argparse.SUPPRESS)
     return p
 
@@ -55,7 +59,7 @@ def main(argv=None):
     systems, orig, refs = build.load_inputs(args.sys, args.names, args.orig, args.refs)
     report = build.build_report(systems, orig, refs, metrics=args.metrics, sari_mode=args.sari_mode,
                                 rouge_chars=args.rouge_chars, rouge_stemmer=not args.rouge_no_stemmer,
-                                bootstrap_samples=args.bootstrap_samples)
+                                bootstrap_samples=args.bootstrap_samples, view=args.view)
     page = render.render_page(report)
     with textio.atomic_output(args.out, inputs) as f:
         f.write(page)

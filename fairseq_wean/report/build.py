@@ -31,8 +31,14 @@ METRIC_NAMES = {"bleu": "BLEU", "chrf": "chrF", "ter": "TER", "sari": "SARI", "f
 STATS_NAMES = {"avg_len": "average length", "unk_pct": "% <unk>", "copy_pct": "% copied tokens",
                "exact_copy_pct": "% exact copies", "invented_pct": "% invented words",
                "invented_sent_pct": "% sentences with invented words"}
-# token classes, in legend order
+# token classes, in legend order: the monolingual view (simplification, summarization) and the
+# cross-lingual one (translation: source words are no output words, so nothing is copied, deleted
+# or invented; an output word is in a reference or not)
 TOKEN_CLASSES = ("copied", "generated", "unk", "invented", "deleted")
+CROSS_LINGUAL_CLASSES = ("matched", "unk", "unmatched")
+VIEWS = ("auto", "monolingual", "cross-lingual")
+# auto: cross-lingual when under this share of the references' words occur in their sources
+CROSS_LINGUAL_OVERLAP = 0.2
 # a page unit: a word (whitespace token), or with --rouge-chars an ASCII letter/digit run or one
 # other character (as ROUGE's character tokenizer counts them); whitespace is kept as it is
 _WORD_UNITS = re.compile(r"\S+|\s+")
@@ -73,6 +79,41 @@ def read_system_output(path, name, n=None):
 def units(text, chars=False):
     """The page's units of ``text``: words, or with ``chars`` characters (ASCII runs kept whole)."""
     return [u for u in (_CHAR_UNITS if chars else _WORD_UNITS).findall(text) if not u.isspace()]
+
+
+def source_reference_overlap(orig, refs):
+    """The share of the first references' words (lowercased) that occur in their sources: about
+    0.5 and more for simplification or summarization, under 0.2 between two languages."""
+    total = found = 0
+    for src, ref in zip(orig, refs[0]):
+        src_words = set(src.lower().split())
+        words = ref.lower().split()
+        total += len(words)
+        found += sum(w in src_words for w in words)
+    return found / total if total else 1.0
+
+
+def choose_view(view, orig, refs):
+    """``monolingual`` or ``cross-lingual``: ``view`` as given, or for ``auto`` by
+    :func:`source_reference_overlap` (under ``CROSS_LINGUAL_OVERLAP``: cross-lingual)."""
+    if view != "auto":
+        return view
+    return "cross-lingual" if source_reference_overlap(orig, refs) < CROSS_LINGUAL_OVERLAP else "monolingual"
+
+
+def classify_cross_lingual(hyp, refs, chars=False):
+    """``(segments, [])`` of an output in another language than its source: ``unk``, ``matched``
+    (in a reference, lowercased) or ``unmatched``; no source comparison and no deletions."""
+    in_refs = set(u.lower() for ref in refs for u in units(ref, chars))
+    segments = []
+    for seg in (_CHAR_UNITS if chars else _WORD_UNITS).findall(hyp):
+        if seg.isspace():
+            segments.append((seg, None))
+        elif seg in M.UNK_TOKENS:
+            segments.append((seg, "unk"))
+        else:
+            segments.append((seg, "matched" if seg.lower() in in_refs else "unmatched"))
+    return segments, []
 
 
 def classify_tokens(hyp, src, refs, chars=False):
@@ -204,13 +245,14 @@ def load_inputs(sys_paths, names, orig_path, ref_paths):
 
 
 def build_report(systems, orig, refs, metrics=DEFAULT_METRICS, sari_mode="default", rouge_chars=False,
-                 rouge_stemmer=True, bootstrap_samples=M.BOOTSTRAP_SAMPLES):
+                 rouge_stemmer=True, bootstrap_samples=M.BOOTSTRAP_SAMPLES, view="auto"):
     """Everything the page shows, as a dict (see :func:`fairseq_wean.report.render.render_page`).
 
     ``corpus[k]`` holds system k's corpus values and, for k > 0, ``p_values``: the paired
     bootstrap against system 0, as ``fairseq-wean-score --sys K --compare-to FIRST`` reports.
     """
     columns = sentence_columns(metrics)
+    view = choose_view(view, orig, refs)
     opts = dict(sari_mode=sari_mode, rouge_chars=rouge_chars, rouge_stemmer=rouge_stemmer)
     corpus = corpus_scores(metrics, systems, orig, refs, bootstrap_samples=bootstrap_samples, **opts)
     sentences = []
@@ -219,7 +261,9 @@ def build_report(systems, orig, refs, metrics=DEFAULT_METRICS, sari_mode="defaul
         row_refs = [r[i] for r in refs]
         outputs = []
         for k, system in enumerate(systems):
-            segments, deleted = classify_tokens(system.sentences[i], src, row_refs, rouge_chars)
+            segments, deleted = (classify_tokens(system.sentences[i], src, row_refs, rouge_chars)
+                                 if view == "monolingual" else
+                                 classify_cross_lingual(system.sentences[i], row_refs, rouge_chars))
             outputs.append({
                 "text": system.sentences[i],
                 "segments": segments,
@@ -232,6 +276,7 @@ def build_report(systems, orig, refs, metrics=DEFAULT_METRICS, sari_mode="defaul
     return {
         "systems": [{"name": s.name, "path": s.path, "is_log": s.log is not None} for s in systems],
         "metrics": list(metrics),
+        "view": view,
         "sari_mode": sari_mode,
         "rouge_chars": rouge_chars,
         "columns": columns,

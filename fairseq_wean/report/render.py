@@ -13,7 +13,7 @@ system k ``sK-out`` and ``sK-`` + ``sari``/``rougeL``/``bleu``/``len_ratio``).
 import html
 import math
 
-from fairseq_wean.report.build import METRIC_NAMES, STATS_NAMES, TOKEN_CLASSES
+from fairseq_wean.report.build import CROSS_LINGUAL_CLASSES, METRIC_NAMES, STATS_NAMES, TOKEN_CLASSES
 
 COLUMN_NAMES = {"sari": "SARI", "rougeL": "ROUGE-L", "bleu": "BLEU", "len_ratio": "len ratio"}
 TOKEN_LEGEND = {
@@ -22,6 +22,8 @@ TOKEN_LEGEND = {
     "unk": "unknown word <unk>",
     "invented": "invented: in neither the source nor any reference",
     "deleted": "deleted: a source word missing from the output",
+    "matched": "matched: in a reference",
+    "unmatched": "unmatched: in no reference",
 }
 GATE_LABEL = "gate"  # a G- line's value: core_copy's lambda_t or word_attn_gated's mean o_t
 GATE_LEGEND = ("gate (G- line, --print-gates), the darker the higher: core_copy's \u03bb_t, the probability "
@@ -231,8 +233,10 @@ def render_histograms(report):
 
 def render_page(report):
     n, k = len(report["sentences"]), len(report["systems"])
+    classes = CROSS_LINGUAL_CLASSES if report.get("view") == "cross-lingual" else TOKEN_CLASSES
     legend = "".join('<span class="tok {0}">{0}</span> {1} '.format(c, esc(TOKEN_LEGEND[c].split(": ")[-1]))
-                     for c in TOKEN_CLASSES)
+                     for c in classes)
+    legend += "({} view) ".format(esc(report.get("view", "monolingual")))
     has_log = any(s["is_log"] for s in report["systems"])
     if any(o["gates"] is not None for sent in report["sentences"] for o in sent["outputs"]):
         legend += '<span class="tok gated" style="box-shadow: inset 0 -4px rgba(117, 40, 160, 0.8)">w</span> {} '.format(
@@ -279,6 +283,7 @@ td.src, td.refs, td.out { max-width: 28em; }
 .tok.copied { background: #dbe9f6; } .tok.generated { background: #c7ecc7; }
 .tok.unk { background: #ffb347; font-weight: bold; } .tok.invented { background: #f7b6b6; }
 .tok.deleted { color: #a00; text-decoration: line-through; }
+.tok.matched { background: #c7ecc7; } .tok.unmatched { background: #eeeeee; }
 .runaway { color: #a00; font-style: italic; white-space: nowrap; }
 .deleted-list { color: #777; font-size: 85%; margin-top: 2px; }
 .legend .tok { margin-left: 1em; }

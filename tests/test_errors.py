@@ -230,7 +230,8 @@ def test_core_copy_with_malformed_align_table(runs):
 def test_core_copy_with_table_of_another_dictionary_reports_the_words(runs):
     line = last_error_line(runs["other_dict_table"])
     assert "3 word(s) are not in the dictionary (e.g. w99 yak zebra)" in line
-    assert "build the table from the same tokenized files" in line
+    assert "build the table with the dictionary fairseq-preprocess wrote" in line
+    assert "fairseq-wean-align-table --src train.src --tgt train.tgt --dict data-bin/dict.src.txt" in line
 
 
 def test_core_copy_refuses_a_criterion_with_infinite_loss(runs):

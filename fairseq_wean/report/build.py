@@ -101,19 +101,18 @@ def choose_view(view, orig, refs):
     return "cross-lingual" if source_reference_overlap(orig, refs) < CROSS_LINGUAL_OVERLAP else "monolingual"
 
 
+def _segments(hyp, chars, word_class):
+    """``hyp`` cut into units and whitespace, ``(text, cls)``: None for whitespace, ``unk`` for
+    ``<unk>``/``UNK``, ``word_class(unit)`` for every other unit."""
+    return [(seg, None if seg.isspace() else "unk" if seg in M.UNK_TOKENS else word_class(seg))
+            for seg in (_CHAR_UNITS if chars else _WORD_UNITS).findall(hyp)]
+
+
 def classify_cross_lingual(hyp, refs, chars=False):
     """``(segments, [])`` of an output in another language than its source: ``unk``, ``matched``
     (in a reference, lowercased) or ``unmatched``; no source comparison and no deletions."""
     in_refs = set(u.lower() for ref in refs for u in units(ref, chars))
-    segments = []
-    for seg in (_CHAR_UNITS if chars else _WORD_UNITS).findall(hyp):
-        if seg.isspace():
-            segments.append((seg, None))
-        elif seg in M.UNK_TOKENS:
-            segments.append((seg, "unk"))
-        else:
-            segments.append((seg, "matched" if seg.lower() in in_refs else "unmatched"))
-    return segments, []
+    return _segments(hyp, chars, lambda u: "matched" if u.lower() in in_refs else "unmatched"), []
 
 
 def classify_tokens(hyp, src, refs, chars=False):
@@ -139,18 +138,8 @@ def classify_tokens(hyp, src, refs, chars=False):
         known = set(u.lower() for text in [src] + list(refs) for u in units(text, chars))
     else:
         known = M.known_words(src, refs)
-    segments = []
-    for seg in (_CHAR_UNITS if chars else _WORD_UNITS).findall(hyp):
-        if seg.isspace():
-            segments.append((seg, None))
-        elif seg in M.UNK_TOKENS:
-            segments.append((seg, "unk"))
-        elif seg in src_set:
-            segments.append((seg, "copied"))
-        elif M.is_invented(seg, known):
-            segments.append((seg, "invented"))
-        else:
-            segments.append((seg, "generated"))
+    segments = _segments(hyp, chars, lambda u: "copied" if u in src_set else
+                         "invented" if M.is_invented(u, known) else "generated")
     left = Counter(units(hyp, chars))
     deleted = []
     for u in src_units:

@@ -1,7 +1,8 @@
 """Interrupted training goes on where it stopped.
 
 * fairseq-train: ``--patience`` counts the epochs without a better score across a restart from
-  ``checkpoint_last.pt`` (compat fix 12; fairseq alone starts counting anew).
+  ``checkpoint_last.pt`` (compat fix 12; fairseq alone starts counting anew), and a run resumed at
+  an epoch boundary trains exactly as the uninterrupted one (compat fix 13).
 * fairseq-wean-compare: an interrupted run resumes from its checkpoint, its validation curve and
   wall time carry over, and a run that had finished training is decoded without training more.
 """
@@ -43,6 +44,53 @@ def test_patience_counts_across_a_restart(data_bin, tmp_path):
     # fairseq alone would take epoch 3 as the new best and stop after epoch 5
     second, log = patience_run(data_bin, tmp_path / "split", 10)
     assert second == [3] and "early stop" in log
+
+
+def resume_run(data_bin, save_dir, max_epoch):
+    """wean_lstm with dropout on (the issue's case: batches of 32 sentences, dropout 0.3)."""
+    cli("fairseq-train", data_bin, "--user-dir", USER_DIR, "--arch", "wean_lstm", "--embed-dim", 16,
+        "--encoder-hidden-size", 16, "--decoder-hidden-size", 16, "--cpu", "--dropout", 0.3, "--optimizer", "adam",
+        "--lr", "0.005", "--batch-size", 8, "--seed", 1, "--max-epoch", max_epoch, "--no-epoch-checkpoints",
+        "--save-dir", save_dir, "--log-format", "simple", "--num-workers", 0)
+    return torch.load(str(save_dir / "checkpoint_last.pt"), weights_only=False)
+
+
+def test_a_run_resumed_at_an_epoch_boundary_equals_the_uninterrupted_run(data_bin, tmp_path):
+    """3 epochs in one go, or 2 and then the same command again with --max-epoch 3: the same
+    weights to the last bit (compat fix 13: fairseq-fixed built the resumed run's batches under
+    another seed; epoch 3 then differed, with dropout and without)."""
+    whole = resume_run(data_bin, tmp_path / "whole", 3)
+    resume_run(data_bin, tmp_path / "split", 2)
+    split = resume_run(data_bin, tmp_path / "split", 3)
+    assert split["extra_state"]["train_iterator"] == whole["extra_state"]["train_iterator"]
+    assert whole["model"].keys() == split["model"].keys()
+    assert all(torch.equal(whole["model"][k], split["model"][k]) for k in whole["model"])
+
+
+def test_batches_do_not_depend_on_the_epoch_the_iterator_starts_at(data_bin):
+    """The iterator fairseq-train builds at epoch 1 and reuses, and the one a resumed run builds at
+    epoch 3, give epoch 3 the same batches."""
+    from fairseq import options, tasks
+
+    import fairseq_wean  # noqa: F401  (compat fix 13)
+
+    args = options.parse_args_and_arch(options.get_training_parser(), input_args=[
+        str(data_bin), "--user-dir", USER_DIR, "--arch", "lstm", "--batch-size", "8", "--seed", "1", "--cpu"])
+
+    def iterator(epoch):
+        task = tasks.setup_task(args)
+        task.load_dataset("train")
+        return task.get_batch_iterator(dataset=task.dataset("train"), max_sentences=8, seed=1, epoch=epoch,
+                                       required_batch_size_multiple=8)
+
+    whole = iterator(1)
+    for _ in range(2):
+        for _ in whole.next_epoch_itr(shuffle=True):
+            pass
+    third = [batch["id"].tolist() for batch in whole.next_epoch_itr(shuffle=True)]
+    resumed = iterator(3)
+    resumed.load_state_dict({"version": 2, "epoch": 3, "iterations_in_epoch": 0, "shuffle": True})
+    assert [batch["id"].tolist() for batch in resumed.next_epoch_itr(shuffle=True)] == third
 
 
 # --- the comparison runner ----------------------------------------------------------------------

@@ -308,10 +308,15 @@ def test_published_commands_name_no_path_of_the_machine(tmp_path):
     scripts by name (issue 39: they named the checkout and work folders of the machine)."""
     out = str(tmp_path / "cv" / "tr")
     wean = os.path.join(REPO, "fairseq_wean")
-    command = " ".join(["/somewhere/.venv/bin/fairseq-train", out + "/data/word", "--user-dir", wean,
-                        "--save-dir", out + "/runs/lstm-word/checkpoints", "--eval-bleu-args", "'{\"beam\": 5}'",
-                        "--eval-refs", out + "/r.0," + out + "/r.1", "--lr", "0.001"])
+    import shlex
+
+    command = shlex.join(["/somewhere/.venv/bin/fairseq-train", out + "/data/word", "--user-dir", wean,
+                          "--save-dir", out + "/runs/lstm-word/checkpoints", "--eval-bleu-args", '{"beam": 5}',
+                          "--eval-refs", out + "/r.0," + out + "/r.1", "--lr", "0.001"])
     assert runner.portable_command(command, out) == (
         "fairseq-train $OUT/data/word --user-dir $WEAN --save-dir $OUT/runs/lstm-word/checkpoints "
         "--eval-bleu-args '{\"beam\": 5}' --eval-refs $OUT/r.0,$OUT/r.1 --lr 0.001")
     assert runner.portable_command(None, out) is None
+    # what is published runs as fairseq-train's argv: the JSON stays one argument
+    portable = shlex.split(runner.portable_command(command, out))
+    assert portable[portable.index("--eval-bleu-args") + 1] == '{"beam": 5}'

@@ -19,6 +19,7 @@ is paid once per system. Logs are read with the project's one generate-log parse
 """
 import json
 import os
+import shlex
 import sys
 import time
 
@@ -158,7 +159,7 @@ def main(plan_path):
         result["outputs"][name] = extract_outputs(log, os.path.join(root, spec["orig"]), os.path.join(d, "hyp"),
                                                   plan.get("replace_unk", False), plan.get("markers"))
         result["decode_seconds"][name] = round(secs, 1)
-        result.setdefault("generate_command", "fairseq-generate " + " ".join(argv))
+        result.setdefault("generate_command", "fairseq-generate " + shlex.join(argv))
         print("EVAL decoded {} ({:.0f}s)".format(name, secs), flush=True)
     result["params"], result["output_params"], result["output_tied"] = count_parameters(best_ckpt, plan["data"])
     with open(plan["out"], "w", encoding="utf-8") as f:

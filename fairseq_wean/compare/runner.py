@@ -9,6 +9,7 @@ directory (:func:`publish_run`) and reused from there (:func:`published_run`).
 """
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -556,11 +557,11 @@ def publish_run(args, recipe, key, ev):
 
 
 def portable_command(command, out):
-    """A command as published in ``scores.json``: no path of the machine it ran on. The comparison's
-    ``--out`` folder becomes ``$OUT``, the plugin's folder ``$WEAN`` (README, set-up) and a console
-    script its name, so that anyone can rerun it after ``export OUT=... WEAN=...``."""
-    import shlex
-
+    """A command (shell-quoted, ``shlex.join``) as published in ``scores.json``: no path of the
+    machine it ran on. The comparison's ``--out`` folder becomes ``$OUT``, the plugin's folder
+    ``$WEAN`` (README, set-up) and a console script its name, so that anyone can rerun it after
+    ``export OUT=... WEAN=...``. (Files published before 2026-11-27 hold space-joined commands,
+    not shell-quoted: their ``--eval-bleu-args`` JSON needs quotes to run.)"""
     if not command:
         return command
     words = shlex.split(command)
@@ -608,7 +609,7 @@ def run_one(args, recipe, i, system, variant, seed=None):
     t0 = time.time()
     secs, valid_loss, curve, cmd = train(args, recipe, system, variant, run_dir, label, run_seed(args, key))
     ev = evaluate(args, recipe, system, variant, run_dir, label, curve)
-    ev.update(train_seconds=secs, valid_loss=valid_loss, train_command=" ".join(cmd))
+    ev.update(train_seconds=secs, valid_loss=valid_loss, train_command=shlex.join(cmd))  # runnable as printed
     ev = publish_run(args, recipe, key, ev)
     with open(os.path.join(run_dir, "result.json"), "w", encoding="utf-8") as f:
         json.dump(ev, f, indent=2)

@@ -334,10 +334,9 @@ def learn_joint_bpe(inputs, codes_path, merges):
 
 def unk_rate(dict_path, text_path):
     """Fraction of running tokens of a text file absent from a fairseq dictionary."""
-    vocab = set()
-    with open(dict_path, encoding="utf-8") as f:
-        for line in f:
-            vocab.add(line.rsplit(" ", 1)[0] if " " in line else line.strip())
+    from fairseq_wean.data.dictionary import dictionary_words  # here: this module stays cheap to import
+
+    vocab = set(dictionary_words(dict_path, "dictionary"))
     total = unk = 0
     for line in read_lines(text_path):
         for w in line.split():

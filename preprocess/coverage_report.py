@@ -22,6 +22,7 @@ import collections
 import json
 
 from fairseq_wean.data.align_table import read_table
+from fairseq_wean.data.dictionary import dictionary_words
 from fairseq_wean.data.markers import is_position_marker
 from fairseq_wean.errors import PROG, FairseqWeanError, run_cli
 from fairseq_wean.textio import atomic_output, check_input, check_output, iter_lines, read_lines
@@ -29,7 +30,7 @@ from fairseq_wean.textio import atomic_output, check_input, check_output, iter_l
 
 def frequency_order(dict_path=None, train_files=()):
     if dict_path:
-        return [line.split()[0] for line in iter_lines(dict_path, "--dict") if line.strip()]
+        return dictionary_words(dict_path, "--dict")
     counts = collections.Counter()
     for path in train_files:
         for line in iter_lines(path, "training file"):

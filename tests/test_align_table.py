@@ -8,6 +8,7 @@ import pytest
 from conftest import REPO
 from fairseq_wean.cli import align_table
 from fairseq_wean.data.align_table import read_table, write_table
+from fairseq_wean.data.dictionary import dictionary_words
 
 if REPO not in sys.path:  # preprocess/ is run as `python -m preprocess.X` from the repository
     sys.path.insert(0, REPO)
@@ -209,10 +210,10 @@ def test_table_reader_errors(tmp_path):
 def test_dict_reads_a_fairseq_dictionary_and_refuses_a_malformed_one(tmp_path):
     path = tmp_path / "dict.src.txt"
     path.write_text("the 10\n<unk-0> 0 #fairseq:overwrite\nword with space 3\nbig 2\n")
-    assert align_table.dictionary_words(str(path)) == {"the", "<unk-0>", "word with space", "big"}
+    assert dictionary_words(str(path)) == ["the", "<unk-0>", "word with space", "big"]  # file order
     path.write_text("the 10\nbroken\n")
     with pytest.raises(Exception, match=r"--dict .*dict.src.txt line 2: expected 'WORD COUNT'"):
-        align_table.dictionary_words(str(path))
+        dictionary_words(str(path))
 
 
 def test_words_outside_dict_are_aligned_as_unk_and_never_written(corpus):

@@ -38,6 +38,7 @@ import sys
 import tempfile
 
 from fairseq_wean.data.align_table import write_table
+from fairseq_wean.data.dictionary import dictionary_words
 from fairseq_wean.data.markers import is_position_marker
 from fairseq_wean.errors import FairseqWeanError, run_cli
 from fairseq_wean.textio import check_input, check_output, read_lines
@@ -93,21 +94,6 @@ def build_table(src_sents, tgt_sents, topk=10, model=3):
 UNK = "<unk>"
 
 
-def dictionary_words(path):
-    """The words of a fairseq dictionary file (``WORD COUNT`` lines, ``#fairseq:overwrite`` flags),
-    read as fairseq's ``Dictionary.add_from_file`` reads them; a malformed line is a one-line error."""
-    words = set()
-    for n, line in enumerate(read_lines(path, "--dict"), 1):
-        fields = line.rstrip().rsplit(" ", 1)
-        if fields[-1] == "#fairseq:overwrite" and len(fields) == 2:
-            fields = fields[0].rsplit(" ", 1)
-        if len(fields) != 2 or not fields[1].lstrip("-").isdigit():
-            raise FairseqWeanError("--dict {} line {}: expected 'WORD COUNT' (a fairseq dictionary, e.g. "
-                                   "data-bin/dict.src.txt), got {!r}".format(path, n, line[:80]))
-        words.add(fields[0])
-    return words
-
-
 def get_parser():
     parser = argparse.ArgumentParser(
         prog="fairseq-wean-align-table",
@@ -142,7 +128,7 @@ def main(argv=None):
     sources = [line.split() for line in read_lines(args.src, "--src")]
     targets = [line.split() for line in read_lines(args.tgt, "--tgt")]
     if args.dict is not None:
-        vocabulary = dictionary_words(args.dict)
+        vocabulary = set(dictionary_words(args.dict))
         sources, targets = ([[w if w in vocabulary else UNK for w in sentence] for sentence in side]
                             for side in (sources, targets))
     try:

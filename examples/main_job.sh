@@ -163,7 +163,7 @@ for line in read_lines(log_in):
     elif kind == "T":
         fields[-1] = targets[i]
     elif kind in ("H", "D"):
-        fields[-1] = " ".join(decode_hypothesis(sources[i].split(), fields[-1].split()))
+        fields[-1] = " ".join(decode_hypothesis(sources[i].split(), fields[-1].split(), past_end="unk"))
         if kind == "H":
             hyps.setdefault(i, fields[-1])
     groups.setdefault(i, []).append("\t".join(fields))

@@ -77,18 +77,22 @@ def replace_unk_words(hypothesis, source, alignment, unk="<unk>", align_dict=Non
     return out
 
 
-def attention_alignment(attention, src_tokens, hypo_tokens, pad, eos):
+def attention_alignment(attention, src_tokens, hypo_tokens, pad, eos, source_first=True):
     """Hard alignment pairs from a hypothesis' attention, as ``--print-alignment`` prints them.
 
     attention: ``S x T`` (SequenceGenerator's ``hypo["attention"]``, source positions in the
-    order of ``src_tokens``, padding included); src_tokens: ``S`` (one padded row); hypo_tokens:
-    ``T`` (ends with ``</s>``). Returns [(source word, target word)], argmax over real source words.
+    order of ``src_tokens``, padding included), or ``T' x S`` with ``source_first=False``
+    (SequenceScorer's, i.e. ``--score-reference``: the decoder's own ``T x S`` rows, as many as the
+    batch's longest reference; the first ``T`` are this reference's); src_tokens: ``S`` (one padded
+    row); hypo_tokens: ``T`` (ends with ``</s>``). Returns [(source word, target word)], argmax over
+    real source words.
     """
     from fairseq import utils
 
     if attention is None or attention.numel() == 0:
         return []
-    return utils.extract_hard_alignment(attention.t().float(), src_tokens, hypo_tokens, pad, eos)
+    by_target = attention.t() if source_first else attention[: len(hypo_tokens)]
+    return utils.extract_hard_alignment(by_target.float(), src_tokens, hypo_tokens, pad, eos)
 
 
 def _fixed_replace_unk(hypo_str, src_str, alignment, align_dict, unk):
@@ -144,11 +148,16 @@ def _wrapped_inference_step(original):
                 sources.append(words)
         else:  # a raw dataset: fairseq's src_str is the original text
             sources = [None] * len(hypos)
+        from fairseq.sequence_scorer import SequenceScorer
+
+        # --score-reference: the scorer's attention is the decoder's (target x source)
+        source_first = not isinstance(generator, SequenceScorer)
         for i, sentence_hypos in enumerate(hypos):
             for hypo in sentence_hypos:
                 pairs = hypo.get("alignment")
                 if pairs is None or not isinstance(pairs, list):
-                    pairs = attention_alignment(hypo.get("attention"), src_tokens[i], hypo["tokens"], pad, eos)
+                    pairs = attention_alignment(hypo.get("attention"), src_tokens[i], hypo["tokens"], pad, eos,
+                                                source_first=source_first)
                 hypo["alignment"] = SourceAlignment(pairs, sources[i], _STATE["align_dict"])
         return hypos
 

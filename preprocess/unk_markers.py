@@ -80,6 +80,10 @@ def get_parser():
     p.add_argument("--src", required=True, help="the original (unmarked) source, line-parallel to --hyp")
     p.add_argument("--hyp", required=True, help="hypotheses, one per line")
     p.add_argument("--out", required=True)
+    p.add_argument("--past-end", choices=("error", "unk"), default="error",
+                   help="a marker past the end of its source: 'error' (default; the files are probably not "
+                        "line-parallel) or 'unk' (write <unk>: the hypotheses are known to be in source order, "
+                        "and the model wrote a marker pointing at no word, as sampling can)")
     return parser
 
 
@@ -139,10 +143,10 @@ def decode(args):
     with atomic_output(args.out, (args.src, args.hyp), "--out") as f:
         for number, (s, h) in enumerate(zip(sources, hyps), start=1):
             try:
-                f.write(" ".join(decode_hypothesis(s, h)) + "\n")
+                f.write(" ".join(decode_hypothesis(s, h, past_end=args.past_end)) + "\n")
             except ValueError as exc:
-                raise FairseqWeanError("--hyp {} line {}: {}; nothing was written".format(
-                    args.hyp, number, exc)) from None
+                raise FairseqWeanError("--hyp {} line {}: {}; nothing was written (--past-end unk writes <unk> "
+                                       "for such a marker)".format(args.hyp, number, exc)) from None
 
 
 def main(argv=None):

@@ -130,6 +130,10 @@ def decoded(trained):
         replacing["generate-replace." + arch] = generate(unk_bin, arch, "--replace-unk", "--replace-unk-source",
                                                          unk_src)
         replacing["interactive-replace." + arch] = interactive(unk_bin, arch, unk_in, "--replace-unk")
+        # --score-reference: the hypothesis is the reference (a third of it <unk>), scored by SequenceScorer
+        plain["score-reference." + arch] = generate(unk_bin, arch, "--score-reference", "--print-alignment")
+        replacing["score-reference-replace." + arch] = generate(unk_bin, arch, "--score-reference", "--replace-unk",
+                                                                "--replace-unk-source", unk_src)
     replacing["generate-replace-aligned.wean_lstm"] = generate(
         unk_bin, "wean_lstm", "--replace-unk", "--replace-unk-source", unk_src, "--print-alignment")
     plain["generate.markers"] = generate(named_bin, "core_copy_markers")
@@ -314,6 +318,26 @@ def test_generate_replace_unk_on_binarized_data_uses_the_attention(trained, deco
             assert proc.returncode == 1
             assert proc.stderr.strip().splitlines()[-1].startswith("fairseq-wean: error: --replace-unk")
             assert problem in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("arch", UNK_ARCHS)
+def test_score_reference_replace_unk_replaces_the_references_unk(trained, decoded, arch):
+    """--score-reference --replace-unk (a KeyError/IndexError before, issue 43): SequenceScorer's
+    attention is target x source, the generator's source x target; the replaced reference follows
+    fairseq's own --print-alignment of the scored reference, and the scores are unchanged."""
+    plain, replaced = decoded["score-reference." + arch], decoded["score-reference-replace." + arch]
+    sources = (trained["unk_raw"] / "test.src").read_text().splitlines()
+    hyps = generated_hypotheses(plain)
+    assert sorted(hyps) == list(range(13))
+    references = {int(line.split("\t")[0][2:]): line.split("\t")[1] for line in plain.splitlines()
+                  if line.startswith("T-")}
+    assert hyps == {i: t.replace("<<unk>>", "<unk>") for i, t in references.items()}  # H is the reference
+    words = check_unk_replaced(hyps, alignments(plain), generated_hypotheses(replaced), sources)
+    if arch == "core_copy":  # its copy distribution points at the names, as in generation
+        assert sum(w.startswith("name") for w in words) >= 0.8 * len(words), words
+    scores = lambda out: {line.split("\t")[0]: line.split("\t")[1] for line in out.splitlines()  # noqa: E731
+                          if line.startswith("H-")}
+    assert scores(replaced) == scores(plain)
 
 
 @pytest.mark.parametrize("arch", UNK_ARCHS)

@@ -54,6 +54,42 @@ def test_encode_and_decode_are_inverse():
         ["the", "<unk-1>", "cat", "<unk-1>", "blix"], None)
 
 
+def test_a_marker_past_the_end_of_its_own_source_is_unk():
+    """A model may write any marker of its dictionary (sampling at a high temperature did, issue 43):
+    where the hypothesis is known to be its source's (fairseq-interactive's BPE, sentence-id
+    ordered logs), the marker points at no word and becomes <unk>; a file pair keeps the error."""
+    from argparse import Namespace
+
+    from fairseq.data import Dictionary, encoders
+
+    import fairseq_wean  # noqa: F401  (registers the BPE)
+
+    source = "the zorp cat".split()
+    hypothesis = "<unk-1> sat <unk-7> <unk-2>".split()
+    assert markers.decode_hypothesis(source, hypothesis, past_end="unk") == ["zorp", "sat", "<unk>", "cat"]
+    with pytest.raises(ValueError, match="<unk-7> points past the end of its 3-word source"):
+        markers.decode_hypothesis(source, hypothesis)
+    d = Dictionary()
+    for word in ("the", "cat", "sat", "<unk-0>", "<unk-1>", "<unk-2>", "<unk-7>"):
+        d.add_symbol(word)
+    bpe = encoders.build_bpe(Namespace(bpe="unk_markers", unk_markers_dict=None))
+    bpe.set_dictionary(d)
+    assert bpe.encode("the zorp cat") == "the <unk-1> cat"
+    assert bpe.decode(" ".join(hypothesis), source=source) == "zorp sat <unk> cat"
+
+
+def test_decode_cli_past_end_unk(tmp_path):
+    import subprocess
+
+    (tmp_path / "src").write_text(SRC)
+    (tmp_path / "hyp").write_text(HYP_BAD)
+    proc = subprocess.run([sys.executable, "-m", "preprocess.unk_markers", "decode", "--src", str(tmp_path / "src"),
+                           "--hyp", str(tmp_path / "hyp"), "--out", str(tmp_path / "out"), "--past-end", "unk"],
+                          cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out").read_text() == "a\nx <unk> y\nb h\n"
+
+
 def test_the_tools_share_one_definition():
     """The model, the align-table CLI and the preprocess tools use the functions of data.markers."""
     from fairseq_wean.cli import align_table
@@ -162,7 +198,7 @@ def test_decode_with_a_bad_marker_leaves_no_partial_output(runs):
     for name in ("decode_bad_marker", "decode_bad_marker_new_out"):
         line = error_line(runs, name)
         assert "hyp line 2: <unk-99> points past the end of its 3-word source" in line
-        assert "not line-parallel" in line and "nothing was written" in line
+        assert "not line-parallel" in line and "nothing was written" in line and "--past-end unk" in line
 
 
 def test_decode_of_a_hypothesis_file_that_is_not_utf8(runs):

@@ -98,7 +98,8 @@ def extract_outputs(log_path, orig_path, out_prefix, with_replace_unk, markers=F
         if markers:
             from fairseq_wean.data.markers import decode_hypothesis
 
-            lines = [" ".join(decode_hypothesis(s.split(), h.split())) for s, h in zip(src, lines)]
+            # paired by sentence id: a marker past its source's end is the model's own output
+            lines = [" ".join(decode_hypothesis(s.split(), h.split(), past_end="unk")) for s, h in zip(src, lines)]
         paths[kind] = out_prefix + (".txt" if kind == "plain" else ".replace-unk.txt")
         write_lines(paths[kind], lines)
     return paths

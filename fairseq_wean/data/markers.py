@@ -59,22 +59,30 @@ def encode_pair(source, target, vocabulary, max_markers=None):
     return out_src, out_tgt
 
 
-def decode_hypothesis(source, hypothesis):
+def decode_hypothesis(source, hypothesis, past_end="error"):
     """Put the source word at position N back for every ``<unk-N>`` (source: unmarked tokens).
 
-    Raises ``ValueError`` for a marker past the end of the source: the hypothesis belongs to
-    another sentence.
+    A marker past the end of the source points at no word. ``past_end="error"`` raises
+    ``ValueError`` (a file of hypotheses read beside a file of sources: the likely cause is that
+    the two are not line-parallel); ``past_end="unk"`` writes ``<unk>`` (the hypothesis is known to
+    belong to this source, e.g. fairseq-interactive's: a model that can generate markers, or
+    sampling at a high temperature, may write any marker of its dictionary).
     """
+    if past_end not in ("error", "unk"):
+        raise ValueError("past_end must be 'error' or 'unk', not {!r}".format(past_end))
     out = []
     for tok in hypothesis:
         pos = marker_position(tok)
         if pos is not None:
-            if pos >= len(source):
+            if pos < len(source):
+                tok = source[pos]
+            elif past_end == "unk":
+                tok = "<unk>"
+            else:
                 raise ValueError(
                     "{} points past the end of its {}-word source: the hypotheses and --src are not "
                     "line-parallel (sort fairseq-generate output by sentence id)".format(tok, len(source))
                 )
-            tok = source[pos]
         out.append(tok)
     return out
 

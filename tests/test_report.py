@@ -25,7 +25,7 @@ from conftest import REPO, FakeTask, USER_DIR, cli, cli_concurrently, generated_
 from fairseq_wean.cli import report as report_cli
 from fairseq_wean.cli import score
 from fairseq_wean.errors import FairseqWeanError
-from fairseq_wean.report import build
+from fairseq_wean.report import build, render
 from fairseq_wean.scoring import metrics as M
 from fairseq_wean.scoring import sari
 from fairseq_wean.scoring import score as library_score
@@ -236,7 +236,8 @@ def test_invented_colour_is_the_scorers_invented_word(tmp_path):
     page = tmp_path / "page.html"
     report_cli.main(["--sys", str(paths["sys"]), "--orig", str(paths["src"]), "--refs", str(paths["ref0"]),
                      str(paths["ref1"]), "--out", str(page), "--metrics", "stats"])
-    coloured = re.findall(r'<span class="tok invented" title="[^"]*">([^<]*)</span>', page.read_text())
+    coloured = re.findall(r'<td class="out".*?</td>', page.read_text())
+    coloured = [w for cell in coloured for w in re.findall(r'<span class="tok invented">([^<]*)</span>', cell)]
     expected = [w for h, s, r0, r1 in zip(hyps, src, *refs) for w in M.invented_words(h, s, [r0, r1])]
     assert [w.lower() for w in coloured] == expected == ["rug", "!", "zz", "zz", "mat.", "b"]
     stats = library_score(hyps, sources=src, references=refs, metrics="stats")["stats"]
@@ -245,13 +246,20 @@ def test_invented_colour_is_the_scorers_invented_word(tmp_path):
 
 def test_tokens_are_coloured_in_the_page(page):
     _, html_text = page
-    spans = re.findall(r'<span class="tok (\w+)" title="[^"]*">([^<]*)</span>', html_text)
+    cells = "".join(re.findall(r'<td class="out".*?</td>', html_text))
+    spans = re.findall(r'<span class="tok (\w+)"[^>]*>([^<]*)</span>', cells)
     assert ("unk", "&lt;unk&gt;") in spans and ("invented", "zorg") in spans
     assert ("generated", "daily") not in spans  # sentence 2 of A has no 'daily'
     assert ("copied", "doctor") in spans
-    assert re.search(r'deleted: <s class="tok deleted" title="[^"]*">apple</s> <s class="tok deleted"', html_text)
+    assert re.search(r'deleted: <s class="tok deleted">apple</s> <s class="tok deleted"', html_text)
     for cls in build.TOKEN_CLASSES:  # a legend entry per class
         assert '<span class="tok {0}">{0}</span>'.format(cls) in html_text
+
+
+def out_cells(html_text, sentence_id):
+    """The attributes of sentence ``sentence_id``'s output cells (td.out), in system order."""
+    row = re.search(r'<tr data-id="{}">(.*?)</tr>'.format(sentence_id), html_text).group(1)
+    return [a for t, a in parse(row).tags if t == "td" and a.get("class") == "out"]
 
 
 def test_hover_shows_positional_scores_of_the_best_hypothesis(page):
@@ -259,22 +267,50 @@ def test_hover_shows_positional_scores_of_the_best_hypothesis(page):
     for i, sent in enumerate(report["sentences"]):
         assert sent["outputs"][1]["positional"] == pytest.approx(POSITIONAL_B[i], abs=1e-4)  # not the n-best -9
         assert sent["outputs"][0]["positional"] is None  # plain file: nothing to show
-    row = re.search(r'<tr data-id="4">(.*?)</tr>', html_text).group(1)
-    cell_b = row.split('<td class="out"')[2]  # system B's output cell (A's has no P- values)
-    token_titles = re.findall(r'<span class="tok \w+" title="([^"]*)"', cell_b.split("</td>")[0])
-    expected = ["log2 p = {:.4f}".format(v) for v in POSITIONAL_B[4]]
-    assert [t.split(" | ")[1] for t in token_titles] == expected[:-1]  # one per token ...
-    cell_titles = re.findall(r'<td class="out" data-v="[^"]*" title="([^"]*)"', row)
-    assert cell_titles == ["", "&lt;/s&gt; | " + expected[-1]]  # ... and </s> on the cell
+    cell_a, cell_b = out_cells(html_text, 4)
+    expected = ["{:.4f}".format(v) for v in POSITIONAL_B[4]]
+    assert "data-logp" not in cell_a and "title" not in cell_a  # a plain file has no P- values
+    assert cell_b["data-logp"].split() == expected  # one per token, then </s> ...
+    assert cell_b["title"] == "</s> | log2 p = " + expected[-1]  # ... which the cell's title shows
 
 
-def test_gate_lines_are_shown_when_the_log_has_them(files):
+def hovered_titles(path, tmp_path):
+    """{(sentence id, system): [the title of each output token after the pointer reached it]}: the
+    page with a second script that moves the pointer over every token, in a real browser."""
+    harness = tmp_path / "hover.html"
+    hover = ('<script>Array.prototype.forEach.call(document.querySelectorAll("td.out span.tok"), function (t) {'
+             't.dispatchEvent(new MouseEvent("mouseover", {bubbles: true})); });</script>')
+    harness.write_text(open(path, encoding="utf-8").read().replace("</body>", hover + "</body>"), encoding="utf-8")
+    dom = browser_dom(str(harness))
+    out = {}
+    for sid, row in re.findall(r'<tr data-id="(\d+)">(.*?)</tr>', dom):
+        for k, cell in enumerate(re.findall(r'<td class="out".*?</td>', row)):
+            spans = [a for t, a in parse(cell.split('<div class="deleted-list">')[0]).tags if t == "span"]
+            out[(int(sid), k)] = [a.get("title") for a in spans if "tok" in a.get("class", "").split()]
+    return out
+
+
+def test_gate_lines_are_shown_when_the_log_has_them(files, tmp_path):
     gates = [[0.5 + 0.01 * j for j in range(len(h.split()) + 1)] for h in SYS_B]
     lines = generate_log(SYS_B, POSITIONAL_B, order=range(len(SYS_B)))
     lines += ["G-{}\t{}".format(i, " ".join("{:.4f}".format(g) for g in gs)) for i, gs in enumerate(gates)]
     path = write(files["dir"] / "gates.log", lines)
-    _, html_text = make_page(files, sys=[path], out="gates.html", metrics="bleu")
-    assert 'title="copied: in the source | log2 p = -0.2500 | gate = 0.5000">the</span>' in html_text
+    report, html_text = make_page(files, sys=[path], out="gates.html", metrics="bleu")
+    (cell,) = out_cells(html_text, 0)
+    assert cell["data-gate"].split() == ["{:.4f}".format(g) for g in gates[0]]
+    assert cell["title"] == "</s> | log2 p = {:.4f} | gate = {:.4f}".format(POSITIONAL_B[0][-1], gates[0][-1])
+    # each token underlined by its gate: --g is the value, clipped to [0, 1], 2 decimals
+    shades = re.findall(r'<span class="tok \w+" style="--g: ([\d.]+)">', html_text.split('<tr data-id="0">')[1])
+    assert shades[:len(gates[0]) - 1] == ["{:.2f}".format(g) for g in gates[0][:-1]]
+    if CHROMIUM is None:
+        pytest.skip("no chromium: the hover titles are built by the page's script")
+    titles = hovered_titles(files["dir"] / "gates.html", tmp_path)
+    for sent in report["sentences"]:
+        segments = [cls for _, cls in sent["outputs"][0]["segments"] if cls]
+        i = sent["id"]
+        assert titles[(i, 0)] == ["{} | log2 p = {:.4f} | gate = {:.4f}".format(
+            render.TOKEN_LEGEND[cls], POSITIONAL_B[i][j], gates[i][j]) for j, cls in enumerate(segments)]
+    assert titles[(0, 0)][0] == "copied: in the source | log2 p = -0.2500 | gate = 0.5000"
 
 
 # --------------------------------------------------------------------------------------------- safety
@@ -420,13 +456,38 @@ def test_browser_sorts_from_the_fragment_and_runs_no_injected_code(page, files):
 def test_browser_sorts_text_and_filters(page, files):
     path = str(files["dir"] / "page.html")
     dom = browser_dom(path, "#sort=source&filter=THE")
-    visible = [int(i) for i in re.findall(r'<tr data-id="(\d+)">', dom)]  # hidden rows carry hidden=""
-    hidden = [int(i) for i in re.findall(r'<tr data-id="(\d+)" hidden=""', dom)]
-    assert sorted(visible + hidden) == list(range(len(SOURCE)))
-    # rows whose text contains "the" (any case) in the source, a reference or an output
-    assert sorted(visible) == [0, 2, 4] and sorted(hidden) == [1, 3, 5]
-    assert row_ids(re.sub(r' hidden=""', "", dom)) == sorted(range(len(SOURCE)), key=lambda i: SOURCE[i])
+    # rows whose text contains "the" (any case) in the source, a reference or an output, by source
+    assert row_ids(dom) == sorted([0, 2, 4], key=lambda i: SOURCE[i])
     assert "3 of 6 shown" in dom
+    assert 'id="pager"' not in dom  # one page
+    dom = browser_dom(path, "#sort=source")
+    assert row_ids(dom) == sorted(range(len(SOURCE)), key=lambda i: SOURCE[i])
+
+
+@needs_chromium
+def test_browser_pages_through_every_sentence(files, tmp_path):
+    """A test set longer than a page: a page of rows at a time (the others wait in a template the
+    browser does not lay out, as for 50,000 sentences), and sorting and filtering see every row."""
+    systems, orig, refs = build.load_inputs([files["a"], files["b_log"]], None, files["orig"], files["refs"])
+    report = build.build_report(systems, orig, refs)
+    path = tmp_path / "paged.html"
+    path.write_text(render.render_page(report, page_rows=4), encoding="utf-8")
+    html_text = path.read_text()
+    assert row_ids(html_text.split("<template")[0]) == [0, 1, 2, 3]  # without script: the first page
+    assert row_ids(html_text.split('<template id="more-rows">')[1]) == [4, 5]
+    shown = lambda dom: row_ids(dom.split("<template")[0])  # noqa: E731  (the rows laid out)
+    dom = browser_dom(str(path))
+    assert shown(dom) == [0, 1, 2, 3] and "rows 1\u20134 of 6" in dom and "6 of 6 shown" in dom
+    assert re.search(r'<button id="prev" type="button" disabled="">', dom)
+    dom = browser_dom(str(path), "#page=2")
+    assert shown(dom) == [4, 5] and "rows 5\u20136 of 6" in dom
+    assert re.search(r'<button id="next" type="button" disabled="">', dom)
+    bleu = [s["outputs"][1]["scores"]["bleu"] for s in report["sentences"]]
+    by_bleu = sorted(range(6), key=lambda i: (-bleu[i], i))
+    assert shown(browser_dom(str(path), "#sort=s1-bleu&order=desc")) == by_bleu[:4]
+    assert shown(browser_dom(str(path), "#sort=s1-bleu&order=desc&page=2")) == by_bleu[4:]
+    dom = browser_dom(str(path), "#filter=fox")  # sentence 4 (on the second page) only
+    assert "fox" in SOURCE[4] and shown(dom) == [4] and "1 of 6 shown" in dom and "rows 1\u20131 of 1" in dom
 
 
 @needs_chromium
@@ -563,9 +624,9 @@ def test_generate_print_gates_writes_g_lines_the_report_shows(data_bin, tmp_path
     log.write_text(with_gates.stdout)
     page = tmp_path / "page.html"
     report_cli.main(["--sys", str(log), "--out", str(page), "--metrics", "bleu"])
-    first = hyps[0].split()[0]
-    assert re.search(r'\| log2 p = {:.4f} \| gate = {:.4f}">{}</span>'.format(
-        tables["P"][0][0], tables["G"][0][0], re.escape(first)), page.read_text())
+    (cell,) = out_cells(page.read_text(), 0)  # the values the hover titles show, one per token and </s>
+    assert cell["data-logp"].split() == ["{:.4f}".format(v) for v in tables["P"][0]]
+    assert cell["data-gate"].split() == ["{:.4f}".format(v) for v in tables["G"][0]]
 
 
 def test_histograms_count_every_sentence_in_its_bin(page):
@@ -671,13 +732,14 @@ def test_translation_report_fits_the_task_runaways_are_cut_and_gates_shaded(tmp_
     assert row1.count('<span class="tok ') == 2 * 2 + 20 and "\u2026 +16 more</span>" in row1
     assert 'data-v="{}"'.format(runaway) in row1  # the whole output for sorting and filtering
     row0 = re.search(r'<tr data-id="0">(.*?)</tr>', html_text).group(1)
-    assert re.findall(r"rgba\(117, 40, 160, ([0-9.]+)\)", row0) == ["0.90", "0.10", "0.50"]
+    assert re.findall(r'style="--g: ([0-9.]+)"', row0) == ["0.90", "0.10", "0.50"]
     assert "\u03bb_t, the probability of copying" in html_text and "o_i (mean over units)" in html_text
     # German -> English: the cross-lingual view, chosen automatically (no reference word is in its
     # source): no copied, deleted or invented marks; a word is in a reference or not
     assert report["view"] == "cross-lingual" and "(cross-lingual view)" in html_text
-    assert 'class="tok matched"' in row0 and 'class="tok unmatched"' not in row0 and "deleted:" not in html_text
+    assert 'class="tok matched"' in row0 and 'class="tok unmatched"' not in row0
+    assert 'class="deleted-list"' not in html_text
     assert not re.search(r'class="tok (copied|invented|deleted|generated)"', html_text)
     forced = report_cli.main(["--sys", files["log"], "--orig", files["src"], "--refs", files["ref"],
                               "--metrics", "bleu", "--view", "monolingual", "--out", str(tmp_path / "mono.html")])
-    assert forced["view"] == "monolingual" and "deleted:" in (tmp_path / "mono.html").read_text()
+    assert forced["view"] == "monolingual" and 'class="deleted-list"' in (tmp_path / "mono.html").read_text()

@@ -547,6 +547,49 @@ def test_sentence_scores(capsys):
         sentence_scores(out, sources=orig, references=refs, metric="bleu")
 
 
+def test_sentence_scores_from_corpus_statistics_are_the_same():
+    """The report reuses a system's corpus statistics for its sentence scores (a 50,000-sentence
+    report computed SARI twice per system): the same values as computing them afresh."""
+    import random
+
+    from fairseq_wean.scoring import sentence_scores
+    from fairseq_wean.scoring.scores import score_with_statistics
+
+    rng = random.Random(3)
+    words = "the a cat dog sat on mat big small ran".split()
+    sent = lambda: " ".join(rng.choice(words) for _ in range(rng.randint(1, 9)))  # noqa: E731
+    src, hyps = [sent() for _ in range(40)], [sent() for _ in range(40)]
+    refs = [[sent() for _ in range(40)] for _ in range(2)]
+    opts = dict(sources=src, references=refs)
+    _, statistics = score_with_statistics(hyps, metrics="sari,rougeL,bleu", **opts)
+    for metric in ("sari", "rougeL", None):
+        reused = sentence_scores(hyps, metric=metric, statistics=statistics, **opts)
+        assert reused == sentence_scores(hyps, metric=metric, **opts)
+    assert set(reused[0]) == {"bleu", "length_ratio", "invented_words"}  # metric None: BLEU and length only
+
+
+def test_paired_bootstrap_in_blocks_equals_all_resamples_at_once(monkeypatch):
+    """The resample weights are drawn in blocks (all at once: 400 MB for 1,000 resamples of 50,000
+    sentences), with the same draws: the p-values of the one-matrix computation."""
+    import numpy as np
+
+    rng = np.random.RandomState(0)
+    n, samples = 500, 100
+    ratio = lambda t: t[0] / max(t[1], 1)  # noqa: E731
+    a = {"x": M.CorpusMetric(rng.randint(0, 5, size=(n, 2)), ratio)}
+    b = {"x": M.CorpusMetric(rng.randint(0, 6, size=(n, 2)), ratio)}
+    r = np.random.RandomState(M.BOOTSTRAP_SEED)
+    weights = np.array([np.bincount(r.randint(0, n, size=n), minlength=n) for _ in range(samples)], dtype=float)
+    ta, tb = weights @ a["x"].rows, weights @ b["x"].rows
+    deltas = np.array([ratio(ta[i]) - ratio(tb[i]) for i in range(samples)])
+    count = int(np.sum(np.abs(deltas - deltas.mean()) >= abs(a["x"].score() - b["x"].score()) - 1e-9))
+    expected = (count + 1) / (samples + 1)
+    assert 0.001 < expected < 1
+    assert M.paired_bootstrap(a, b, n_samples=samples)["x"] == expected  # one block
+    monkeypatch.setattr(M, "BOOTSTRAP_BLOCK", 7 * n)  # blocks of 7 resamples, the last one of 2
+    assert M.paired_bootstrap(a, b, n_samples=samples)["x"] == expected
+
+
 def test_options_from_score_args():
     from fairseq_wean.scoring.scores import options_from_score_args
 

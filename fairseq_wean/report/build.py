@@ -151,17 +151,18 @@ def classify_tokens(hyp, src, refs, chars=False):
 
 
 def sentence_scores(sys_sents, orig, refs, columns, sari_mode="default", rouge_chars=False,
-                    rouge_stemmer=True):
+                    rouge_stemmer=True, statistics=None):
     """Per-sentence scores of one system: {column: [float per sentence]}, from
     :func:`fairseq_wean.scoring.sentence_scores`.
 
     ``columns`` among ``sari``, ``rougeL``, ``bleu`` and ``len_ratio`` (output units / source
     units, 0 for an empty source: the library's whitespace-token ratio, or with ``rouge_chars``
-    the ratio of the page's character units).
+    the ratio of the page's character units). ``statistics``: the system's corpus statistics
+    (:func:`corpus_scores`), reused rather than computed again.
     """
     opts = dict(sources=orig, references=refs, sari_mode=sari_mode, rouge_chars=rouge_chars,
-                rouge_stemmer=rouge_stemmer)
-    main = [c for c in columns if c in scores.SENTENCE_METRICS] or ["sari"]  # sari: bleu and length ratio only
+                rouge_stemmer=rouge_stemmer, statistics=statistics)
+    main = [c for c in columns if c in scores.SENTENCE_METRICS] or [None]  # None: bleu and length ratio only
     rows = {m: scores.sentence_scores(sys_sents, metric=m, **opts) for m in main}
     first = rows[main[0]]
     out = {}
@@ -179,21 +180,21 @@ def sentence_scores(sys_sents, orig, refs, columns, sari_mode="default", rouge_c
 
 
 def corpus_scores(metrics, systems, orig, refs, sari_mode="default", rouge_chars=False, rouge_stemmer=True,
-                  bootstrap_samples=M.BOOTSTRAP_SAMPLES):
+                  bootstrap_samples=M.BOOTSTRAP_SAMPLES, with_statistics=False):
     """Per system ``{"values": {metric: value}, "p_values": {metric: p}}``: what
     :func:`fairseq_wean.scoring.score` returns for it (``stats`` a dict of its values) and, for
     system k > 0, its paired-bootstrap p-values against system 0, as
-    ``fairseq-wean-score --sys K --compare-to FIRST`` prints them."""
-    out = []
+    ``fairseq-wean-score --sys K --compare-to FIRST`` prints them. Each system's statistics are
+    computed once (``with_statistics``: also returned, as ``(scores, [statistics per system])``)."""
+    out, statistics = [], []
     for k, system in enumerate(systems):
-        result = scores.score(system.sentences, sources=orig, references=refs, metrics=metrics,
-                              sari_mode=sari_mode, rouge_chars=rouge_chars, rouge_stemmer=rouge_stemmer,
-                              compare_to=systems[0].sentences if k else None,
-                              bootstrap_samples=bootstrap_samples)
-        p_values = result.pop("p_values", {})
-        result.pop("compare_to", None)
-        out.append({"values": result, "p_values": p_values})
-    return out
+        values, corpus = scores.score_with_statistics(
+            system.sentences, sources=orig, references=refs, metrics=metrics, sari_mode=sari_mode,
+            rouge_chars=rouge_chars, rouge_stemmer=rouge_stemmer)
+        p_values = M.paired_bootstrap(corpus, statistics[0], n_samples=bootstrap_samples) if k else {}
+        out.append({"values": values, "p_values": p_values})
+        statistics.append(corpus)
+    return (out, statistics) if with_statistics else out
 
 
 def sentence_columns(metrics):
@@ -243,9 +244,11 @@ def build_report(systems, orig, refs, metrics=DEFAULT_METRICS, sari_mode="defaul
     columns = sentence_columns(metrics)
     view = choose_view(view, orig, refs)
     opts = dict(sari_mode=sari_mode, rouge_chars=rouge_chars, rouge_stemmer=rouge_stemmer)
-    corpus = corpus_scores(metrics, systems, orig, refs, bootstrap_samples=bootstrap_samples, **opts)
+    corpus, statistics = corpus_scores(metrics, systems, orig, refs, bootstrap_samples=bootstrap_samples,
+                                       with_statistics=True, **opts)
     sentences = []
-    per_system_scores = [sentence_scores(s.sentences, orig, list(refs), columns, **opts) for s in systems]
+    per_system_scores = [sentence_scores(s.sentences, orig, list(refs), columns, statistics=st, **opts)
+                         for s, st in zip(systems, statistics)]
     for i, src in enumerate(orig):
         row_refs = [r[i] for r in refs]
         outputs = []

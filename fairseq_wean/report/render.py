@@ -11,6 +11,7 @@ the page's address sorts and filters on load (column keys: ``id``, ``source``, `
 system k ``sK-out`` and ``sK-`` + ``sari``/``rougeL``/``bleu``/``len_ratio``).
 """
 import html
+import json
 import math
 
 from fairseq_wean.report.build import CROSS_LINGUAL_CLASSES, METRIC_NAMES, STATS_NAMES, TOKEN_CLASSES
@@ -37,6 +38,9 @@ def runaway_limit(source_units):
     return 2 * source_units + 20
 
 
+# rows per page of the sentence table: a page of 50,000 sentences laid out at once did not load
+PAGE_ROWS = 250
+
 SERIES_COLOURS = ("#7f7f7f", "#bcbd22", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
                   "#e377c2", "#17becf")
 
@@ -51,18 +55,19 @@ def _num(value):
     return repr(float(value))
 
 
-def _token_title(cls, positional, gates, index, gate_name):
-    parts = [TOKEN_LEGEND[cls]]
-    if positional is not None:
-        parts.append("log2 p = {:.4f}".format(positional[index]))
-    if gates is not None:
-        parts.append("{} = {:.4f}".format(gate_name, gates[index]))
-    return " | ".join(parts)
+def _values_attr(name, values):
+    """``values`` (floats) as a data attribute, 4 decimals each, space-separated."""
+    return ' {}="{}"'.format(name, " ".join("{:.4f}".format(v) for v in values))
 
 
 def render_output_cell(output, gate_name, limit=None):
-    """One system's output: coloured tokens (hover: class, P- score, gate), each underlined by its
-    gate value where the log has G- lines, its deletions, and after ``limit`` units a runaway mark."""
+    """One system's output: coloured tokens, each underlined by its gate value where the log has
+    G- lines, its deletions, and after ``limit`` units a runaway mark.
+
+    Hovering a token shows its class and, where the log's P-/G- values line up with the page's
+    units, its log2 probability and gate: the page's script builds that title from the token's
+    class and the cell's ``data-logp``/``data-gate`` (one value per unit, then ``</s>``'s), so that a
+    large test set does not carry the same title text on every token."""
     segments, positional, gates = output["segments"], output["positional"], output["gates"]
     n_units = sum(1 for _, cls in segments if cls is not None)
     # P-/G- lines have one value per target token and </s>; they line up with the page's units
@@ -79,10 +84,8 @@ def render_output_cell(output, gate_name, limit=None):
                          'sorts and filters">\u2026 +{} more</span>'.format(n_units, (limit - 20) // 2,
                                                                         n_units - limit))
             break
-        title = _token_title(cls, per_token_p, per_token_g, index, gate_name)
-        shade = "" if per_token_g is None else ' style="box-shadow: inset 0 -4px rgba(117, 40, 160, {:.2f})"'.format(
-            min(max(per_token_g[index], 0.0), 1.0))
-        parts.append('<span class="tok {}"{} title="{}">{}</span>'.format(cls, shade, esc(title), esc(text)))
+        shade = "" if per_token_g is None else ' style="--g: {:.2f}"'.format(min(max(per_token_g[index], 0.0), 1.0))
+        parts.append('<span class="tok {}"{}>{}</span>'.format(cls, shade, esc(text)))
         index += 1
     cell_title = []
     if positional is not None and per_token_p is None:
@@ -99,10 +102,11 @@ def render_output_cell(output, gate_name, limit=None):
     body = "".join(parts)
     if output["deleted"]:
         body += '<div class="deleted-list">deleted: {}</div>'.format(" ".join(
-            '<s class="tok deleted" title="{}">{}</s>'.format(esc(TOKEN_LEGEND["deleted"]), esc(w))
-            for w in output["deleted"]))
-    return '<td class="out" data-v="{}" title="{}">{}</td>'.format(
-        esc(output["text"]), esc("\n".join(cell_title)), body)
+            '<s class="tok deleted">{}</s>'.format(esc(w)) for w in output["deleted"]))
+    values = ((_values_attr("data-logp", per_token_p) if per_token_p is not None else "")
+              + (_values_attr("data-gate", per_token_g) if per_token_g is not None else ""))
+    title = ' title="{}"'.format(esc("\n".join(cell_title))) if cell_title else ""
+    return '<td class="out" data-v="{}"{}{}>{}</td>'.format(esc(output["text"]), values, title, body)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -192,7 +196,11 @@ def render_corpus_table(report):
     return '<table id="corpus-table"><thead>{}</thead><tbody>{}</tbody></table>'.format(head, "".join(rows))
 
 
-def render_sentence_table(report):
+def render_sentence_table(report, page_rows=None):
+    """The sentence table. Its first ``page_rows`` rows (default ``PAGE_ROWS``) are the table's
+    body; the others wait in a ``<template>``, which the browser parses but does not lay out,
+    and the page's script shows a page of rows at a time (sorting and filtering see every row)."""
+    page_rows = PAGE_ROWS if page_rows is None else page_rows
     systems, columns = report["systems"], report["columns"]
     head = ['<th data-key="id" data-type="num">#</th>', '<th data-key="source" data-type="text">source</th>',
             '<th data-key="refs" data-type="text">reference{}</th>'.format("s" if report["n_refs"] > 1 else "")]
@@ -212,8 +220,10 @@ def render_sentence_table(report):
                 value = output["scores"][c]
                 cells.append('<td class="num" data-v="{}">{:.2f}</td>'.format(_num(value), value))
         rows.append('<tr data-id="{}">{}</tr>'.format(sent["id"], "".join(cells)))
-    return ('<table id="sentence-table"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>'.format(
-        "".join(head), "\n".join(rows)))
+    more = ('<template id="more-rows">{}</template>'.format("\n".join(rows[page_rows:]))
+            if len(rows) > page_rows else "")
+    return ('<table id="sentence-table" data-page-rows="{}"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>'
+            '{}'.format(page_rows, "".join(head), "\n".join(rows[:page_rows]), more))
 
 
 def render_histograms(report):
@@ -231,7 +241,9 @@ def render_histograms(report):
             + histogram_svg("compression ratio (output {0} / source {0})".format(unit), ratios, integer=False))
 
 
-def render_page(report):
+def render_page(report, page_rows=None):
+    """The whole page. A test set longer than ``page_rows`` (default ``PAGE_ROWS``) is shown a page
+    of rows at a time, with previous/next buttons; sorting and filtering work on every sentence."""
     n, k = len(report["sentences"]), len(report["systems"])
     classes = CROSS_LINGUAL_CLASSES if report.get("view") == "cross-lingual" else TOKEN_CLASSES
     legend = "".join('<span class="tok {0}">{0}</span> {1} '.format(c, esc(TOKEN_LEGEND[c].split(": ")[-1]))
@@ -239,11 +251,14 @@ def render_page(report):
     legend += "({} view) ".format(esc(report.get("view", "monolingual")))
     has_log = any(s["is_log"] for s in report["systems"])
     if any(o["gates"] is not None for sent in report["sentences"] for o in sent["outputs"]):
-        legend += '<span class="tok gated" style="box-shadow: inset 0 -4px rgba(117, 40, 160, 0.8)">w</span> {} '.format(
-            esc(GATE_LEGEND))
+        legend += '<span class="tok gated" style="--g: 0.8" title="{0}">w</span> {0} '.format(esc(GATE_LEGEND))
     hover = ("Hover a token for its class, and for outputs read from a fairseq-generate log its log2 "
              "probability (P- line) and, where the log has G- lines, its gate value.") if has_log else (
              "Hover a token for its class.")
+    page_rows = PAGE_ROWS if page_rows is None else page_rows
+    pager = "" if n <= page_rows else (
+        ' <span id="pager"><button id="prev" type="button">\u2039 previous</button> <span id="page-info">rows 1\u2013{} '
+        'of {}</span> <button id="next" type="button">next \u203a</button></span>'.format(page_rows, n))
     p_note = ("p: two-sided paired bootstrap against {}, {} resamples, as fairseq-wean-score --compare-to; "
               "bold when p &lt; 0.05.").format(esc(report["systems"][0]["name"]), report["bootstrap_samples"])
     return "".join([
@@ -260,9 +275,12 @@ def render_page(report):
         '<h2>Sentences</h2><p class="legend">{}</p><p class="note">{} Click a column header to sort.</p>'.format(
             legend, esc(hover)),
         '<p><input id="filter" type="search" placeholder="filter sentences (any text in the row)" size="50"> '
-        '<span id="shown">{0} of {0} shown</span></p>'.format(n),
-        render_sentence_table(report),
-        "<script>", SCRIPT, "</script></body></html>\n",
+        '<span id="shown">{0} of {0} shown</span>{1}</p>'.format(n, pager),
+        render_sentence_table(report, page_rows),
+        # the script's only data: the page's own legend texts (no input text is ever put in it)
+        "<script>var TOKEN_LEGEND = {};\nvar GATE_LABEL = {};\n".format(
+            json.dumps(dict(TOKEN_LEGEND, gated=GATE_LEGEND)).replace("<", "\\u003c"), json.dumps(GATE_LABEL)),
+        SCRIPT, "</script></body></html>\n",
     ])
 
 
@@ -287,6 +305,8 @@ td.src, td.refs, td.out { max-width: 28em; }
 .runaway { color: #a00; font-style: italic; white-space: nowrap; }
 .deleted-list { color: #777; font-size: 85%; margin-top: 2px; }
 .legend .tok { margin-left: 1em; }
+.tok[style] { box-shadow: inset 0 -4px rgba(117, 40, 160, var(--g)); }  /* the gate value: --g */
+#pager button { margin: 0 0.3em; }
 .note { color: #555; font-size: 90%; }
 .hists svg { margin-right: 2em; vertical-align: top; }
 .h-title { font-weight: bold; font-size: 13px; } .h-axis { font-size: 10px; fill: #333; }
@@ -301,37 +321,69 @@ SCRIPT = r"""
   var headers = Array.prototype.slice.call(table.tHead.rows[0].cells);
   var filterBox = document.getElementById("filter");
   var shown = document.getElementById("shown");
-  var state = {key: null, desc: false, filter: ""};
+  var pageRows = parseInt(table.getAttribute("data-page-rows"), 10);
+  // every row: the body's, then those waiting in the template (not laid out until shown)
+  var allRows = Array.prototype.slice.call(tbody.rows);
+  var more = document.getElementById("more-rows");
+  if (more) {
+    allRows = allRows.concat(Array.prototype.slice.call(more.content.children));
+  }
+  var view = allRows.slice();  // the rows that pass the filter, in the current order
+  var state = {key: null, desc: false, filter: "", page: 0};
+  var texts = new Map();  // row -> its lowercased text, computed once
 
-  function compareRows(idx, numeric, desc) {
-    return function (a, b) {
-      var x = a.cells[idx].getAttribute("data-v"), y = b.cells[idx].getAttribute("data-v");
-      var c = numeric ? parseFloat(x) - parseFloat(y) : x.localeCompare(y);
-      if (desc) { c = -c; }
-      if (c === 0) { c = parseInt(a.getAttribute("data-id"), 10) - parseInt(b.getAttribute("data-id"), 10); }
-      return c;
+  function pages() { return Math.max(1, Math.ceil(view.length / pageRows)); }
+
+  function render() {
+    state.page = Math.min(Math.max(state.page, 0), pages() - 1);
+    var start = state.page * pageRows, rows = view.slice(start, start + pageRows);
+    var frag = document.createDocumentFragment();
+    rows.forEach(function (r) { frag.appendChild(document.adoptNode(r)); });
+    while (tbody.firstChild) { tbody.removeChild(tbody.firstChild); }
+    tbody.appendChild(frag);
+    shown.textContent = view.length + " of " + allRows.length + " shown";
+    var info = document.getElementById("page-info");
+    if (info) {
+      info.textContent = view.length ? "rows " + (start + 1) + "\u2013" + (start + rows.length) + " of " + view.length
+                                     : "no rows";
+      document.getElementById("prev").disabled = state.page === 0;
+      document.getElementById("next").disabled = state.page >= pages() - 1;
+    }
+  }
+
+  function sortKey(idx, numeric) {
+    return function (r) {
+      var v = r.cells[idx].getAttribute("data-v");
+      return numeric ? parseFloat(v) : v;
     };
   }
 
   function sortBy(key, desc) {
     var th = headers.filter(function (h) { return h.getAttribute("data-key") === key; })[0];
     if (!th) { return; }
-    var rows = Array.prototype.slice.call(tbody.rows);
-    rows.sort(compareRows(th.cellIndex, th.getAttribute("data-type") === "num", desc));
-    rows.forEach(function (r) { tbody.appendChild(r); });
+    var numeric = th.getAttribute("data-type") === "num", get = sortKey(th.cellIndex, numeric);
+    var keyed = allRows.map(function (r) { return [get(r), parseInt(r.getAttribute("data-id"), 10), r]; });
+    keyed.sort(function (a, b) {
+      var c = numeric ? a[0] - b[0] : a[0].localeCompare(b[0]);
+      if (desc) { c = -c; }
+      return c === 0 ? a[1] - b[1] : c;
+    });
+    allRows = keyed.map(function (k) { return k[2]; });
     headers.forEach(function (h) { h.removeAttribute("aria-sort"); });
     th.setAttribute("aria-sort", desc ? "descending" : "ascending");
     state.key = key; state.desc = desc;
+    applyFilter(state.filter);
+  }
+
+  function rowText(r) {
+    var t = texts.get(r);
+    if (t === undefined) { t = r.textContent.toLowerCase(); texts.set(r, t); }
+    return t;
   }
 
   function applyFilter(text) {
-    var q = text.toLowerCase(), n = 0;
-    Array.prototype.forEach.call(tbody.rows, function (r) {
-      var hide = q !== "" && r.textContent.toLowerCase().indexOf(q) < 0;
-      r.hidden = hide;
-      if (!hide) { n += 1; }
-    });
-    shown.textContent = n + " of " + tbody.rows.length + " shown";
+    var q = text.toLowerCase();
+    view = q === "" ? allRows.slice() : allRows.filter(function (r) { return rowText(r).indexOf(q) >= 0; });
     state.filter = text;
   }
 
@@ -339,21 +391,46 @@ SCRIPT = r"""
     var params = new URLSearchParams();
     if (state.key) { params.set("sort", state.key); if (state.desc) { params.set("order", "desc"); } }
     if (state.filter) { params.set("filter", state.filter); }
+    if (state.page) { params.set("page", String(state.page + 1)); }
     try { history.replaceState(null, "", "#" + params.toString()); } catch (e) { /* file:// in some browsers */ }
   }
+
+  // a token's title, built when the pointer reaches it: its class and, where the cell has them,
+  // its log2 probability and gate (data-logp, data-gate: one value per token, then </s>'s)
+  document.addEventListener("mouseover", function (e) {
+    var t = e.target;
+    if (!t.classList || !t.classList.contains("tok") || t.hasAttribute("title")) { return; }
+    var cls = Array.prototype.filter.call(t.classList, function (c) { return c !== "tok"; })[0];
+    var parts = [TOKEN_LEGEND[cls] || cls], cell = t.parentNode;
+    if (t.tagName === "SPAN" && cell.classList && cell.classList.contains("out")) {
+      var index = Array.prototype.indexOf.call(cell.querySelectorAll(":scope > span.tok"), t);
+      var p = cell.getAttribute("data-logp"), g = cell.getAttribute("data-gate");
+      if (p) { parts.push("log2 p = " + p.split(" ")[index]); }
+      if (g) { parts.push(GATE_LABEL + " = " + g.split(" ")[index]); }
+    }
+    t.setAttribute("title", parts.join(" | "));
+  });
 
   headers.forEach(function (th) {
     th.addEventListener("click", function () {
       var key = th.getAttribute("data-key");
       sortBy(key, state.key === key ? !state.desc : false);
-      saveState();
+      state.page = 0; render(); saveState();
     });
   });
-  filterBox.addEventListener("input", function () { applyFilter(filterBox.value); saveState(); });
+  filterBox.addEventListener("input", function () {
+    applyFilter(filterBox.value); state.page = 0; render(); saveState();
+  });
+  if (document.getElementById("pager")) {
+    document.getElementById("prev").addEventListener("click", function () { state.page -= 1; render(); saveState(); });
+    document.getElementById("next").addEventListener("click", function () { state.page += 1; render(); saveState(); });
+  }
 
   var params = new URLSearchParams(location.hash.replace(/^#/, ""));
   if (params.get("filter")) { filterBox.value = params.get("filter"); applyFilter(filterBox.value); }
   if (params.get("sort")) { sortBy(params.get("sort"), params.get("order") === "desc"); }
+  if (params.get("page")) { state.page = (parseInt(params.get("page"), 10) || 1) - 1; }
+  render();
   document.body.setAttribute("data-ready", "1");
 })();
 """

@@ -130,12 +130,12 @@ def sari_operation_scores(corpus_metrics, sari_mode="default"):
 
 
 def sentence_scores(hyps, *, sources=None, references, metric="sari", sari_mode="default", rouge_chars=False,
-                    rouge_stemmer=True):
+                    rouge_stemmer=True, statistics=None):
     """Per-sentence scores of ``hyps``, for inspecting outputs one by one (e.g. an HTML report).
 
     Returns one dict per sentence, in order, with
 
-    * ``metric`` (``"sari"`` or ``"rougeL"``): sentence SARI (EASSE's ``sentence_sari``: the
+    * ``metric`` (``"sari"``, ``"rougeL"`` or None for neither): sentence SARI (EASSE's ``sentence_sari``: the
       corpus formula on that sentence alone, ``sari_mode`` as for ``score``; needs ``sources``),
       or rouge-score ROUGE-L F1 x 100 (best reference; ``rouge_chars``/``rouge_stemmer`` as
       for ``score``);
@@ -148,26 +148,42 @@ def sentence_scores(hyps, *, sources=None, references, metric="sari", sari_mode=
 
     Sentence scores do not average to the corpus scores (SARI and BLEU are computed from
     corpus-level counts): use ``score`` for a system's score.
+
+    ``statistics``: the ``{metric: CorpusMetric}`` that ``score_with_statistics`` returned for
+    these ``hyps`` with the same options (and the default BLEU tokenization): its per-sentence rows
+    are reused instead of being computed again (SARI, ROUGE-L, BLEU), with the same values. A
+    report of 50,000 sentences computed them twice.
     """
-    if metric not in SENTENCE_METRICS:
+    if metric is not None and metric not in SENTENCE_METRICS:
         raise FairseqWeanError("sentence_scores: metric {!r} is not available per sentence: choose from {}".format(
             metric, ", ".join(SENTENCE_METRICS)))
     if sari_mode not in sari_lib.MODES:
         raise FairseqWeanError("unknown SARI mode {!r}: choose from {}".format(sari_mode, ", ".join(sari_lib.MODES)))
-    _check_inputs(hyps, sources, references, [metric, "bleu"])
+    _check_inputs(hyps, sources, references, [m for m in (metric, "bleu") if m])
     from sacrebleu.metrics import BLEU
 
+    statistics = statistics or {}
     if metric == "sari":
-        rows = sari_lib.corpus_stats(sources, hyps, references, mode=sari_mode)
-        main = [sari_lib.sari_from_stats(row, mode=sari_mode) for row in rows]
+        rows = statistics["sari"].rows if "sari" in statistics else sari_lib.corpus_stats(
+            sources, hyps, references, mode=sari_mode)
+        main = [sari_lib.sari_from_stats(list(row), mode=sari_mode) for row in rows]
+    elif metric is None:
+        main = None
+    elif "rougeL" in statistics:
+        main = statistics["rougeL"].rows[:, 0]
     else:
         main = M.rouge_sentence_scores(hyps, references, ("rougeL",), rouge_chars, rouge_stemmer)["rougeL"]
     bleu = BLEU(effective_order=True, force=True)
+    # sentence BLEU is BLEU with effective order on the sentence's own corpus statistics
+    bleu_rows = statistics["bleu"].rows if "bleu" in statistics else None
     out = []
     for i, hyp in enumerate(hyps):
         refs = [stream[i] for stream in references]
-        row = {metric: float(main[i]), "bleu": float(bleu.sentence_score(hyp, refs).score),
-               "length_ratio": None, "invented_words": None}
+        sentence_bleu = (bleu.sentence_score(hyp, refs) if bleu_rows is None else
+                         bleu._compute_score_from_stats([int(v) for v in bleu_rows[i]]))
+        row = {"bleu": float(sentence_bleu.score), "length_ratio": None, "invented_words": None}
+        if metric is not None:
+            row[metric] = float(main[i])
         if sources is not None:
             src_len = len(sources[i].split())
             row["length_ratio"] = len(hyp.split()) / src_len if src_len else None

@@ -216,6 +216,10 @@ def test_bad_launcher_options_are_refused_before_any_rank_starts():
             "--nnodes must be at least 1 (got 0)": ["--nnodes", 0],
             "--node-rank 5 is outside 0..1 (--nnodes 2)": ["--nnodes", 2, "--node-rank", 5, "--master-port", 29999],
             "--master-port {} is already in use on 127.0.0.1".format(port): ["--master-port", port],
+            # a negative limit stopped the job right after starting its ranks
+            "--timeout must be a number of seconds >= 0 (0: no limit), got -1.0": ["--timeout", -1],
+            "--finish-timeout must be a number of seconds >= 0 (seconds), got nan": ["--finish-timeout", "nan"],
+            "--kill-grace must be a number of seconds >= 0 (seconds), got -1.0": ["--kill-grace", -1],
         }
         for message, args in cases.items():
             proc = run_launcher(*args)

@@ -820,6 +820,17 @@ def test_converged_translation_adds_the_ablation_seeds_and_seeds_narrows_them(co
             compare.parse_args(base + bad)
 
 
+@pytest.mark.parametrize("flags,message", [
+    (["--jobs", "0"], "--jobs must be at least 1, got 0"), (["--threads", "0"], "--threads must be at least 1, got 0"),
+    (["--seed", "-1"], "--seed must be at least 0, got -1"),
+    (["--budget", "converged", "--seeds", "1,-2"], "--seeds 1,-2: seeds must be at least 0")])
+def test_compare_refuses_counts_below_one_and_negative_seeds(compare, tmp_path, capsys, flags, message):
+    """Before: --jobs 0 and --threads 0 were accepted, a negative seed failed inside fairseq-train."""
+    with pytest.raises(SystemExit) as exc:
+        compare.parse_args(["translation", str(tmp_path)] + flags)
+    assert exc.value.code == 2 and capsys.readouterr().err.strip().splitlines()[-1].endswith(message)
+
+
 def test_converged_gigaword_core_copy_keeps_the_short_budgets_settings_and_batches(compare, tmp_path):
     """Under --budget converged, core_copy on summarization trains with the short budget's optimizer,
     dropout and 32-sentence batches (chosen on validation; CONVERGED short_settings_runs) and the

@@ -256,11 +256,17 @@ def test_validation_and_criterion_mistakes_are_one_line_errors_before_training(d
          "--best-checkpoint-metric 'sary' is not a metric this task logs in validation"),
         (["--eval-sari", "--eval-bleu-args", '{"beam": 0}'], "beam must be a whole number >= 1, got 0"),
         (["--eval-bleu", "--eval-bleu-args", '{"beem": 5}'], "unknown generation option(s) beem"),
+        (["--eval-bleu", "--eval-bleu-args", "beam=5"], "--eval-bleu-args beam=5: not JSON"),  # a traceback before
+        # settings that change a metric that is off (accepted and ignored before)
+        (["--eval-sari", "--eval-rouge-chars"], "--eval-rouge-chars changes only --eval-rouge, which is off"),
+        (["--eval-rouge", "--eval-sari-mode", "legacy"], "--eval-sari-mode changes only --eval-sari, which is off"),
         # the plugin's criterion, range-checked before the first update
         ([*SMALL_CORE, "--core-align-table", tmp_path / "align.table", "--mode-loss-weight", "-1"],
          "--mode-loss-weight must be >= 0, got -1.0"),
         ([*SMALL_CORE, "--core-align-table", tmp_path / "align.table", "--label-smoothing", "1.5"],
          "--label-smoothing must be in [0, 1), got 1.5"),
+        ([*SMALL_CORE, "--core-align-table", tmp_path / "align.table", "--mode-loss-weight", "nan"],
+         "--mode-loss-weight must be a number, got nan"),
     ]
     write_align_table(tmp_path / "align.table")
     (tmp_path / "short.ref").write_text("a\nb\n")

@@ -41,6 +41,7 @@ the same command on every machine with ``--nnodes N --node-rank I --master-addr 
 import argparse
 import ctypes
 import errno
+import math
 import os
 import signal
 import socket
@@ -188,8 +189,15 @@ def port_in_use(host, port):
     return False
 
 
-def check_options(train_args, nproc_per_node, nnodes, node_rank, master_addr, master_port):
+def check_options(train_args, nproc_per_node, nnodes, node_rank, master_addr, master_port, timeout=0.0,
+                  finish_timeout=300.0, kill_grace=10.0):
     """Refuse options that would train nothing, crash, or wait for gloo's 30-minute time-out."""
+    for flag, value, meaning in (("--timeout", timeout, "0: no limit"),
+                                 ("--finish-timeout", finish_timeout, "seconds"),
+                                 ("--kill-grace", kill_grace, "seconds")):
+        # a negative limit stopped the job at once (--timeout -1 exited 124 after starting the ranks)
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+            _refuse("{} must be a number of seconds >= 0 ({}), got {}".format(flag, meaning, value))
     for flag in _OWNED_FLAGS:
         if _has_flag(train_args, flag):
             _refuse("{} is set by the launcher; remove it".format(flag))
@@ -222,7 +230,8 @@ def launch(train_args, nproc_per_node=2, nnodes=1, node_rank=0, master_addr="127
            log_dir=None, dump_rank_params=None, out=None, poll=0.2):
     """Run the ranks of this node; return 0 if all succeed, else a non-zero exit status."""
     out = out or sys.stdout
-    check_options(train_args, nproc_per_node, nnodes, node_rank, master_addr, master_port)
+    check_options(train_args, nproc_per_node, nnodes, node_rank, master_addr, master_port, timeout=timeout,
+                  finish_timeout=finish_timeout, kill_grace=kill_grace)
     port = master_port or free_port(master_addr)
     world_size = nnodes * nproc_per_node
     init_method = "tcp://{}:{}".format(master_addr, port)

@@ -94,6 +94,8 @@ def parse_args(argv=None):
                 chosen = [int(seed) for seed in args.seeds.split(",")]
             except ValueError:
                 p.error("--seeds: {!r} is not a comma list of integers".format(args.seeds))
+            if any(seed < 0 for seed in chosen):
+                p.error("--seeds {}: seeds must be at least 0".format(args.seeds))
             if args.seed not in chosen:
                 p.error("--seeds {} must hold --seed {} (each system's first run)".format(args.seeds, args.seed))
             seeds = {system: chosen for system in seeds}
@@ -107,6 +109,11 @@ def parse_args(argv=None):
         args.patience = CONVERGED[args.task]["patience"]
     if args.max_epoch < 1 or args.patience < 1 or args.epochs < 1:
         p.error("--epochs, --max-epoch and --patience must be at least 1")
+    # --jobs 0 and --threads 0 were taken as they came (a pool of no workers, OMP_NUM_THREADS=0),
+    # a negative seed failed in fairseq-train, after the data was prepared
+    for flag, value, low in (("--jobs", args.jobs, 1), ("--threads", args.threads, 1), ("--seed", args.seed, 0)):
+        if value < low:
+            p.error("{} must be at least {}, got {}".format(flag, low, value))
     name = args.task if args.dataset == datasets[0] else "{}-{}".format(args.task, args.dataset)
     if args.out is None:
         args.out = os.path.join(REPO, "work_dirs", "compare-{}{}{}".format(

@@ -256,6 +256,12 @@ class TranslationWithMetricsTask(TranslationTask):
                     metric, "higher" if metric in HIGHER_IS_BETTER else "lower",
                     "add --maximize-best-checkpoint-metric" if metric in HIGHER_IS_BETTER
                     else "drop --maximize-best-checkpoint-metric"))
+        for flag, dest, needs, default in (("--eval-rouge-chars", "eval_rouge_chars", "eval_rouge", False),
+                                           ("--eval-sari-mode", "eval_sari_mode", "eval_sari", "default")):
+            value = getattr(self.cfg, dest)
+            if value != default and not getattr(self.cfg, needs):
+                raise FairseqWeanError("{} changes only --{}, which is off: add --{} or drop {}".format(
+                    flag, needs.replace("_", "-"), needs.replace("_", "-"), flag))
         if self.decodes_in_validation:
             check_generation_args(self.cfg.eval_bleu_args)
 
@@ -280,6 +286,7 @@ class TranslationWithMetricsTask(TranslationTask):
         if self.decodes_in_validation:
             detok_args = json.loads(self.cfg.eval_bleu_detok_args)
             self.tokenizer = encoders.build_tokenizer(Namespace(tokenizer=self.cfg.eval_bleu_detok, **detok_args))
+            check_generation_args(self.cfg.eval_bleu_args)  # fairseq-train builds the model before its start hook
             gen_args = json.loads(self.cfg.eval_bleu_args)
             self.sequence_generator = self.build_generator([model], Namespace(**gen_args))
         return model

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: a small real run of CoRe (core_copy) on CPU, about 10 minutes on 2 cores.
 #
-#   bash examples/main_job.sh [DATA_DIR] [--tiny]
+#   bash examples/main_job.sh [DATA_DIR] [--tiny] [--force]
 #
 # Why core_copy on the word-pg vocabulary: in the 2-epoch simplification comparison
 # (docs/RESULTS.md, simplification table, TurkCorpus test) it is the short-budget system that is
@@ -24,7 +24,9 @@
 #    copying the source, writes the HTML inspection report and prints a few source -> output
 #    examples (the first test sentences that had a rare word copied through a marker).
 # DATA_DIR defaults to ../shared/data next to the repository. --tiny: a few hundred sentences and
-# one epoch (what CI runs). Outputs go to work_dirs/main_job (MAIN_JOB_OUT overrides).
+# one epoch (what CI runs). Outputs go to work_dirs/main_job (MAIN_JOB_OUT overrides); a folder that
+# holds a trained run (checkpoints/checkpoint_best.pt) is replaced only with --force, and one main
+# job at a time writes a folder (a lock, taken before any work).
 # Environment overrides: EPOCHS, LR, MAX_TOKENS, MAX_UPDATES, VALID_EVERY (updates), ALIGN_THREADS.
 # It exits non-zero, saying why, when the kept checkpoint simplifies worse (SARI) than copying the
 # source: such a run is not a result (with --tiny, a smoke run, it only warns; REQUIRE_ABOVE_COPY=1
@@ -34,9 +36,12 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DATA_DIR="$REPO/../shared/data"
 TINY=""
+FORCE=""
 for arg in "$@"; do
   case "$arg" in
     --tiny) TINY="--tiny" ;;
+    --force) FORCE=1 ;;
+    --*) echo "fairseq-wean: error: unknown option $arg (known: --tiny, --force)" >&2; exit 2 ;;
     -h|--help) sed -n '2,/^set /p' "$0" | sed '$d'; exit 0 ;;
     *) DATA_DIR="$arg" ;;
   esac
@@ -57,6 +62,21 @@ VALID_EVERY="${VALID_EVERY:-50}"  # updates between validations (each about 10 s
 MAX_UPDATES="${MAX_UPDATES:-300}"  # the training budget, in updates (never wall-clock time)
 [ -n "$TINY" ] && EPOCHS=1
 REQUIRE_ABOVE_COPY="${REQUIRE_ABOVE_COPY:-$( [ -n "$TINY" ] && echo 0 || echo 1 )}"
+
+# Before any work: one main job per output folder, and a trained run is not replaced unasked (a
+# rerun deleted the previous run's checkpoints first thing).
+mkdir -p "$OUT"
+if command -v flock > /dev/null; then
+  exec 9> "$OUT/.main_job.lock"
+  if ! flock -n 9; then
+    echo "fairseq-wean: error: another main job is writing $OUT: wait for it, or set MAIN_JOB_OUT to another folder" >&2
+    exit 1
+  fi
+fi
+if [ -f "$OUT/checkpoints/checkpoint_best.pt" ] && [ -z "$FORCE" ]; then
+  echo "fairseq-wean: error: $OUT holds a trained run (checkpoints/checkpoint_best.pt): add --force to replace it, or set MAIN_JOB_OUT to another folder" >&2
+  exit 1
+fi
 # Use the console scripts of the Python that runs this (a virtualenv need not be activated).
 # The environment scripts/setup_env.sh made, if present; else the python3 on PATH.
 PY="${PYTHON:-$( [ -x "$REPO/.venv/bin/python" ] && echo "$REPO/.venv/bin/python" || command -v python3)}"

@@ -314,13 +314,41 @@ def test_main_job_tiny(tmp_path):
 
 
 @needs_data
+def test_main_job_keeps_a_trained_run_and_runs_one_at_a_time(tmp_path):
+    """A rerun deleted the previous run's checkpoints first thing; two at once wrote one folder.
+    Both are refused before any work, and the earlier run is left as it was."""
+    import fcntl
+
+    mj = tmp_path / "mj"
+    (mj / "checkpoints").mkdir(parents=True)
+    best = mj / "checkpoints" / "checkpoint_best.pt"
+    best.write_bytes(b"a finished run")
+    proc = run_script("examples/main_job.sh", DATA, "--tiny", env={"MAIN_JOB_OUT": str(mj)}, check=False)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.strip() == ("fairseq-wean: error: {} holds a trained run (checkpoints/checkpoint_best.pt): "
+                                   "add --force to replace it, or set MAIN_JOB_OUT to another folder".format(mj))
+    with open(mj / ".main_job.lock", "w") as held:  # a main job running there
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        proc = run_script("examples/main_job.sh", DATA, "--tiny", "--force", env={"MAIN_JOB_OUT": str(mj)},
+                          check=False)
+    assert proc.returncode == 1 and "another main job is writing {}".format(mj) in proc.stderr
+    assert best.read_bytes() == b"a finished run" and sorted(p.name for p in mj.iterdir()) == [
+        ".main_job.lock", "checkpoints"]
+    proc = run_script("examples/main_job.sh", DATA, "--tidy", env={"MAIN_JOB_OUT": str(mj)}, check=False)
+    assert proc.returncode == 2 and "unknown option --tidy (known: --tiny, --force)" in proc.stderr
+
+
+@needs_data
 def test_main_job_below_copying_the_source_exits_non_zero(tmp_path):
     """Two updates cannot learn to simplify: the job says so in one line and fails, after writing
     its outputs (the report shows why)."""
     mj = tmp_path / "mj"
-    proc = run_script("examples/main_job.sh", DATA, "--tiny", env={"MAIN_JOB_OUT": str(mj), "MAX_UPDATES": "2",
-                                                                  "REQUIRE_ABOVE_COPY": "1"}, check=False)
+    (mj / "checkpoints").mkdir(parents=True)
+    (mj / "checkpoints" / "checkpoint_best.pt").write_bytes(b"an earlier run")  # --force replaces it
+    proc = run_script("examples/main_job.sh", DATA, "--tiny", "--force",
+                      env={"MAIN_JOB_OUT": str(mj), "MAX_UPDATES": "2", "REQUIRE_ABOVE_COPY": "1"}, check=False)
     assert proc.returncode == 1, proc.stderr[-3000:]
+    assert (mj / "checkpoints" / "checkpoint_best.pt").read_bytes() != b"an earlier run"
     last = proc.stderr.strip().splitlines()[-1]
     assert re.match(r"fairseq-wean: error: the kept checkpoint scores SARI [0-9.]+, below copying the source "
                     r"\([0-9.]+\): training was too short", last), proc.stderr[-3000:]

@@ -39,6 +39,8 @@ this order:
     the uninterrupted run would have (:func:`install_patience_survives_restart`).
 13. A run resumed at an epoch boundary trains on the batches the uninterrupted run trains on
     (:func:`install_resume_keeps_the_batches`).
+14. ``--help`` with ``--arch`` (``--task``, ``--criterion``, ...) lists that model's options
+    (:func:`install_help_lists_model_options`).
 """
 import sys
 
@@ -497,6 +499,51 @@ def install_resume_keeps_the_batches():
     wrap_once(FairseqTask, "get_batch_iterator", wrap)
 
 
+HELP_FLAGS = ("-h", "--help")
+
+
+def install_help_lists_model_options():
+    """``fairseq-train --arch X --help`` lists the model's options (and the task's, the criterion's, ...).
+
+    fairseq's bug: ``options.parse_args_and_arch`` parses twice, the second time after adding the
+    options of the chosen ``--arch``, ``--task``, ``--criterion``, optimizer, ... . ``--help`` is
+    handled by the first parse, which prints the help of the generic parser and exits: no model's
+    options are ever listed (fairseq's ``lstm`` no more than the plugin's models), and a user had
+    to read the source to find them. Fix: when ``-h``/``--help`` is given, the first parse runs
+    without it, and the second, which fairseq's code reaches with every option added, prints the
+    help and exits. Nothing changes without ``--help``.
+    """
+    from fairseq import options
+
+    def wrap(original):
+        def parse_args_and_arch(parser, input_args=None, parse_known=False, suppress_defaults=False,
+                                modify_parser=None):
+            argv = sys.argv[1:] if input_args is None else list(input_args)
+            if suppress_defaults or not any(a in HELP_FLAGS for a in argv):
+                # (suppress_defaults: fairseq calls this again without it, which comes here)
+                return original(parser, input_args, parse_known, suppress_defaults, modify_parser)
+            without_help = [a for a in argv if a not in HELP_FLAGS]
+            plain = parser.parse_known_args
+            calls = []
+
+            def parse_known_args(args=None, namespace=None):  # argparse's parse_args calls it too
+                calls.append(args)
+                if len(calls) == 1:  # fairseq's first parse: find --arch, --task, ...
+                    return plain(without_help, namespace)
+                parser.print_help()  # the second: every option is in the parser now
+                parser.exit()
+
+            parser.parse_known_args = parse_known_args
+            try:
+                return original(parser, input_args, parse_known, suppress_defaults, modify_parser)
+            finally:
+                del parser.parse_known_args
+
+        return parse_args_and_arch
+
+    wrap_once(options, "parse_args_and_arch", wrap)
+
+
 def apply():
     replace_once(data_utils, "batch_by_size", batch_by_size_keeping_last)
     checkpoint_safety.install()
@@ -511,3 +558,4 @@ def apply():
     install_generator_never_chooses_bos()  # --sampling output <s>: see its docstring
     install_patience_survives_restart()  # --patience across a restart: see its docstring
     install_resume_keeps_the_batches()  # batches of a resumed run: see its docstring
+    install_help_lists_model_options()  # --help with --arch: see its docstring

@@ -1,6 +1,8 @@
 """One set of option names across the models (issue 38): the shared-embedding models (wean_lstm,
 core_copy) take fairseq lstm's --encoder-embed-dim / --decoder-embed-dim as aliases of --embed-dim,
 and word_attn_gated takes --embed-dim for both of its sizes, so one command line sizes every model."""
+import re
+
 import pytest
 from fairseq import options
 
@@ -39,3 +41,43 @@ def test_word_attention_takes_embed_dim_for_both_sides():
     assert (a.encoder_embed_dim, a.decoder_embed_dim) == (48, 48)
     a = parse("--arch", "word_attn_gated_wmt")
     assert (a.encoder_embed_dim, a.decoder_embed_dim) == (620, 620)
+
+
+def option_flags(add_args):
+    """The --flags an ``add_args`` function adds to a fresh parser."""
+    import argparse
+
+    parser = argparse.ArgumentParser(add_help=False)
+    add_args(parser)
+    return [flag for action in parser._actions for flag in action.option_strings if flag.startswith("--")]
+
+
+@pytest.mark.parametrize("arch", ["wean_lstm", "core_copy", "word_attn_gated", "lstm"])
+def test_help_with_an_arch_lists_the_models_options(arch):
+    """fairseq printed the generic help before adding --arch's options, for its own lstm too
+    (compat fix 14): the model's, the task's and the criterion's options are listed now."""
+    from fairseq.models import ARCH_MODEL_REGISTRY
+    from fairseq.tasks import TASK_REGISTRY
+
+    from conftest import cli
+
+    proc = cli("fairseq-train", "--user-dir", USER_DIR, "--arch", arch, "--task", "translation_with_metrics",
+               "--criterion", "label_smoothed_cross_entropy", "--help")
+    assert proc.stdout.startswith("usage: fairseq-train") and proc.stderr.count("error") == 0
+    listed = set(re.findall(r"^ +(--[a-z0-9-]+)", proc.stdout, re.M))
+    model_flags = option_flags(ARCH_MODEL_REGISTRY[arch].add_args)
+    assert len(model_flags) >= 8 and set(model_flags) <= listed
+    assert {"--eval-sari", "--eval-refs", "--known-words"} <= listed  # the task's
+    assert set(option_flags(TASK_REGISTRY["translation_with_metrics"].add_args)) <= listed
+    assert "--label-smoothing" in listed  # the criterion's
+
+
+def test_help_without_an_arch_and_parsing_without_help_are_unchanged():
+    """Only --help is affected: a command line without it parses as before, and the patched
+    parser is left as it was after a --help."""
+    args = parse("--arch", "wean_lstm", "--embed-dim", "32")
+    assert args.embed_dim == 32 and args.arch == "wean_lstm"
+    parser = options.get_training_parser()
+    with pytest.raises(SystemExit) as exc:
+        options.parse_args_and_arch(parser, input_args=["--user-dir", USER_DIR, "--arch", "wean_lstm", "-h"])
+    assert exc.value.code == 0 and "parse_known_args" not in vars(parser)

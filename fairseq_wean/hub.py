@@ -15,7 +15,7 @@ data_name_or_path=...)``. Keyword arguments override the checkpoint's options
 (``bpe="unk_markers"``, ``tokenizer="moses"``, ``beam``...), as in fairseq.
 
 ``--bpe unk_markers`` (this module registers it): raw text in, raw text out for ``core_copy``
-trained on ``<unk-N>`` data (README, "core_copy and rare words"). ``encode`` writes each word
+trained on ``<unk-N>`` data (docs/models/core_copy.md, "Rare and unseen words"). ``encode`` writes each word
 outside the marker dictionary as ``<unk-N>`` (N: its first source position), as
 ``preprocess/unk_markers.py encode`` does; ``decode`` puts source word N back for every
 ``<unk-N>`` of the hypothesis. The marker dictionary is ``--unk-markers-dict`` or, by default,

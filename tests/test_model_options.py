@@ -1,6 +1,7 @@
 """One set of option names across the models (issue 38): the shared-embedding models (wean_lstm,
 core_copy) take fairseq lstm's --encoder-embed-dim / --decoder-embed-dim as aliases of --embed-dim,
 and word_attn_gated takes --embed-dim for both of its sizes, so one command line sizes every model."""
+import os
 import re
 
 import pytest
@@ -81,3 +82,27 @@ def test_help_without_an_arch_and_parsing_without_help_are_unchanged():
     with pytest.raises(SystemExit) as exc:
         options.parse_args_and_arch(parser, input_args=["--user-dir", USER_DIR, "--arch", "wean_lstm", "-h"])
     assert exc.value.code == 0 and "parse_known_args" not in vars(parser)
+
+
+def test_options_tables_of_the_model_pages_are_the_codes(tmp_path):
+    """docs/models/MODEL.md's options table is generated from add_args and the presets; a page
+    that differs from the code fails here (run python scripts/options_table.py)."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    script = [sys.executable, os.path.join(REPO, "scripts", "options_table.py"), "--check"]
+    proc = subprocess.run(script, cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    # a drifted table is caught: the page's preset value of --dropout changed by hand
+    sys.path.insert(0, os.path.join(REPO, "scripts"))
+    import options_table
+
+    page = open(os.path.join(REPO, "docs", "models", "wean_lstm.md"), encoding="utf-8").read()
+    table = options_table.table("wean_lstm")
+    assert "| `--dropout` |" in table and "| `--wean-score` |" in table and "`wean_lstm_lcsts`" in table
+    row = next(line for line in table.splitlines() if line.startswith("| `--dropout` |"))
+    assert row.endswith("| `0.4` | `0.0` |")  # wean_lstm: the paper's 0.4; wean_lstm_lcsts: none
+    drifted = page.replace(row, row.replace("`0.4`", "`0.3`"))
+    assert drifted != page and options_table.with_table(drifted, "wean_lstm") == page

@@ -1,4 +1,4 @@
-"""The README's recipes run as they are written, on data they do not know (issue 38).
+"""The README's recipes (and its model pages', docs/models/) run as they are written, on data they do not know (issue 38).
 
 Each test takes a ``bash`` block of README.md (found by its section heading), writes a small
 parallel corpus with rare words into an empty folder (the user's data folder), and runs the
@@ -15,16 +15,18 @@ from conftest import BIN, REPO
 
 BUDGET = "--max-epoch 1 --cpu --num-workers 0 --seed 1"
 CORE_COPY = "`core_copy` and `--criterion core_mode_loss`"
+CORE_COPY_PAGE = "docs/models/core_copy.md"  # the README's model table links to it
 
 
-def readme_text():
-    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+def readme_text(document="README.md"):
+    with open(os.path.join(REPO, document), encoding="utf-8") as f:
         return f.read()
 
 
-def readme_block(heading, index=0):
-    """The ``index``-th ```bash block under the README section whose heading starts with ``heading``."""
-    text = readme_text()
+def readme_block(heading, index=0, document="README.md"):
+    """The ``index``-th ```bash block under the section of ``document`` (README.md, or a page the
+    README links to) whose heading starts with ``heading``."""
+    text = readme_text(document)
     start = re.search(r"^#+ {}.*$".format(re.escape(heading)), text, re.M)
     assert start, heading
     end = re.search(r"^## ", text[start.end():], re.M)
@@ -94,7 +96,7 @@ def test_core_copy_recipe_on_data_with_frequency_thresholds(tmp_path):
     words seen once are <unk> for fairseq and never in the table (without --dict, training stopped
     with '... word(s) are not in the dictionary')."""
     write_corpus(tmp_path)
-    script = commands(readme_block(CORE_COPY), until="# 4. decode")
+    script = commands(readme_block(CORE_COPY, document=CORE_COPY_PAGE), until="# 4. decode")
     assert "--thresholdsrc 2" in script and "--dict data-bin/dict.src.txt" in script
     run_bash(with_budget(script), tmp_path)
     table = (tmp_path / "align.table").read_text()
@@ -106,9 +108,9 @@ def test_core_copy_marker_recipe(tmp_path):
     """The README's <unk-N> marker recipe, then the same training command: rare source words are
     markers, and rare target-only words (outside dict.txt) are aligned as <unk>, never named."""
     write_corpus(tmp_path, seed=1)
-    markers = commands(readme_block(CORE_COPY, 2), until="# ... train as above")
+    markers = commands(readme_block(CORE_COPY, 2, document=CORE_COPY_PAGE), until="# ... train as above")
     assert "--dict dict.txt" in markers
-    run_bash(markers + with_budget(train_command(readme_block(CORE_COPY))), tmp_path)
+    run_bash(markers + with_budget(train_command(readme_block(CORE_COPY, document=CORE_COPY_PAGE))), tmp_path)
     table = (tmp_path / "align.table").read_text()
     assert "tgtrare" not in table and "<unk>" not in table  # markers <unk-N> are copy-only too
     assert "<unk-" in (tmp_path / "train.pg.src").read_text()

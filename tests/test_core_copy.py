@@ -13,7 +13,12 @@ from fairseq_wean.data.markers import marker
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.models.core_copy import CoreCopyModel, base_architecture
 from fairseq_wean.modules.copy_mixture import log_mixture, masked_log
-from model_checks import assert_batched_beam_equals_single, assert_incremental_equals_full
+from model_checks import (
+    assert_batched_beam_equals_single,
+    assert_beam_scores_equal_teacher_forced_scores,
+    assert_incremental_equals_full,
+    scale_parameters,
+)
 from conftest import (
     USER_DIR, FakeTask, cli, cli_concurrently, generated_hypotheses, make_dictionary, random_batch,
     train_args,
@@ -78,6 +83,14 @@ def test_batched_beam_search_equals_single_sentence(dictionary, table):
     src, lengths, _, _ = random_batch(dictionary, bsz=4, src_len=6)
     hyps = assert_batched_beam_equals_single(model, dictionary, src, lengths, beam=3)
     assert all(len(h) == 3 for h in hyps)
+
+
+def test_beam_scores_equal_a_teacher_forced_pass_while_the_batch_shrinks(dictionary, table):
+    """s_t and the per-sentence cache (W_k h_j, the V_G masks and copy index, the sentence ids)
+    follow their hypotheses through every reorder, also when finished sentences leave the batch."""
+    model = scale_parameters(build(dictionary, table), 8.0)
+    src, lengths, _, _ = random_batch(dictionary, bsz=6, src_len=7, seed=0)
+    assert_beam_scores_equal_teacher_forced_scores(model, dictionary, src, lengths, beam=3, max_len_b=12)
 
 
 def test_reused_full_vocabulary_buffer_gives_the_same_beam_search(dictionary, table):

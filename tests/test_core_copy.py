@@ -5,6 +5,7 @@ import re
 
 import pytest
 import torch
+from fairseq.data import data_utils
 from fairseq.sequence_generator import SequenceGenerator
 
 import fairseq_wean  # noqa: F401  (registers the models and criteria)
@@ -705,7 +706,14 @@ def test_non_joined_dictionary_is_refused(table):
 
 # ------------------------------------------------------------------------ criterion
 def make_sample(dictionary, bsz=4, seed=0):
-    src, lengths, prev, target = random_batch(dictionary, bsz=bsz, seed=seed)
+    """A training batch whose targets have different lengths (sentence b: b words fewer), padded
+    as fairseq's collater pads them, so that the criterion's masking of padding is exercised."""
+    src, lengths, _, full_target = random_batch(dictionary, bsz=bsz, seed=seed)
+    eos = torch.tensor([dictionary.eos()])
+    rows = [torch.cat([full_target[b, : full_target.size(1) - 1 - b], eos]) for b in range(bsz)]
+    target = data_utils.collate_tokens(rows, dictionary.pad(), dictionary.eos())
+    prev = data_utils.collate_tokens(rows, dictionary.pad(), dictionary.eos(), move_eos_to_beginning=True)
+    assert target.eq(dictionary.pad()).any()
     return {
         "net_input": {"src_tokens": src, "src_lengths": lengths, "prev_output_tokens": prev},
         "target": target,

@@ -43,13 +43,16 @@ this order:
     (:func:`install_help_lists_model_options`).
 """
 import sys
+from typing import Optional
 
 import numpy as np
+import torch
 from fairseq.data import data_utils
+from torch import Tensor
 
 from fairseq_wean import checkpoint_safety, distributed
 from fairseq_wean.errors import FairseqWeanError
-from fairseq_wean.patching import replace_once, wrap_once
+from fairseq_wean.patching import replace_method_once, replace_once, wrap_once
 
 _original_batch_by_size = data_utils.batch_by_size
 
@@ -324,29 +327,54 @@ def install_diverse_beam_search_fixes():
        setting the class's own docstring gives for its earlier behaviour; the cumulative
        diversity penalty is unchanged.
 
-    Applied by wrapping ``step`` (the search object serves every batch of a run; step 0 of
-    each batch starts over, as ``group_overlap`` does); idempotent.
+    Applied to ``__init__`` (bug 2, and the two tensors that bug 1's fix keeps) and ``step``
+    (:func:`diverse_beam_search_step`; the search object serves every batch of a run; step 0 of
+    each batch starts over, as ``group_overlap`` does); idempotent. fairseq scripts the search
+    with its ``SequenceGenerator`` (``torch.jit.script``), so ``step`` is a method TorchScript
+    compiles (:func:`fairseq_wean.patching.replace_method_once`): the scripted generator runs
+    the fixed search too.
     """
-    import torch
     from fairseq.search import DiverseBeamSearch
 
-    def wrap_step(original_step):
-        def step(self, step, lprobs, scores, prev_output_tokens=None, original_batch_idxs=None):
+    def wrap_init(original_init):
+        def __init__(self, *args, **kwargs):
+            original_init(self, *args, **kwargs)
             self.candidate_multiple = max(self.candidate_multiple, 2)  # bug 2
-            if original_batch_idxs is not None:  # bug 1
-                if step == 0:
-                    ids = original_batch_idxs.clone()
-                    order = ids.argsort()
-                    self._fairseq_wean_batch_ids = (ids[order], order)  # sorted ids, their rows
-                else:
-                    sorted_ids, rows = self._fairseq_wean_batch_ids
-                    original_batch_idxs = rows[torch.searchsorted(sorted_ids, original_batch_idxs)]
-            return original_step(self, step, lprobs, scores, prev_output_tokens, original_batch_idxs)
+            # bug 1: the batch's ids at step 0, sorted, and the rows they were in. Attributes
+            # from __init__ on: TorchScript types a module's attributes when it scripts it.
+            self._fairseq_wean_batch_ids = torch.empty(0, dtype=torch.long)
+            self._fairseq_wean_batch_rows = torch.empty(0, dtype=torch.long)
 
-        step.__doc__ = original_step.__doc__
-        return step
+        __init__.__doc__ = original_init.__doc__
+        return __init__
 
-    wrap_once(DiverseBeamSearch, "step", wrap_step)
+    wrap_once(DiverseBeamSearch, "__init__", wrap_init)
+    replace_method_once(DiverseBeamSearch, "step", diverse_beam_search_step, original_as="_fairseq_step")
+
+
+@torch.jit.export
+def diverse_beam_search_step(
+    self,
+    step: int,
+    lprobs,
+    scores,
+    prev_output_tokens: Optional[Tensor] = None,
+    original_batch_idxs: Optional[Tensor] = None,
+):
+    """``DiverseBeamSearch.step`` with the sentences' ids turned into their rows at step 0 (bug 1
+    of :func:`install_diverse_beam_search_fixes`), then fairseq's own ``step``.
+
+    A method TorchScript compiles (fairseq scripts its generator with the search in it).
+    """
+    if original_batch_idxs is not None:
+        if step == 0:
+            order = original_batch_idxs.argsort()
+            self._fairseq_wean_batch_ids = original_batch_idxs.index_select(0, order)
+            self._fairseq_wean_batch_rows = order
+        else:
+            at = torch.searchsorted(self._fairseq_wean_batch_ids, original_batch_idxs)
+            original_batch_idxs = self._fairseq_wean_batch_rows.index_select(0, at)
+    return self._fairseq_step(step, lprobs, scores, prev_output_tokens, original_batch_idxs)
 
 
 def install_no_repeat_ngram_on_cpu():
@@ -360,16 +388,22 @@ def install_no_repeat_ngram_on_cpu():
     ``w27 w27 w27 ...`` with ``--no-repeat-ngram-size 2``. Fix: give it the tokens decoded so
     far, ``tokens[:, :step + 1]`` (the first column is the </s> that starts every hypothesis,
     as fairseq's n-gram positions assume). Idempotent.
+
+    fairseq scripts ``SequenceGenerator`` with its ``NGramRepeatBlock`` (``torch.jit.script``),
+    so the fix is a method TorchScript compiles (:func:`no_repeat_ngram_of_decoded_tokens`, through
+    :func:`fairseq_wean.patching.replace_method_once`); fairseq's algorithm itself is unchanged
+    (kept as ``_fairseq_no_repeat_ngram``). The CUDA extension's path does not go through it.
     """
     from fairseq.ngram_repeat_block import NGramRepeatBlock
 
-    def wrap_no_repeat_ngram(original):
-        def _no_repeat_ngram(self, tokens, lprobs, bsz, beam_size, step):
-            return original(self, tokens[:, : step + 1], lprobs, bsz, beam_size, step)
+    replace_method_once(NGramRepeatBlock, "_no_repeat_ngram", no_repeat_ngram_of_decoded_tokens,
+                        original_as="_fairseq_no_repeat_ngram")
 
-        return _no_repeat_ngram
 
-    wrap_once(NGramRepeatBlock, "_no_repeat_ngram", wrap_no_repeat_ngram)
+def no_repeat_ngram_of_decoded_tokens(self, tokens, lprobs, bsz: int, beam_size: int, step: int):
+    """``NGramRepeatBlock._no_repeat_ngram`` on the tokens decoded so far, ``tokens[:, :step + 1]``
+    (see :func:`install_no_repeat_ngram_on_cpu`). A method TorchScript compiles."""
+    return self._fairseq_no_repeat_ngram(tokens[:, : step + 1], lprobs, bsz, beam_size, step)
 
 
 def install_generator_never_chooses_bos():

@@ -5,7 +5,8 @@ fairseq gives a plugin one hook, the import of ``--user-dir``, and the modules t
 :mod:`fairseq_wean.distributed`, :mod:`fairseq_wean.hub`, :mod:`fairseq_wean.unk_replacement`,
 :mod:`fairseq_wean.report.gate_lines`) may be asked to install their patches more than once in a
 process (``compat.apply()`` again, a test that imports the plugin and then runs fairseq's CLIs).
-Every patch therefore goes through :func:`wrap_once` (or :func:`replace_once`): the new function
+Every patch therefore goes through :func:`wrap_once` (or :func:`replace_once`, or
+:func:`replace_method_once` for code that fairseq compiles with TorchScript): the new function
 carries, in ``_fairseq_wean_fixed``, the names of the patches applied to it, including those of the
 function it wraps. A patch already there is not applied again, and two modules may wrap the same
 function (``FairseqTask.inference_step`` is wrapped by ``unk_replacement`` and by ``gate_lines``).
@@ -15,6 +16,8 @@ generation options (``--print-gates``, ``--replace-unk-source``).
 
 Imports nothing from the project, so that every patching module may import it.
 """
+import types
+
 MARK = "_fairseq_wean_fixed"
 
 
@@ -42,6 +45,51 @@ def wrap_once(owner, name, make_wrapper, key=None):
 def replace_once(owner, name, replacement):
     """Replace ``owner.name`` by ``replacement`` (which does not call the original), once."""
     return wrap_once(owner, name, lambda original: replacement, key=_qualified_name(replacement))
+
+
+def replace_method_once(owner, name, method, original_as):
+    """Replace the method ``owner.name`` of a class by ``method``, which reaches fairseq's own
+    method as ``self.<original_as>(...)``; once.
+
+    For the methods of ``nn.Module`` s that fairseq compiles with ``torch.jit.script``
+    (``SequenceGenerator`` and everything it calls: its search, ``NGramRepeatBlock``,
+    ``EnsembleModel``). :func:`wrap_once`'s wrapper is a closure around the original, and
+    TorchScript compiles the original it finds in the closure as a free function, whose ``self``
+    it takes for a tensor: scripting fails ("'Tensor (inferred)' object has no attribute ..."),
+    for every user of the process. Here ``method`` is an ordinary method (annotate its arguments
+    as TorchScript needs), and the original stays on the class under ``original_as``, where
+    TorchScript compiles it as the method it is. fairseq's ``@torch.jit.export`` /
+    ``@torch.jit.unused`` on the original carry over to ``method`` unless it has its own.
+    Returns what ``owner.name`` is afterwards.
+    """
+
+    def keep_original(original):
+        if original_as in vars(owner):
+            raise ValueError("{}.{} exists already".format(owner.__name__, original_as))
+        setattr(owner, original_as, _renamed(original, original_as))
+        installed = _renamed(method, name)
+        modifier = getattr(original, "_torchscript_modifier", None)
+        if modifier is not None and not hasattr(installed, "_torchscript_modifier"):
+            installed._torchscript_modifier = modifier
+        return installed
+
+    return wrap_once(owner, name, keep_original, key=_qualified_name(method))
+
+
+def _renamed(function, name):
+    """A copy of ``function`` whose ``__name__`` is the attribute it is installed as.
+
+    TorchScript compiles a method that another compiled method calls under its function's
+    ``__name__``: fairseq's ``_no_repeat_ngram`` kept under another attribute would be compiled
+    as a second ``_no_repeat_ngram`` ("Can't redefine method").
+    """
+    copy = types.FunctionType(function.__code__, function.__globals__, name, function.__defaults__,
+                              function.__closure__)
+    copy.__dict__.update(function.__dict__)
+    copy.__kwdefaults__ = function.__kwdefaults__
+    copy.__annotations__ = dict(function.__annotations__)
+    copy.__doc__, copy.__module__, copy.__qualname__ = function.__doc__, function.__module__, function.__qualname__
+    return copy
 
 
 # The plugin's own generation options, in the order they were added: (flags, add_argument kwargs).

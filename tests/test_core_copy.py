@@ -5,6 +5,7 @@ import re
 
 import pytest
 import torch
+from fairseq.data import data_utils
 from fairseq.sequence_generator import SequenceGenerator
 
 import fairseq_wean  # noqa: F401  (registers the models and criteria)
@@ -13,7 +14,12 @@ from fairseq_wean.data.markers import marker
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.models.core_copy import CoreCopyModel, base_architecture
 from fairseq_wean.modules.copy_mixture import log_mixture, masked_log
-from model_checks import assert_batched_beam_equals_single, assert_incremental_equals_full
+from model_checks import (
+    assert_batched_beam_equals_single,
+    assert_beam_scores_equal_teacher_forced_scores,
+    assert_incremental_equals_full,
+    scale_parameters,
+)
 from conftest import (
     USER_DIR, FakeTask, cli, cli_concurrently, generated_hypotheses, make_dictionary, random_batch,
     train_args,
@@ -78,6 +84,14 @@ def test_batched_beam_search_equals_single_sentence(dictionary, table):
     src, lengths, _, _ = random_batch(dictionary, bsz=4, src_len=6)
     hyps = assert_batched_beam_equals_single(model, dictionary, src, lengths, beam=3)
     assert all(len(h) == 3 for h in hyps)
+
+
+def test_beam_scores_equal_a_teacher_forced_pass_while_the_batch_shrinks(dictionary, table):
+    """s_t and the per-sentence cache (W_k h_j, the V_G masks and copy index, the sentence ids)
+    follow their hypotheses through every reorder, also when finished sentences leave the batch."""
+    model = scale_parameters(build(dictionary, table), 8.0)
+    src, lengths, _, _ = random_batch(dictionary, bsz=6, src_len=7, seed=0)
+    assert_beam_scores_equal_teacher_forced_scores(model, dictionary, src, lengths, beam=3, max_len_b=12)
 
 
 def test_reused_full_vocabulary_buffer_gives_the_same_beam_search(dictionary, table):
@@ -692,7 +706,14 @@ def test_non_joined_dictionary_is_refused(table):
 
 # ------------------------------------------------------------------------ criterion
 def make_sample(dictionary, bsz=4, seed=0):
-    src, lengths, prev, target = random_batch(dictionary, bsz=bsz, seed=seed)
+    """A training batch whose targets have different lengths (sentence b: b words fewer), padded
+    as fairseq's collater pads them, so that the criterion's masking of padding is exercised."""
+    src, lengths, _, full_target = random_batch(dictionary, bsz=bsz, seed=seed)
+    eos = torch.tensor([dictionary.eos()])
+    rows = [torch.cat([full_target[b, : full_target.size(1) - 1 - b], eos]) for b in range(bsz)]
+    target = data_utils.collate_tokens(rows, dictionary.pad(), dictionary.eos())
+    prev = data_utils.collate_tokens(rows, dictionary.pad(), dictionary.eos(), move_eos_to_beginning=True)
+    assert target.eq(dictionary.pad()).any()
     return {
         "net_input": {"src_tokens": src, "src_lengths": lengths, "prev_output_tokens": prev},
         "target": target,

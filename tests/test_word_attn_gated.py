@@ -19,7 +19,12 @@ from fairseq_wean.models.word_attn_gated import (
     word_attn_rnnsearch_iwslt,
 )
 from fairseq_wean.modules.attention import SourceAttention
-from model_checks import assert_batched_beam_equals_single, assert_incremental_equals_full
+from model_checks import (
+    assert_batched_beam_equals_single,
+    assert_beam_scores_equal_teacher_forced_scores,
+    assert_incremental_equals_full,
+    scale_parameters,
+)
 from conftest import (
     REPO,
     USER_DIR,
@@ -68,6 +73,15 @@ def test_batched_beam_search_equals_single_sentence(word_attention):
     src, lengths, _, _ = random_batch(d, bsz=4, src_len=6)
     hyps = assert_batched_beam_equals_single(build(d, word_attention), d, src, lengths)
     assert all(len(h) == 3 for h in hyps)
+
+
+def test_beam_scores_equal_a_teacher_forced_pass_while_the_batch_shrinks():
+    """Every cached tensor (h and c of both LSTM layers, U_a h_j, U_b x_j, the sentence ids)
+    follows its hypothesis through every reorder, also when finished sentences leave the batch."""
+    d = make_dictionary()
+    model = scale_parameters(build(d, "gated", rnn_cell="lstm", encoder_layers=2, decoder_layers=2), 8.0)
+    src, lengths, _, _ = random_batch(d, bsz=6, src_len=7, seed=0)
+    assert_beam_scores_equal_teacher_forced_scores(model, d, src, lengths, beam=3, max_len_b=12)
 
 
 @pytest.mark.parametrize("word_attention", ["ungated", "gated"])

@@ -1,0 +1,208 @@
+#!/usr/bin/env python
+"""Mutation check: do the model-level tests notice a one-line mistake in the models, the
+criterion, the contextual gate or CoRe's copy mixture?
+
+Each mutant below is one line of the package changed (file, the exact old text, its
+replacement). The working tree is copied to a temporary folder (the checkout itself is never
+modified), each mutant is applied there in turn, and the model-level tests of the three models
+and of their shared encoder and decoder state (``tests/test_wean_lstm.py``,
+``tests/test_core_copy.py``, ``tests/test_word_attn_gated.py``, ``tests/test_rnn_encoder.py``;
+without the tests that train or decode through fairseq's CLIs) run against that copy with
+``-x``. A mutant is *killed* when a test fails (or errors, or runs past ``TIMEOUT_S``), and
+*survives* when every test passes; every mutant on the list must be killed (exit status 1
+otherwise). The list is short on purpose: about ten seconds per mutant on one core, four to five
+minutes for all of them.
+
+The reorder mutants are the reason this exists: a cached decoder tensor left out of
+``reorder_incremental_state`` once passed every test (batched and single-sentence beam search
+reordered the same wrong way, and no sentence finished early); the beam tests that rescore every
+hypothesis with a teacher-forced pass while the batch shrinks kill them (a wrong row within a
+beam changes the scores, a tensor not shrunk with the batch no longer fits the others).
+
+Not on the list, because they are equivalent (no test can kill them): leaving ``"sentence_ids"``
+out of ``reorder_per_sentence`` only makes every later reorder copy (the row counts no longer
+match), with the same results.
+
+    python scripts/mutation_check.py            # every mutant
+    python scripts/mutation_check.py --list     # the mutants, not run
+    python scripts/mutation_check.py W1 G3      # some of them
+    python scripts/mutation_check.py -k "not teacher_forced_pass"   # without some tests
+
+Also a pytest plugin (``-p mutation_check``): it leaves out the tests that need the data the
+real CLIs build (fixtures ``raw_dir``, ``skewed_data_bin``), so that the check stays fast.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TESTS = ["tests/test_wean_lstm.py", "tests/test_core_copy.py", "tests/test_word_attn_gated.py", "tests/test_rnn_encoder.py"]
+CLI_FIXTURES = {"raw_dir", "skewed_data_bin"}  # data made by fairseq-preprocess / fairseq-train
+TIMEOUT_S = 600
+
+WEAN = "fairseq_wean/models/wean_lstm.py"
+CORE = "fairseq_wean/models/core_copy.py"
+GATED = "fairseq_wean/models/word_attn_gated.py"
+STATE = "fairseq_wean/modules/decoder_state.py"
+ENCODER = "fairseq_wean/modules/rnn_encoder.py"
+LOSS = "fairseq_wean/criterions/core_mode_loss.py"
+GATE = "fairseq_wean/modules/contextual_gate.py"
+MIXTURE = "fairseq_wean/modules/copy_mixture.py"
+
+_WEAN_REORDER = "reordered = tuple(t.index_select(1, new_order) for t in cached)"
+_GATED_RECURRENT = 'recurrent = {key: cache[key].index_select(1, new_order) for key in ("hidden", "cell") if key in cache}'
+_GATED_REORDERED = "reordered = dict(reorder_per_sentence(per_sentence, new_order), **recurrent)"
+
+# (id, file, old text, new text, what the mistake is)
+MUTANTS = [
+    # --- beam search: every cached tensor reordered with its hypothesis
+    ("W1", WEAN, _WEAN_REORDER, "reordered = tuple(cached)", "wean_lstm: (h, c) not reordered"),
+    ("W2", WEAN, _WEAN_REORDER, "reordered = (cached[0], cached[1].index_select(1, new_order))",
+     "wean_lstm: h not reordered"),
+    ("W3", WEAN, _WEAN_REORDER, "reordered = (cached[0].index_select(1, new_order), cached[1])",
+     "wean_lstm: c not reordered"),
+    ("C1", CORE, '"cached_state", hidden.index_select(1, new_order))', '"cached_state", hidden)',
+     "core_copy: s_t-1 not reordered"),
+    ("C2", CORE, '"per_sentence", reorder_per_sentence(per_sentence, new_order))', '"per_sentence", per_sentence)',
+     "core_copy: per-sentence cache (W_k h_j, V_G masks, copy index) not reordered"),
+    ("G1", GATED, _GATED_RECURRENT,
+     'recurrent = {key: cache[key] if key == "hidden" else cache[key].index_select(1, new_order) '
+     'for key in ("hidden", "cell") if key in cache}', "word_attn_gated: h not reordered"),
+    ("G2", GATED, _GATED_RECURRENT,
+     'recurrent = {key: cache[key] if key == "cell" else cache[key].index_select(1, new_order) '
+     'for key in ("hidden", "cell") if key in cache}', "word_attn_gated: c (LSTM cells) not reordered"),
+    ("G3", GATED, _GATED_REORDERED,
+     'reordered = dict(reorder_per_sentence(per_sentence, new_order), **recurrent, '
+     '**{k: cache[k] for k in ("attention_keys",) if k in cache})', "word_attn_gated: U_a h_j not reordered"),
+    ("G4", GATED, _GATED_REORDERED,
+     'reordered = dict(reorder_per_sentence(per_sentence, new_order), **recurrent, '
+     '**{k: cache[k] for k in ("word_attention_keys",) if k in cache})', "word_attn_gated: word-attention keys U_b x_j not reordered"),
+    ("D1", STATE, "return torch.equal(sentence_ids.index_select(0, new_order), sentence_ids)", "return True",
+     "a reorder across sentences that keeps the batch size is skipped (beam search makes none)"),
+    ("D2", STATE, "return tuple(v.index_select(0, new_order) for v in value)", "return value",
+     "tuples of per-sentence data (core_copy's V_G mask and copy index) not reordered"),
+    ("E1", ENCODER, "return reorder_per_sentence(encoder_out, new_order)", "return encoder_out",
+     "encoder output not reordered"),
+    # --- core_mode_loss (eq. 12-15)
+    ("L1", LOSS, "return in_source & ~special", "return in_source", "eq. 12: </s> and <unk> count as copied"),
+    ("L2", LOSS, "usable = found & torch.isfinite(picked)", "usable = found",
+     "a target in neither part is not scored as <unk> (infinite loss)"),
+    ("L3", LOSS, "loss = ce_loss + self.mode_loss_weight * mode_loss", "loss = ce_loss + mode_loss",
+     "--mode-loss-weight ignored"),
+    ("L4", LOSS, "mode_loss = mode.masked_fill(~non_pad, 0.0).sum()", "mode_loss = mode.sum()",
+     "eq. 15 counts padding"),
+    ("L5", LOSS, "eps_i = self.eps / (support - 1)", "eps_i = self.eps / support",
+     "label smoothing mass spread over the wrong number of words"),
+    ("L6", LOSS, "ce_loss = tok_loss.masked_fill(~non_pad, 0.0).sum()", "ce_loss = tok_loss.sum()",
+     "label-smoothed loss counts padding"),
+    # --- contextual gate (Wu et al., section 4)
+    ("A1", GATE, "return o * c_alpha, (1.0 - o) * word_context, o", "return (1.0 - o) * c_alpha, o * word_context, o",
+     "o and 1 - o swapped"),
+    ("A2", GATE, "self.w_o(y_prev) + self.u_o(s_prev) + self.c_alpha_o(c_alpha) + self.c_beta_o(c_beta)",
+     "self.w_o(y_prev) + self.u_o(s_prev) + self.c_alpha_o(c_alpha)", "the gate does not read c^beta"),
+    # --- CoRe's copy mixture (eq. 7, 11)
+    ("M1", MIXTURE, "F.logsigmoid(-gate_logit).unsqueeze(-1) + log_p_gen)", "F.logsigmoid(gate_logit).unsqueeze(-1) + log_p_gen)",
+     "eq. 11: lambda weighs both parts"),
+    ("M2", MIXTURE, "grad_gate = (1 - lam) * grad_copy.sum(-1) - lam * grad_gen.sum(-1)",
+     "grad_gate = lam * grad_copy.sum(-1) - (1 - lam) * grad_gen.sum(-1)", "wrong gradient of the gate logit"),
+    ("M3", MIXTURE, "p_copy.scatter_add_(2, copy_index", "p_copy.scatter_(2, copy_index",
+     "eq. 7: repeated source words do not add up"),
+    ("M4", MIXTURE, "return (grad / p).masked_fill_(p == 0, 0.0)", "return grad / p",
+     "masked log: NaN/inf gradient where p = 0"),
+]
+
+
+# ------------------------------------------------------------------------------ pytest plugin
+def pytest_collection_modifyitems(config, items):
+    """Leave out the tests that need data built by fairseq's CLIs (minutes each)."""
+    keep = [item for item in items if not CLI_FIXTURES & set(getattr(item, "fixturenames", ()))]
+    dropped = [item for item in items if item not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+# ------------------------------------------------------------------------------ the check
+def copy_tree(dest):
+    shutil.copytree(REPO, dest, ignore=shutil.ignore_patterns(".git", "__pycache__", ".venv", "*.pyc"))
+
+
+def run_tests(copy, keyword=None):
+    env = dict(os.environ, OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([str(copy), str(copy / "scripts"), os.environ.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "mutation_check"] + TESTS
+    if keyword:
+        cmd += ["-k", keyword]
+    start = time.time()
+    try:
+        proc = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, "timed out after {} s".format(TIMEOUT_S), time.time() - start
+    out = proc.stdout + proc.stderr
+    failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", out, flags=re.M)
+    summary = out.strip().splitlines()[-1] if out.strip() else ""
+    return proc.returncode, (failed[0] if failed else summary), time.time() - start
+
+
+def check_import_path(copy):
+    env = dict(os.environ, PYTHONPATH=str(copy))
+    where = subprocess.run([sys.executable, "-c", "import fairseq_wean; print(fairseq_wean.__file__)"],
+                           cwd=copy, env=env, capture_output=True, text=True).stdout.strip()
+    if not where.startswith(str(copy)):
+        sys.exit("mutation_check: fairseq_wean is imported from {}, not from the copy {}".format(where, copy))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("ids", nargs="*", help="mutants to run (default: all)")
+    parser.add_argument("--list", action="store_true", help="print the mutants and stop")
+    parser.add_argument("-k", dest="keyword", help="only the tests pytest -k selects (e.g. 'not teacher_forced_pass': "
+                                                   "which mutants the other tests kill)")
+    args = parser.parse_args(argv)
+    known = {m[0] for m in MUTANTS}
+    unknown = [i for i in args.ids if i not in known]
+    if unknown:
+        parser.error("unknown mutant(s) {}; known: {}".format(", ".join(unknown), ", ".join(sorted(known))))
+    mutants = [m for m in MUTANTS if not args.ids or m[0] in args.ids]
+    if args.list:
+        for mid, path, old, new, what in mutants:
+            print("{}  {}: {}\n     - {}\n     + {}".format(mid, path, what, old, new))
+        return 0
+
+    with tempfile.TemporaryDirectory(prefix="mutation-check-") as tmp:
+        copy = Path(tmp) / "repo"
+        copy_tree(copy)
+        check_import_path(copy)
+        rc, detail, seconds = run_tests(copy, args.keyword)
+        print("baseline (no mutant): {} ({:.0f} s)".format("pass" if rc == 0 else "FAIL: " + detail, seconds), flush=True)
+        if rc != 0:
+            return 2
+        results = []
+        for mid, path, old, new, what in mutants:
+            target = copy / path
+            original = target.read_text()
+            if original.count(old) != 1:
+                results.append((mid, "invalid", "old text found {} times in {}".format(original.count(old), path), 0.0))
+            else:
+                target.write_text(original.replace(old, new))
+                try:
+                    rc, detail, seconds = run_tests(copy, args.keyword)
+                finally:
+                    target.write_text(original)
+                verdict = "survived" if rc == 0 else "killed"
+                results.append((mid, verdict, detail if rc != 0 else "every test passed", seconds))
+            _, verdict, detail, seconds = results[-1]
+            print("{:3s} {:8s} {:4.0f} s  {}  [{}]".format(mid, verdict, seconds, what, detail), flush=True)
+        killed = sum(r[1] == "killed" for r in results)
+        print("score: {} of {} killed".format(killed, len(results)))
+        return 0 if killed == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -274,6 +274,37 @@ def test_prepare_iwslt14_staged_bpe_is_fairseqs(tmp_path):
     for name, (same, n) in r["staged_bpe_check"].items():
         assert same == n == 12, name
     assert (out / "bpe" / "train.de-en.de.bin").exists() and (out / "bpe" / "test.de-en.en.bin").exists()
+    assert r["tests"]["iwslt14"]["score_args"] == ["--bleu-tokenize", "none"]  # multi-bleu's convention
+
+
+def test_translation_tables_score_bleu_as_the_literature_and_say_so(tmp_path):
+    """Multi30k and IWSLT'14 text is tokenized and lowercased: BLEU with sacreBLEU --tokenize none
+    (multi-bleu), as their literature reports it, and every table names the tokenization (issue 38:
+    13a split each <unk> into three tokens, and core_copy, which writes more <unk>, lost 3.4 BLEU)."""
+    import argparse
+
+    from fairseq_wean.compare import report as compare_report
+    from preprocess import prepare_multi30k
+
+    hyp, ref, src = tmp_path / "hyp", tmp_path / "ref", tmp_path / "src"
+    hyp.write_text("a man &apos;s <unk> dog .\nthe cat sat on the mat .\n")
+    ref.write_text("a man &apos;s big dog .\nthe cat sat on a mat .\n")
+    src.write_text("x\ny\n")
+    spec = {"orig": "src", "refs": ["ref"], "metrics": "bleu", "table": ["bleu"]}
+    tok_none = dict(spec, score_args=["--bleu-tokenize", "none"])
+    from sacrebleu import corpus_bleu
+
+    lines = lambda p: p.read_text().splitlines()  # noqa: E731
+    for s, tokenize in ((spec, "13a"), (tok_none, "none")):
+        expected = corpus_bleu(lines(hyp), [lines(ref)], tokenize=tokenize).score
+        assert compare_report.score(str(hyp), s, str(tmp_path))["bleu"] == pytest.approx(expected)
+    assert compare_report.score(str(hyp), spec, str(tmp_path))["bleu"] != \
+        compare_report.score(str(hyp), tok_none, str(tmp_path))["bleu"]
+    args = argparse.Namespace(task="translation", budget="converged")
+    headers = lambda s: [h for _, h in compare_report.columns(args, {"tests": {"test2016": s}})]  # noqa: E731
+    assert "test2016 BLEU (tok none)" in headers(tok_none) and "test2016 BLEU (13a)" in headers(spec)
+    source = open(prepare_multi30k.__file__, encoding="utf-8").read()
+    assert '"score_args": ["--bleu-tokenize", "none"]' in source
 
 
 @needs_data

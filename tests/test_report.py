@@ -147,7 +147,8 @@ def score_json(capsys, *argv):
 
 # --------------------------------------------------------------------------------------------- numbers
 @pytest.mark.parametrize("metrics,extra", [("bleu,sari,fkgl,stats", []), ("sari,bleu", ["--sari-mode", "legacy"]),
-                                           ("rouge1,rouge2,rougeL,bleu", [])])
+                                           ("rouge1,rouge2,rougeL,bleu", []),
+                                           ("bleu,stats", ["--bleu-tokenize", "none"])])
 def test_corpus_scores_and_p_values_equal_fairseq_wean_score(files, capsys, metrics, extra):
     _, html_text = make_page(files, *extra, metrics=metrics, out="scores.html")
     tags = parse(html_text).tags
@@ -167,6 +168,9 @@ def test_corpus_scores_and_p_values_equal_fairseq_wean_score(files, capsys, metr
     metric_names = [m for m in metrics.split(",") if m != "stats"]
     assert p_shown == [second["p_values"][m] for m in metric_names]
     assert all(0 < p <= 1 for p in p_shown)
+    if "--bleu-tokenize" in extra:  # stated in the table, and not 13a's value
+        assert "BLEU (tokenize none)" in html_text
+        assert second["bleu"] != score_json(capsys, "--sys", files["b_log"], *common[:-2])["bleu"]
 
 
 def test_sentence_scores_equal_reference_computations(page):

@@ -596,6 +596,9 @@ def test_options_from_score_args():
     assert options_from_score_args(["--rouge-chars", "--sari-mode", "legacy", "--rouge-no-stemmer"]) == {
         "rouge_chars": True, "sari_mode": "legacy", "rouge_stemmer": False}
     assert options_from_score_args(["--sari-mode=paper"]) == {"sari_mode": "paper"}
+    assert options_from_score_args(["--bleu-tokenize", "none"]) == {"bleu_tokenize": "none"}
+    with pytest.raises(FairseqWeanError, match="--bleu-tokenize needs one of .*13a.* \\(got 'nune'\\)"):
+        options_from_score_args(["--bleu-tokenize=nune"])
     with pytest.raises(FairseqWeanError, match="--sari-mode needs"):
         options_from_score_args(["--sari-mode"])
     with pytest.raises(FairseqWeanError, match="unknown score option '--json'"):

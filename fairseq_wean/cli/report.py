@@ -41,6 +41,9 @@ def get_parser():
                    help="corpus metrics, comma list of {} (default: {}); any rouge* shows per-sentence "
                         "ROUGE-L".format(",".join(M.METRICS), ",".join(build.DEFAULT_METRICS)))
     p.add_argument("--sari-mode", choices=sari_lib.MODES, default="default", help="as fairseq-wean-score")
+    p.add_argument("--bleu-tokenize", default=M.BLEU_TOKENIZE, metavar="TOK",
+                   help="sacrebleu's BLEU tokenization, as fairseq-wean-score: 13a (default) for detokenized text, "
+                        "none for tokenized text (multi-bleu's convention)")
     p.add_argument("--rouge-chars", action="store_true",
                    help="ROUGE, lengths and token colours on characters (Chinese)")
     p.add_argument("--rouge-no-stemmer", action="store_true", help="no Porter stemming for ROUGE")
@@ -59,7 +62,8 @@ def main(argv=None):
     systems, orig, refs = build.load_inputs(args.sys, args.names, args.orig, args.refs)
     report = build.build_report(systems, orig, refs, metrics=args.metrics, sari_mode=args.sari_mode,
                                 rouge_chars=args.rouge_chars, rouge_stemmer=not args.rouge_no_stemmer,
-                                bootstrap_samples=args.bootstrap_samples, view=args.view)
+                                bootstrap_samples=args.bootstrap_samples, view=args.view,
+                                bleu_tokenize=args.bleu_tokenize)
     page = render.render_page(report)
     with textio.atomic_output(args.out, inputs) as f:
         f.write(page)

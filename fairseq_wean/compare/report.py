@@ -122,7 +122,8 @@ def columns(args, recipe):
     cols = [("system", "System"), ("vocab", "Vocab"), ("decoding", "UNK")]
     for test, spec in recipe["tests"].items():
         for m in spec["table"]:
-            cols.append(("{}/{}".format(test, m), "{} {}".format(test, METRIC_NAMES[m])))
+            name = METRIC_NAMES[m] + (" ({})".format(bleu_tokenization(spec)) if m == "bleu" else "")
+            cols.append(("{}/{}".format(test, m), "{} {}".format(test, name)))
             cols.append(("{}/{}/p".format(test, m), "p"))
     cols += [("avg_len", "len"), ("unk_pct", "UNK %"), ("copy_pct", "copy %"), ("exact_copy_pct", "= src %")]
     if args.task != "translation":  # faithfulness (paraphrasing tasks): output words in no source or reference
@@ -132,6 +133,17 @@ def columns(args, recipe):
     if getattr(args, "budget", "short") == "converged":
         cols.append(("epochs_trained", "epochs"))
     return cols
+
+
+def bleu_tokenization(spec):
+    """sacreBLEU's tokenization of a test spec's BLEU (its ``score_args``), as the tables name it:
+    ``13a`` (sacreBLEU's default, for detokenized text) or ``tok none`` (multi-bleu's convention for
+    tokenized text, which the Multi30k and IWSLT'14 literature reports)."""
+    from fairseq_wean.scoring.metrics import BLEU_TOKENIZE
+    from fairseq_wean.scoring.scores import options_from_score_args
+
+    tok = options_from_score_args(spec.get("score_args", [])).get("bleu_tokenize", BLEU_TOKENIZE)
+    return "13a" if tok == "13a" else "tok " + tok
 
 
 def fmt_p(value):
@@ -331,7 +343,7 @@ def write_html_report(args, recipe, evals, baselines):
     side by side. Returns its path."""
     from fairseq_wean import textio
     from fairseq_wean.report import build, render
-    from fairseq_wean.scoring.scores import parse_metrics
+    from fairseq_wean.scoring.scores import options_from_score_args, parse_metrics
 
     data_out = os.path.join(args.out, "data")
     test = recipe["main_test"]
@@ -342,8 +354,9 @@ def write_html_report(args, recipe, evals, baselines):
     systems, orig, refs = build.load_inputs(paths, names, os.path.join(data_out, spec["orig"]),
                                             [os.path.join(data_out, r) for r in spec["refs"]])
     metrics = [m for m in parse_metrics(spec["metrics"])]
-    page = render.render_page(build.build_report(
-        systems, orig, refs, metrics=metrics, rouge_chars="--rouge-chars" in spec.get("score_args", [])))
+    # the options the tables were scored with (--rouge-chars, --bleu-tokenize, ...)
+    options = options_from_score_args(spec.get("score_args", []))
+    page = render.render_page(build.build_report(systems, orig, refs, metrics=metrics, **options))
     path = os.path.join(args.out, "report.html")
     with textio.atomic_output(path) as f:
         f.write(page)

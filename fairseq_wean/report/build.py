@@ -151,7 +151,7 @@ def classify_tokens(hyp, src, refs, chars=False):
 
 
 def sentence_scores(sys_sents, orig, refs, columns, sari_mode="default", rouge_chars=False,
-                    rouge_stemmer=True, statistics=None):
+                    rouge_stemmer=True, statistics=None, bleu_tokenize=M.BLEU_TOKENIZE):
     """Per-sentence scores of one system: {column: [float per sentence]}, from
     :func:`fairseq_wean.scoring.sentence_scores`.
 
@@ -161,7 +161,7 @@ def sentence_scores(sys_sents, orig, refs, columns, sari_mode="default", rouge_c
     (:func:`corpus_scores`), reused rather than computed again.
     """
     opts = dict(sources=orig, references=refs, sari_mode=sari_mode, rouge_chars=rouge_chars,
-                rouge_stemmer=rouge_stemmer, statistics=statistics)
+                rouge_stemmer=rouge_stemmer, statistics=statistics, bleu_tokenize=bleu_tokenize)
     main = [c for c in columns if c in scores.SENTENCE_METRICS] or [None]  # None: bleu and length ratio only
     rows = {m: scores.sentence_scores(sys_sents, metric=m, **opts) for m in main}
     first = rows[main[0]]
@@ -180,7 +180,7 @@ def sentence_scores(sys_sents, orig, refs, columns, sari_mode="default", rouge_c
 
 
 def corpus_scores(metrics, systems, orig, refs, sari_mode="default", rouge_chars=False, rouge_stemmer=True,
-                  bootstrap_samples=M.BOOTSTRAP_SAMPLES, with_statistics=False):
+                  bootstrap_samples=M.BOOTSTRAP_SAMPLES, with_statistics=False, bleu_tokenize=M.BLEU_TOKENIZE):
     """Per system ``{"values": {metric: value}, "p_values": {metric: p}}``: what
     :func:`fairseq_wean.scoring.score` returns for it (``stats`` a dict of its values) and, for
     system k > 0, its paired-bootstrap p-values against system 0, as
@@ -190,7 +190,7 @@ def corpus_scores(metrics, systems, orig, refs, sari_mode="default", rouge_chars
     for k, system in enumerate(systems):
         values, corpus = scores.score_with_statistics(
             system.sentences, sources=orig, references=refs, metrics=metrics, sari_mode=sari_mode,
-            rouge_chars=rouge_chars, rouge_stemmer=rouge_stemmer)
+            rouge_chars=rouge_chars, rouge_stemmer=rouge_stemmer, bleu_tokenize=bleu_tokenize)
         p_values = M.paired_bootstrap(corpus, statistics[0], n_samples=bootstrap_samples) if k else {}
         out.append({"values": values, "p_values": p_values})
         statistics.append(corpus)
@@ -235,7 +235,7 @@ def load_inputs(sys_paths, names, orig_path, ref_paths):
 
 
 def build_report(systems, orig, refs, metrics=DEFAULT_METRICS, sari_mode="default", rouge_chars=False,
-                 rouge_stemmer=True, bootstrap_samples=M.BOOTSTRAP_SAMPLES, view="auto"):
+                 rouge_stemmer=True, bootstrap_samples=M.BOOTSTRAP_SAMPLES, view="auto", bleu_tokenize=M.BLEU_TOKENIZE):
     """Everything the page shows, as a dict (see :func:`fairseq_wean.report.render.render_page`).
 
     ``corpus[k]`` holds system k's corpus values and, for k > 0, ``p_values``: the paired
@@ -243,7 +243,7 @@ def build_report(systems, orig, refs, metrics=DEFAULT_METRICS, sari_mode="defaul
     """
     columns = sentence_columns(metrics)
     view = choose_view(view, orig, refs)
-    opts = dict(sari_mode=sari_mode, rouge_chars=rouge_chars, rouge_stemmer=rouge_stemmer)
+    opts = dict(sari_mode=sari_mode, rouge_chars=rouge_chars, rouge_stemmer=rouge_stemmer, bleu_tokenize=bleu_tokenize)
     corpus, statistics = corpus_scores(metrics, systems, orig, refs, bootstrap_samples=bootstrap_samples,
                                        with_statistics=True, **opts)
     sentences = []
@@ -270,6 +270,7 @@ def build_report(systems, orig, refs, metrics=DEFAULT_METRICS, sari_mode="defaul
         "metrics": list(metrics),
         "view": view,
         "sari_mode": sari_mode,
+        "bleu_tokenize": bleu_tokenize,
         "rouge_chars": rouge_chars,
         "columns": columns,
         "corpus": corpus,

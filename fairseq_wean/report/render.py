@@ -182,6 +182,8 @@ def render_corpus_table(report):
         for data_key, name, stat in keys:
             if m == "sari":
                 name += " ({} mode)".format(report["sari_mode"])
+            if m == "bleu":
+                name += " (tokenize {})".format(report.get("bleu_tokenize", "13a"))
             cells = []
             for k, entry in enumerate(corpus):
                 value = entry["values"][m][stat] if stat else entry["values"][m]

@@ -130,7 +130,7 @@ def sari_operation_scores(corpus_metrics, sari_mode="default"):
 
 
 def sentence_scores(hyps, *, sources=None, references, metric="sari", sari_mode="default", rouge_chars=False,
-                    rouge_stemmer=True, statistics=None):
+                    rouge_stemmer=True, statistics=None, bleu_tokenize=M.BLEU_TOKENIZE):
     """Per-sentence scores of ``hyps``, for inspecting outputs one by one (e.g. an HTML report).
 
     Returns one dict per sentence, in order, with
@@ -139,8 +139,8 @@ def sentence_scores(hyps, *, sources=None, references, metric="sari", sari_mode=
       corpus formula on that sentence alone, ``sari_mode`` as for ``score``; needs ``sources``),
       or rouge-score ROUGE-L F1 x 100 (best reference; ``rouge_chars``/``rouge_stemmer`` as
       for ``score``);
-    * ``"bleu"``: sacrebleu's ``sentence_bleu`` against all references (13a tokenization,
-      exponential smoothing, effective n-gram order);
+    * ``"bleu"``: sacrebleu's ``sentence_bleu`` against all references (``bleu_tokenize``, 13a
+      by default, exponential smoothing, effective n-gram order);
     * ``"length_ratio"``: output tokens / source tokens (whitespace tokens; ``None`` without
       ``sources`` or for an empty source);
     * ``"invented_words"``: the output tokens found in neither the source nor any reference
@@ -150,7 +150,7 @@ def sentence_scores(hyps, *, sources=None, references, metric="sari", sari_mode=
     corpus-level counts): use ``score`` for a system's score.
 
     ``statistics``: the ``{metric: CorpusMetric}`` that ``score_with_statistics`` returned for
-    these ``hyps`` with the same options (and the default BLEU tokenization): its per-sentence rows
+    these ``hyps`` with the same options (``bleu_tokenize`` included): its per-sentence rows
     are reused instead of being computed again (SARI, ROUGE-L, BLEU), with the same values. A
     report of 50,000 sentences computed them twice.
     """
@@ -173,7 +173,7 @@ def sentence_scores(hyps, *, sources=None, references, metric="sari", sari_mode=
         main = statistics["rougeL"].rows[:, 0]
     else:
         main = M.rouge_sentence_scores(hyps, references, ("rougeL",), rouge_chars, rouge_stemmer)["rougeL"]
-    bleu = BLEU(effective_order=True, force=True)
+    bleu = BLEU(effective_order=True, force=True, tokenize=bleu_tokenize)
     # sentence BLEU is BLEU with effective order on the sentence's own corpus statistics
     bleu_rows = statistics["bleu"].rows if "bleu" in statistics else None
     out = []
@@ -197,8 +197,9 @@ def options_from_score_args(args):
     ``score_args`` of a recipe's test spec, e.g. ``["--rouge-chars"]``, ``["--sari-mode", "legacy"]``).
 
     Only the options that change how metrics are computed are accepted: ``--sari-mode MODE``,
-    ``--rouge-chars``, ``--rouge-no-stemmer``.
+    ``--rouge-chars``, ``--rouge-no-stemmer``, ``--bleu-tokenize TOK`` (sacrebleu's tokenizers).
     """
+    from sacrebleu.metrics.bleu import BLEU
     options, rest = {}, list(args)
     while rest:
         arg = rest.pop(0)
@@ -212,9 +213,15 @@ def options_from_score_args(args):
                 raise FairseqWeanError("score option --sari-mode needs one of {} (got {!r})".format(
                     ", ".join(sari_lib.MODES), mode))
             options["sari_mode"] = mode
+        elif arg == "--bleu-tokenize" or arg.startswith("--bleu-tokenize="):
+            tok = arg.split("=", 1)[1] if "=" in arg else (rest.pop(0) if rest else None)
+            if tok not in BLEU.TOKENIZERS:
+                raise FairseqWeanError("score option --bleu-tokenize needs one of {} (got {!r})".format(
+                    ", ".join(BLEU.TOKENIZERS), tok))
+            options["bleu_tokenize"] = tok
         else:
-            raise FairseqWeanError("unknown score option {!r} in score_args: use --sari-mode MODE, --rouge-chars "
-                                   "or --rouge-no-stemmer".format(arg))
+            raise FairseqWeanError("unknown score option {!r} in score_args: use --sari-mode MODE, --rouge-chars, "
+                                   "--rouge-no-stemmer or --bleu-tokenize TOK".format(arg))
     return options
 
 

@@ -5,7 +5,7 @@ fairseq 0.12.2 (the last upstream release) cannot be imported on Python >= 3.11
 ``fairseq-fixed`` distribution, which ships the same ``fairseq`` import package.
 fastBPE is deliberately not a dependency: 0.1.0 does not build on Python 3.11
 (stale generated C++). fastBPE-format codes are read by subword-nmt instead
-(``--bpe subword_nmt --bpe-codes CODES``), see README.md.
+(``--bpe subword_nmt --bpe-codes CODES``), see docs/install.md.
 """
 from setuptools import find_packages, setup
 

@@ -47,7 +47,7 @@ for arg in "$@"; do
   esac
 done
 if [ ! -d "$DATA_DIR" ]; then
-  echo "fairseq-wean: error: data directory $DATA_DIR not found: give the data directory (see README.md, 'Data')" >&2
+  echo "fairseq-wean: error: data directory $DATA_DIR not found: give the data directory (see docs/data.md, 'Data and recipes')" >&2
   exit 1
 fi
 DATA_DIR="$(cd "$DATA_DIR" && pwd)"

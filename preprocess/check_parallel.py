@@ -20,7 +20,7 @@ What it does with each problem (the summary on stderr counts every case):
   appends ``</s>`` to every sentence, so for ``--max-source-positions M`` pass ``--max-len M-1``.
   Without this, ``fairseq-train`` skips such training pairs itself (and logs how many), but
   validation, ``fairseq-generate`` and ``fairseq-interactive`` stop with an error unless
-  ``--skip-invalid-size-inputs-valid-test`` is given (README, "Errors and recovery").
+  ``--skip-invalid-size-inputs-valid-test`` is given (docs/troubleshooting.md, "Errors and recovery").
 * **whitespace**: tokens are split as fairseq splits them (any run of whitespace, including
   a stray ``\\r`` that fairseq-preprocess's universal-newline reading would take as a line
   break and so shift every later line) and written back separated by single spaces.

@@ -60,7 +60,7 @@ def log(msg):
 
 def require(path, url_hint):
     if not os.path.exists(path):
-        raise RecipeError("missing {}. Get it from {} (see README.md, 'Data').".format(path, url_hint))
+        raise RecipeError("missing {}. Get it from {} (see docs/data.md, 'Data and recipes').".format(path, url_hint))
     return path
 
 

@@ -37,7 +37,7 @@ if ! "$python" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() el
     if [ "${GPU_TESTS_ALLOW_CPU:-0}" != 1 ]; then
         echo "fairseq-wean: error: no CUDA device visible to torch (a CPU-only torch build, no GPU, or" \
              "CUDA_VISIBLE_DEVICES hides them): run on a GPU machine whose .venv has a CUDA build of" \
-             "torch (README, Tests: GPU), or set GPU_TESTS_ALLOW_CPU=1 to run only the CPU cases" >&2
+             "torch (docs/testing.md, GPU), or set GPU_TESTS_ALLOW_CPU=1 to run only the CPU cases" >&2
         exit 1
     fi
     echo "GPU_TESTS_ALLOW_CPU=1: running the CPU cases only" >&2

@@ -13,7 +13,7 @@ them until those exact classes are allowed. We add them to torch's allow-list
 (``torch.serialization.add_safe_globals``) instead of switching weights-only loading off,
 and turn torch's refusal into a one-line error that names the refused global.
 
-``safe_globals()`` below is the whole allow-list; README.md ("Errors and recovery") lists it.
+``safe_globals()`` below is the whole allow-list; docs/troubleshooting.md ("Safe checkpoints") lists it.
 
 Also here, because they are about checkpoint files:
 
@@ -270,7 +270,7 @@ def checkpoint_error(path, exc):
 def refused_error(path, what):
     return FairseqWeanError(
         "refusing to load checkpoint {}: its pickle calls {}, which is not on fairseq-wean's "
-        "allow-list of checkpoint classes (see README, 'Errors and recovery'); only load it "
+        "allow-list of checkpoint classes (see docs/troubleshooting.md, 'Safe checkpoints'); only load it "
         "with weights_only=False if you trust its source".format(path, what)
     )
 

@@ -22,7 +22,7 @@ Decision: we patch that one call rather than force ``--ddp-backend legacy_ddp`` 
 ``pytorch_ddp`` is the backend GPU users run, and it is the strict one: with
 ``find_unused_parameters=False`` it fails on the step after any parameter gets no gradient.
 Testing our models on CPU under ``pytorch_ddp`` therefore proves, without a GPU, what the
-README claims for GPUs (``--find-unused-parameters`` is not needed). ``legacy_ddp`` keeps
+docs/training.md claims for GPUs (``--find-unused-parameters`` is not needed). ``legacy_ddp`` keeps
 working unchanged.
 
 The patches (:func:`install`, called from :func:`fairseq_wean.compat.apply`, i.e. whenever

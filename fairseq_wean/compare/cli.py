@@ -125,7 +125,7 @@ def parse_args(argv=None):
     args.results_dir = os.path.abspath(args.results_dir)
     args.data_dir = os.path.abspath(args.data_dir)  # subprocesses run in the repository
     if not os.path.isdir(args.data_dir):
-        p.error("data directory {} not found (see README.md, 'Data')".format(args.data_dir))
+        p.error("data directory {} not found (see docs/data.md, 'Data and recipes')".format(args.data_dir))
     return args
 
 

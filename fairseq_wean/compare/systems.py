@@ -49,7 +49,7 @@ METRIC_NAMES = {"sari": "SARI", "sari_legacy": "SARI (legacy)", "bleu": "BLEU", 
 
 # ---------------------------------------------------------------------------------------------
 # Tasks. runs: (system, vocabulary variant). Epoch budgets are sized for 2 CPU cores (the times in
-# the module docstring and the README); --epochs changes them. Summarization and translation had 10
+# the module docstring and docs/data.md); --epochs changes them. Summarization and translation had 10
 # and 6 epochs (about 2 h and 2 h 30 min here); 3 and 2 keep each under an hour, and the tables in
 # docs/RESULTS.md are these defaults' output.
 WORD_SYSTEMS = ["lstm", "transformer", "wean_lstm", "core_copy", "word_attn_gated"]

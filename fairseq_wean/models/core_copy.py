@@ -65,7 +65,7 @@ Design choices, and why:
   --variants word-pg``), ``core_copy_small`` with 1+1 layers, 3 epochs (375 updates), seeds 1 and
   2: validation loss (bits per token) 3.44 / 3.54 with tanh, 3.25 / 3.40 with affine; SARI on the
   60 validation sources 33.9 / 33.3 and 35.0 / 33.6. A short run, so no reason to change the
-  default, but no sign that the paper's form is worse; README.md gives the command.
+  default, but no sign that the paper's form is worse; docs/models/core_copy.md gives the command.
 * **U (eq. 8): a departure, ``--core-frequent-from``.** U is the ``--core-num-frequent`` most
   frequent words, plus unk (the paper's footnote 1) and eos, never markers. The default, ``joined``,
   takes dictionary ids ``nspecial .. nspecial+N``: fairseq-preprocess sorts the joined dictionary

@@ -13,7 +13,8 @@ from fairseq_wean.compare.systems import BASELINE, CONVERGED, DATASET_VOCAB, SYS
 from preprocess import common
 
 
-def parse_args(argv=None):
+def get_parser():
+    """fairseq-wean-compare's options (checked together in :func:`parse_args`)."""
     p = argparse.ArgumentParser(prog="fairseq-wean-compare", description=package.__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=package.__doc__)
     p.add_argument("task", choices=sorted(TASKS))
@@ -60,6 +61,11 @@ def parse_args(argv=None):
     p.add_argument("--reuse-only", action="store_true",
                    help="train nothing: the tables of the runs published in the results directory; the runs not "
                         "published there are left out and named in one line (e.g. seeds still to train)")
+    return p
+
+
+def parse_args(argv=None):
+    p = get_parser()
     args = p.parse_args(argv)
     if args.reuse_only and args.force:
         p.error("--reuse-only and --force contradict each other (--force retrains published systems)")

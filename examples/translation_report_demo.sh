@@ -27,7 +27,8 @@ OMP_NUM_THREADS=2 fairseq-wean-align-table --src "$DATA/text/train.de" --tgt "$D
   --dict "$DATA/word/dict.de.txt" --topk 10 --out "$OUT/align.table" > "$OUT/align.log" 2>&1
 SIZE="--encoder-embed-dim 128 --decoder-embed-dim 128 --encoder-hidden-size 128 --decoder-hidden-size 128 --encoder-layers 1 --decoder-layers 1"
 COMMON="$DATA/word --user-dir fairseq_wean -s de -t en --cpu --optimizer adam --lr 0.002 --clip-norm 5 --dropout 0.2
-  --max-tokens 4000 --max-epoch $EPOCHS --seed 1 --num-workers 0 --no-epoch-checkpoints --log-format simple --log-interval 100"
+  --max-tokens 4000 --max-epoch $EPOCHS --seed 1 --num-workers 0 --no-epoch-checkpoints --log-format simple --log-interval 100
+  --ignore-unused-valid-subsets"
 declare -A ARGS=(
   [lstm]="--arch lstm $SIZE --decoder-out-embed-dim 128"
   [wean_lstm]="--arch wean_lstm $SIZE"
@@ -40,8 +41,8 @@ decode() {
     --gen-subset test --beam 5 --max-len-a 1.2 --max-len-b 10 --batch-size 64 --print-gates > "$OUT/gen.$1.log" 2> "$OUT/gen.$1.err"
 }
 echo "training 4 systems, $EPOCHS epochs each, two at a time"
-train lstm & train wean_lstm & wait
-train core_copy & train word_attn_gated & wait
+train lstm & a=$!; train wean_lstm & b=$!; wait $a; wait $b   # set -e: a failed training stops here
+train core_copy & a=$!; train word_attn_gated & b=$!; wait $a; wait $b
 for m in lstm wean_lstm core_copy word_attn_gated; do decode "$m"; done
 fairseq-wean-report --sys "$OUT"/gen.{lstm,wean_lstm,core_copy,word_attn_gated}.log \
   --names lstm wean_lstm core_copy word_attn_gated --orig "$DATA/text/test.de" --refs "$DATA/text/test.en" \

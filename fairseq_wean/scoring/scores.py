@@ -200,25 +200,24 @@ def options_from_score_args(args):
     ``--rouge-chars``, ``--rouge-no-stemmer``, ``--bleu-tokenize TOK`` (sacrebleu's tokenizers).
     """
     from sacrebleu.metrics.bleu import BLEU
+
+    # options with a value: flag -> (keyword, allowed values)
+    valued = {"--sari-mode": ("sari_mode", sari_lib.MODES), "--bleu-tokenize": ("bleu_tokenize", BLEU.TOKENIZERS)}
     options, rest = {}, list(args)
     while rest:
         arg = rest.pop(0)
+        flag = arg.split("=", 1)[0]
         if arg == "--rouge-chars":
             options["rouge_chars"] = True
         elif arg == "--rouge-no-stemmer":
             options["rouge_stemmer"] = False
-        elif arg == "--sari-mode" or arg.startswith("--sari-mode="):
-            mode = arg.split("=", 1)[1] if "=" in arg else (rest.pop(0) if rest else None)
-            if mode not in sari_lib.MODES:
-                raise FairseqWeanError("score option --sari-mode needs one of {} (got {!r})".format(
-                    ", ".join(sari_lib.MODES), mode))
-            options["sari_mode"] = mode
-        elif arg == "--bleu-tokenize" or arg.startswith("--bleu-tokenize="):
-            tok = arg.split("=", 1)[1] if "=" in arg else (rest.pop(0) if rest else None)
-            if tok not in BLEU.TOKENIZERS:
-                raise FairseqWeanError("score option --bleu-tokenize needs one of {} (got {!r})".format(
-                    ", ".join(BLEU.TOKENIZERS), tok))
-            options["bleu_tokenize"] = tok
+        elif flag in valued:
+            keyword, allowed = valued[flag]
+            value = arg.split("=", 1)[1] if "=" in arg else (rest.pop(0) if rest else None)
+            if value not in allowed:
+                raise FairseqWeanError("score option {} needs one of {} (got {!r})".format(
+                    flag, ", ".join(allowed), value))
+            options[keyword] = value
         else:
             raise FairseqWeanError("unknown score option {!r} in score_args: use --sari-mode MODE, --rouge-chars, "
                                    "--rouge-no-stemmer or --bleu-tokenize TOK".format(arg))

@@ -26,7 +26,8 @@ Also here, because they are about checkpoint files:
   ``--task translation_with_metrics``, a ``--save-dir`` holding ``checkpoint_best.pt`` but no
   ``checkpoint_last.pt`` is refused unless ``--overwrite-best-checkpoint`` (a fresh run would
   replace the best checkpoint with its first, worse epochs), the task checks its training
-  options (``check_training_options``: the metric's name and direction, the generation options),
+  options (``check_training_options``: the metric's name and direction, options that change a metric
+  that is off; the generation options are checked earlier, where the model is built),
   and rank 0 locks ``--save-dir`` for the run (``textio.lock_folder``: one run per folder).
 """
 import argparse
@@ -364,26 +365,22 @@ def _wrap_training_start():
             task = getattr(trainer, "task", None)
             # the plugin's task only, by its class: fairseq's own tests call this with a MagicMock
             # trainer, whose task "has" every attribute (its checks failed there, issue 40)
-            ours = isinstance(task, TranslationWithMetricsTask)
-            task_cfg = task.cfg if ours else None
-            if ours:  # --task translation_with_metrics
+            if isinstance(task, TranslationWithMetricsTask):
                 best, last = (os.path.join(cfg.save_dir, "checkpoint_{}{}.pt".format(name, suffix))
                               for name in ("best", "last"))
                 if (restore == "checkpoint_last.pt" and not getattr(cfg, "finetune_from_model", None)
-                        and os.path.exists(best) and not os.path.exists(last) and not task_cfg.overwrite_best_checkpoint):
+                        and os.path.exists(best) and not os.path.exists(last) and not task.cfg.overwrite_best_checkpoint):
                     raise FairseqWeanError(
                         "--save-dir {} holds {} but no {}: this run would start from scratch and replace the best "
                         "checkpoint with worse ones; resume with --restore-file {}, use another --save-dir, or add "
                         "--overwrite-best-checkpoint".format(cfg.save_dir, os.path.basename(best),
                                                              os.path.basename(last), best))
-            if ours:
                 task.check_training_options(cfg)
-            if ours and getattr(trainer, "is_data_parallel_master", True) and cfg.save_dir \
-                    and "://" not in cfg.save_dir:
-                # one training run per --save-dir (rank 0 writes the checkpoints): two runs into one
-                # folder replaced each other's checkpoints and both exited 0
-                os.makedirs(cfg.save_dir, exist_ok=True)
-                lock_folder(cfg.save_dir, "--save-dir", "fairseq-train")
+                if getattr(trainer, "is_data_parallel_master", True) and cfg.save_dir and "://" not in cfg.save_dir:
+                    # one training run per --save-dir (rank 0 writes the checkpoints): two runs into one
+                    # folder replaced each other's checkpoints and both exited 0
+                    os.makedirs(cfg.save_dir, exist_ok=True)
+                    lock_folder(cfg.save_dir, "--save-dir", "fairseq-train")
             return original(cfg, trainer, **passthrough_args)
 
         return load_checkpoint

@@ -198,11 +198,10 @@ def render_corpus_table(report):
     return '<table id="corpus-table"><thead>{}</thead><tbody>{}</tbody></table>'.format(head, "".join(rows))
 
 
-def render_sentence_table(report, page_rows=None):
+def render_sentence_table(report, page_rows=PAGE_ROWS):
     """The sentence table. Its first ``page_rows`` rows (default ``PAGE_ROWS``) are the table's
     body; the others wait in a ``<template>``, which the browser parses but does not lay out,
     and the page's script shows a page of rows at a time (sorting and filtering see every row)."""
-    page_rows = PAGE_ROWS if page_rows is None else page_rows
     systems, columns = report["systems"], report["columns"]
     head = ['<th data-key="id" data-type="num">#</th>', '<th data-key="source" data-type="text">source</th>',
             '<th data-key="refs" data-type="text">reference{}</th>'.format("s" if report["n_refs"] > 1 else "")]
@@ -243,7 +242,7 @@ def render_histograms(report):
             + histogram_svg("compression ratio (output {0} / source {0})".format(unit), ratios, integer=False))
 
 
-def render_page(report, page_rows=None):
+def render_page(report, page_rows=PAGE_ROWS):
     """The whole page. A test set longer than ``page_rows`` (default ``PAGE_ROWS``) is shown a page
     of rows at a time, with previous/next buttons; sorting and filtering work on every sentence."""
     n, k = len(report["sentences"]), len(report["systems"])
@@ -257,7 +256,6 @@ def render_page(report, page_rows=None):
     hover = ("Hover a token for its class, and for outputs read from a fairseq-generate log its log2 "
              "probability (P- line) and, where the log has G- lines, its gate value.") if has_log else (
              "Hover a token for its class.")
-    page_rows = PAGE_ROWS if page_rows is None else page_rows
     pager = "" if n <= page_rows else (
         ' <span id="pager"><button id="prev" type="button">\u2039 previous</button> <span id="page-info">rows 1\u2013{} '
         'of {}</span> <button id="next" type="button">next \u203a</button></span>'.format(page_rows, n))

@@ -179,9 +179,9 @@ def sentence_scores(hyps, *, sources=None, references, metric="sari", sari_mode=
     out = []
     for i, hyp in enumerate(hyps):
         refs = [stream[i] for stream in references]
-        sentence_bleu = (bleu.sentence_score(hyp, refs) if bleu_rows is None else
-                         bleu._compute_score_from_stats([int(v) for v in bleu_rows[i]]))
-        row = {"bleu": float(sentence_bleu.score), "length_ratio": None, "invented_words": None}
+        sentence_bleu = (bleu.sentence_score(hyp, refs).score if bleu_rows is None else
+                         M.bleu_from_stats(bleu, bleu_rows[i]))
+        row = {"bleu": float(sentence_bleu), "length_ratio": None, "invented_words": None}
         if metric is not None:
             row[metric] = float(main[i])
         if sources is not None:

@@ -262,8 +262,6 @@ class TranslationWithMetricsTask(TranslationTask):
             if value != default and not getattr(self.cfg, needs):
                 raise FairseqWeanError("{} changes only --{}, which is off: add --{} or drop {}".format(
                     flag, needs.replace("_", "-"), needs.replace("_", "-"), flag))
-        if self.decodes_in_validation:
-            check_generation_args(self.cfg.eval_bleu_args)
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         super().load_dataset(split, epoch, combine, **kwargs)
@@ -286,7 +284,9 @@ class TranslationWithMetricsTask(TranslationTask):
         if self.decodes_in_validation:
             detok_args = json.loads(self.cfg.eval_bleu_detok_args)
             self.tokenizer = encoders.build_tokenizer(Namespace(tokenizer=self.cfg.eval_bleu_detok, **detok_args))
-            check_generation_args(self.cfg.eval_bleu_args)  # fairseq-train builds the model before its start hook
+            # checked here, not in check_training_options: fairseq-train builds the model (and its
+            # generator, from these options) before its start hook runs
+            check_generation_args(self.cfg.eval_bleu_args)
             gen_args = json.loads(self.cfg.eval_bleu_args)
             self.sequence_generator = self.build_generator([model], Namespace(**gen_args))
         return model

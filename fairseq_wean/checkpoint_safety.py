@@ -38,7 +38,7 @@ import typing
 import torch
 
 from fairseq_wean.errors import FairseqWeanError
-from fairseq_wean.patching import wrap_once
+from fairseq_wean.patching import same_code, wrap_once
 from fairseq_wean.textio import lock_folder
 
 
@@ -173,6 +173,10 @@ def scan_checkpoint(path):
 
 def install():
     """Allow-list fairseq's checkpoint classes and make refusals readable."""
+    weights_only = "weights_only=True" if hasattr(torch.serialization, "add_safe_globals") else "weights_only=False"
+    same_code("compat 2 / checkpoint_safety", "fairseq's load_checkpoint_to_cpu calls torch.load on any "
+              "file (torch {} loads with {} by default): every checkpoint is scanned before it is "
+              "unpickled".format(torch.__version__.split("+")[0], weights_only))
     if hasattr(torch.serialization, "add_safe_globals"):  # torch < 2.4: no weights-only default
         torch.serialization.add_safe_globals(safe_globals())
     _wrap_fairseq_loader()

@@ -52,9 +52,23 @@ from torch import Tensor
 
 from fairseq_wean import checkpoint_safety, distributed
 from fairseq_wean.errors import FairseqWeanError
-from fairseq_wean.patching import replace_method_once, replace_once, wrap_once
+from fairseq_wean.patching import found, note, replace_method_once, replace_once, same_code, wrap_once
 
 _original_batch_by_size = data_utils.batch_by_size
+
+
+def _drops_the_last_batch():
+    batches = _original_batch_by_size(np.arange(9, dtype=np.int64), lambda i: 1, max_tokens=None,
+                                      max_sentences=8, required_batch_size_multiple=8)
+    if sum(len(b) for b in batches) < 9:
+        return True, "batch_by_size dropped the last batch of 9 sentences (8 + 1)"
+    return False, "this fairseq's batch_by_size keeps the last, incomplete batch (as 0.12.2 does)"
+
+
+def install_batches_keep_the_last():
+    """Fix 1 (see the module docstring), where fairseq's ``batch_by_size`` drops the last batch."""
+    if found("compat 1 (last batch kept)", _drops_the_last_batch):
+        replace_once(data_utils, "batch_by_size", batch_by_size_keeping_last)
 
 
 def batch_by_size_keeping_last(indices, *args, **kwargs):
@@ -104,6 +118,8 @@ def install_size_filter_message():
 
         return filter_indices_by_size
 
+    same_code("compat 3 (over-long sentences)", "FairseqTask.filter_indices_by_size raises a bare "
+              "Exception for an over-long validation/test sentence")
     wrap_once(FairseqTask, "filter_indices_by_size", wrap_filter_indices_by_size)
 
 
@@ -154,6 +170,8 @@ def install_build_checks():
 
         return verify_checkpoint_directory
 
+    same_code("compat 5 (checks before training)", "fairseq builds the model and writes --save-dir "
+              "before it reads the criterion's needs or the directory's permissions")
     wrap_once(models, "build_model", wrap_build_model)
     wrap_once(checkpoint_utils, "verify_checkpoint_directory", wrap_verify)
 
@@ -202,6 +220,8 @@ def install_binarized_data_checks():
 
         return load_langpair_dataset
 
+    same_code("compat 6 (unusable binarized data)", "fairseq memory-maps an empty or one-sided .bin "
+              "and fails deep in training")
     wrap_once(indexed_dataset, "make_dataset", wrap_make_dataset)
     wrap_once(translation, "load_langpair_dataset", wrap_load_langpair_dataset)
 
@@ -235,8 +255,10 @@ def install_preprocess_input_check():
     import os
     import sys
 
+    name = "compat 7 (\\r inside a raw line)"
     preprocess = sys.modules.get("fairseq_cli.preprocess")
     if preprocess is None:
+        note(name, False, "applied in fairseq-preprocess's own process only (not this one)")
         return
 
     def wrap_main(original):
@@ -259,6 +281,8 @@ def install_preprocess_input_check():
 
         return main
 
+    note(name, True, "fairseq-preprocess reads raw files with universal "
+              "newlines: a \\r inside a line splits it")
     wrap_once(preprocess, "main", wrap_main)
 
 
@@ -273,8 +297,10 @@ def install_interactive_input_reader():
     """
     import sys
 
+    name = "compat 8 (interactive non-UTF-8 input)"
     interactive = sys.modules.get("fairseq_cli.interactive")
     if interactive is None:
+        note(name, False, "applied in fairseq-interactive's own process only (not this one)")
         return
     from fairseq_wean.textio import iter_lines
 
@@ -296,6 +322,8 @@ def install_interactive_input_reader():
 
         return buffered_read
 
+    note(name, True, "fairseq-interactive's buffered_read raises "
+              "UnicodeDecodeError before decoding the lines read")
     wrap_once(interactive, "buffered_read", wrap_buffered_read)
 
 
@@ -336,20 +364,44 @@ def install_diverse_beam_search_fixes():
     """
     from fairseq.search import DiverseBeamSearch
 
+    bugs = {}
+
+    def check():
+        from fairseq.data import Dictionary
+
+        search = DiverseBeamSearch(Dictionary(), num_groups=2, diversity_strength=0.5)
+        bugs[1] = hasattr(search, "group_overlap")  # rows indexed by original_batch_idxs
+        bugs[2] = getattr(search, "candidate_multiple", 2) < 2
+        if not (bugs[1] or bugs[2]):
+            return False, ("this fairseq's DiverseBeamSearch keeps no per-sentence overlap and returns "
+                           "2 x beam candidates (0.12.2's search)")
+        return True, "DiverseBeamSearch has " + " and ".join(
+            what for bug, what in ((1, "overlap rows indexed by dataset ids"),
+                                   (2, "candidate_multiple=1")) if bugs[bug])
+
+    if not found("compat 9 (--diverse-beam-groups)", check):
+        return
+    if not bugs:  # checked by an earlier apply(): the class says which fix it already has
+        bugs[1] = "_fairseq_step" in vars(DiverseBeamSearch)
+        bugs[2] = True
+
     def wrap_init(original_init):
         def __init__(self, *args, **kwargs):
             original_init(self, *args, **kwargs)
-            self.candidate_multiple = max(self.candidate_multiple, 2)  # bug 2
-            # bug 1: the batch's ids at step 0, sorted, and the rows they were in. Attributes
-            # from __init__ on: TorchScript types a module's attributes when it scripts it.
-            self._fairseq_wean_batch_ids = torch.empty(0, dtype=torch.long)
-            self._fairseq_wean_batch_rows = torch.empty(0, dtype=torch.long)
+            if bugs[2]:
+                self.candidate_multiple = max(self.candidate_multiple, 2)
+            if bugs[1]:
+                # the batch's ids at step 0, sorted, and the rows they were in. Attributes
+                # from __init__ on: TorchScript types a module's attributes when it scripts it.
+                self._fairseq_wean_batch_ids = torch.empty(0, dtype=torch.long)
+                self._fairseq_wean_batch_rows = torch.empty(0, dtype=torch.long)
 
         __init__.__doc__ = original_init.__doc__
         return __init__
 
     wrap_once(DiverseBeamSearch, "__init__", wrap_init)
-    replace_method_once(DiverseBeamSearch, "step", diverse_beam_search_step, original_as="_fairseq_step")
+    if bugs[1]:
+        replace_method_once(DiverseBeamSearch, "step", diverse_beam_search_step, original_as="_fairseq_step")
 
 
 @torch.jit.export
@@ -396,6 +448,18 @@ def install_no_repeat_ngram_on_cpu():
     """
     from fairseq.ngram_repeat_block import NGramRepeatBlock
 
+    def check():
+        # after "a b a" (step 3) the 2-gram "a b" bans b; fairseq's CPU path is handed the whole
+        # buffer, pads after the step
+        block, pad = NGramRepeatBlock(2, use_extension=False), 1
+        buffer = torch.tensor([[2, 5, 6, 5, pad, pad, pad]])
+        banned = block._no_repeat_ngram(buffer, torch.zeros(1, 8), 1, 1, 3)[0, 6] == float("-inf")
+        if banned:
+            return False, "this fairseq's NGramRepeatBlock bans repeated n-grams from the whole token buffer"
+        return True, "NGramRepeatBlock's CPU path reads the last n-1 tokens of the buffer (pads): bans nothing"
+
+    if not found("compat 10 (--no-repeat-ngram-size on CPU)", check):
+        return
     replace_method_once(NGramRepeatBlock, "_no_repeat_ngram", no_repeat_ngram_of_decoded_tokens,
                         original_as="_fairseq_no_repeat_ngram")
 
@@ -419,8 +483,18 @@ def install_generator_never_chooses_bos():
     search step (the mechanism of fairseq's own ``tokens_to_suppress`` argument). Forced
     ``--prefix-size`` tokens and ``--score-reference`` are unaffected.
     """
-    import torch
+    import inspect
+
     from fairseq.sequence_generator import SequenceGenerator
+
+    def check():
+        code = inspect.getsource(SequenceGenerator)
+        if "token_indices_to_suppress" not in code:
+            return False, "this fairseq's SequenceGenerator has no token_indices_to_suppress to add <s> to"
+        return True, "SequenceGenerator bans pad (and </s> before --min-len), never <s>"
+
+    if not found("compat 11 (never <s>)", check):
+        return
 
     def wrap_init(original_init):
         def __init__(self, models, tgt_dict, *args, **kwargs):
@@ -479,6 +553,8 @@ def install_patience_survives_restart():
         load_checkpoint.__doc__ = original_load.__doc__
         return load_checkpoint
 
+    same_code("compat 12 (--patience across a restart)", "should_stop_early keeps its counter in "
+              "function attributes no checkpoint holds")
     wrap_once(Trainer, "save_checkpoint", wrap_save)
     wrap_once(Trainer, "load_checkpoint", wrap_load)
 
@@ -502,8 +578,13 @@ def install_resume_keeps_the_batches():
 
     from fairseq.tasks import FairseqTask
 
-    if "numpy_seed(seed + epoch)" not in inspect.getsource(FairseqTask.get_batch_iterator):
-        return  # fairseq 0.12.2: numpy_seed(seed), already the same at every start epoch
+    def seeds_with_the_epoch():
+        if "numpy_seed(seed + epoch)" in inspect.getsource(FairseqTask.get_batch_iterator):
+            return True, "get_batch_iterator orders the batches under numpy_seed(seed + epoch)"
+        return False, "this fairseq's get_batch_iterator does not seed with the epoch (0.12.2: numpy_seed(seed))"
+
+    if not found("compat 13 (resumed run, same batches)", seeds_with_the_epoch):
+        return
 
     def wrap(original):
         def get_batch_iterator(self, dataset, *args, **kwargs):
@@ -575,11 +656,13 @@ def install_help_lists_model_options():
 
         return parse_args_and_arch
 
+    same_code("compat 14 (--help with --arch)", "parse_args_and_arch answers --help in its first "
+              "parse, before the model's options are added")
     wrap_once(options, "parse_args_and_arch", wrap)
 
 
 def apply():
-    replace_once(data_utils, "batch_by_size", batch_by_size_keeping_last)
+    install_batches_keep_the_last()
     checkpoint_safety.install()
     install_size_filter_message()
     distributed.install()

@@ -46,7 +46,7 @@ import os
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from fairseq_wean.patching import replace_once, wrap_once
+from fairseq_wean.patching import replace_once, same_code, wrap_once
 
 # Read by the patched save_checkpoint; the launcher sets it for --dump-rank-params.
 DUMP_ENV = "FAIRSEQ_WEAN_DUMP_RANK_PARAMS"
@@ -97,6 +97,8 @@ def install():
     from fairseq.distributed import utils as distributed_utils
     from fairseq.models import distributed_fairseq_model
 
+    same_code("compat 4 / distributed (CPU, gloo)", "fairseq's DDP wrapper passes device_ids=[cuda "
+              "device] on CPU; torchrun's LOCAL_RANK is taken for a CUDA device")
     replace_once(distributed_fairseq_model, "DistributedDataParallel", CPUDistributedDataParallel)
     wrap_once(distributed_utils, "_infer_torch_distributed_launch_init", _wrap_torch_distributed_launch_init)
     if os.environ.get(DUMP_ENV):

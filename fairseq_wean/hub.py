@@ -42,7 +42,7 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq_wean import unk_replacement
 from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker, marker_count
 from fairseq_wean.errors import FairseqWeanError
-from fairseq_wean.patching import wrap_once
+from fairseq_wean.patching import same_code, wrap_once
 
 USER_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -204,6 +204,8 @@ def install():
     from fairseq.hub_utils import GeneratorHubInterface
     from fairseq.tasks import FairseqTask
 
+    same_code("hub (the Python API)", "GeneratorHubInterface encodes control symbols typed in the input "
+              "as themselves and knows no --bpe unk_markers")
     wrap_once(GeneratorHubInterface, "__init__", _wrapped_hub_init)
     wrap_once(GeneratorHubInterface, "sample", _wrapped_hub_sample)
     wrap_once(GeneratorHubInterface, "binarize", _wrapped_hub_binarize)

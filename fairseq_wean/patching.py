@@ -14,11 +14,57 @@ function (``FairseqTask.inference_step`` is wrapped by ``unk_replacement`` and b
 :func:`add_generation_argument` is the one place that adds the plugin's options to fairseq's
 generation options (``--print-gates``, ``--replace-unk-source``).
 
+Each patch first checks that the fairseq it runs on has the bug (its version's code, or its
+behaviour on a small input), and says what it found with :func:`note`: applied, or not applied
+and why, in one line. ``python -m fairseq_wean.cli.patches`` prints those lines, one per patch
+(docs/fairseq-patches.md lists the patches with their bugs, versions and tests).
+
 Imports nothing from the project, so that every patching module may import it.
 """
 import types
 
 MARK = "_fairseq_wean_fixed"
+
+# What each patch found in this process: its name -> (applied, one line saying why).
+_STATUS = {}
+
+
+def note(name, applied, why):
+    """Record whether the patch ``name`` was applied in this process, and why, in one line."""
+    _STATUS[name] = (bool(applied), " ".join(str(why).split()))
+
+
+def found(name, check):
+    """Whether the fairseq of this process has the bug that patch ``name`` fixes.
+
+    ``check()`` returns ``(has_the_bug, one line saying what was found)``; it runs once per
+    process, on fairseq's own code, before the patch is applied (a second import or ``compat.apply()`` reuses
+    the answer), and :func:`note` records it.
+    """
+    known = status()
+    if name not in known:
+        has_bug, why = check()
+        note(name, has_bug, why)
+        return has_bug
+    return known[name][0]
+
+
+def same_code(name, why):
+    """Record a patch whose bug is in the code of every fairseq the plugin installs with
+    (0.12.2 and fairseq-fixed 0.12.3.1, docs/fairseq-patches.md): it is always applied."""
+    return found(name, lambda: (True, why))
+
+
+def status():
+    """``{patch name: (applied, why)}`` for every patch the plugin's import considered."""
+    return dict(_STATUS)
+
+
+def status_lines():
+    """One line per patch: its name, ``applied`` or ``not applied``, and why."""
+    width = max((len(name) for name in _STATUS), default=0)
+    return ["{:<{}}  {:<11}  {}".format(name, width, "applied" if applied else "not applied", why)
+            for name, (applied, why) in _STATUS.items()]
 
 
 def _qualified_name(obj):
@@ -119,3 +165,4 @@ def _with_plugin_generation_arguments(original):
         return group
 
     return add_generation_args
+

@@ -37,7 +37,7 @@ or ``--bpe unk_markers`` is in use.
 import argparse
 
 from fairseq_wean.errors import FairseqWeanError
-from fairseq_wean.patching import add_generation_argument, replace_once, wrap_once
+from fairseq_wean.patching import add_generation_argument, replace_once, same_code, wrap_once
 
 _STATE = {
     "active": False,  # a run that needs per-hypothesis source words (replace-unk or unk_markers)
@@ -274,6 +274,8 @@ def install():
     from fairseq import utils
     from fairseq.tasks import FairseqTask
 
+    same_code("unk_replacement (--replace-unk)", "fairseq's replace_unk splits the source text on "
+              "spaces and reads the generator's alignment, which is wrong on binarized data")
     replace_once(utils, "replace_unk", _fixed_replace_unk)
     wrap_once(utils, "load_align_dict", _wrapped_load_align_dict)
     wrap_once(utils, "post_process_prediction", _wrapped_post_process_prediction)

@@ -24,7 +24,7 @@ case "$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" in
 esac
 [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
 pip=("$venv/bin/python" -m pip install --disable-pip-version-check -q)
-"${pip[@]}" --upgrade "pip<25" "setuptools<70" wheel
+"${pip[@]}" --upgrade "pip<24.1" "setuptools<70" wheel
 "${pip[@]}" "torch==1.13.1" "numpy<2"
 "${pip[@]}" cython
 "${pip[@]}" "numpy<2" "fairseq==0.12.2"

@@ -27,7 +27,9 @@ without it nothing of fairseq's behaviour changes.
 """
 import argparse
 
-from fairseq_wean.patching import add_generation_argument, wrap_once
+from fairseq_wean.patching import add_generation_argument, note, status, wrap_once
+
+NAME = "report/gate_lines (--print-gates)"
 
 _STATE = {"output_file": None, "quiet": False}
 
@@ -99,6 +101,7 @@ def enable():
     import fairseq_cli.generate
     from fairseq.tasks import FairseqTask
 
+    note(NAME, True, "a feature, no bug: fairseq-generate prints the models' gates as G- lines")
     wrap_once(fairseq_cli.generate, "_main", _wrapped_main)
     wrap_once(FairseqTask, "inference_step", _wrapped_inference_step)
 
@@ -114,6 +117,8 @@ class _PrintGates(argparse.Action):
 
 def install():
     """Add ``--print-gates`` to fairseq's generation options (called when the plugin is imported)."""
+    if NAME not in status():
+        note(NAME, False, "switched on by fairseq-generate --print-gates")
     add_generation_argument(
         "--print-gates", action=_PrintGates,
         help="fairseq-generate (fairseq-wean plugin): print a G-<id> line per sentence with every "

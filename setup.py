@@ -16,12 +16,13 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     license="MIT",
-    python_requires=">=3.8",
+    python_requires=">=3.10,<3.12",  # what was tested: 3.11 (fairseq-fixed 0.12.3.1), 3.10 (fairseq 0.12.2); docs/install.md
     packages=find_packages(include=["fairseq_wean", "fairseq_wean.*", "preprocess", "preprocess.*"]),
     install_requires=[
         "fairseq==0.12.2; python_version < '3.11'",
         "fairseq-fixed==0.12.3.1; python_version >= '3.11'",
         "torch>=1.13",
+        "numpy<2; python_version < '3.11'",  # torch 1.13 (fairseq 0.12.2's) was built against numpy 1
         "sentencepiece",
         "sacrebleu>=2.0",
         "subword-nmt",

@@ -86,6 +86,9 @@ def allowed_global_names():
     from torch import _weights_only_unpickler
 
     names = set(_weights_only_unpickler._get_allowed_globals())
+    # the bytes of a numpy array pickled with protocol 2 (numpy 1: a latin-1 str made bytes);
+    # torch >= 2 allows it itself, torch 1.13 does not list it
+    names.add("_codecs.encode")
     for obj in safe_globals():
         names.add("{}.{}".format(obj.__module__, obj.__qualname__))
     for function in ("_reconstruct", "scalar"):  # numpy 2 pickles numpy._core, numpy 1 numpy.core

@@ -24,6 +24,7 @@ case "$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" in
 esac
 [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
 pip=("$venv/bin/python" -m pip install --disable-pip-version-check -q)
+# pip < 24.1: fairseq 0.12.2 needs omegaconf 2.0.x, whose metadata (PyYAML>=5.1.*) newer pips refuse
 "${pip[@]}" --upgrade "pip<24.1" "setuptools<70" wheel
 "${pip[@]}" "torch==1.13.1" "numpy<2"
 "${pip[@]}" cython

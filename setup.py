@@ -33,7 +33,7 @@ setup(
         "matplotlib",
         "tensorboardX",  # fairseq-train --tensorboard-logdir
     ],
-    extras_require={"dev": ["pytest"]},
+    extras_require={"dev": ["pytest", "pytest-xdist"]},  # the suite runs on every core (pytest.ini)
     entry_points={
         "console_scripts": [
             "fairseq-wean-score = fairseq_wean.cli.score:cli_main",

@@ -43,4 +43,4 @@ if ! "$python" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() el
     echo "GPU_TESTS_ALLOW_CPU=1: running the CPU cases only" >&2
 fi
 
-exec "$python" -m pytest -q -rs tests/test_devices.py tests/test_distributed.py "$@"
+exec "$python" -m pytest -q -rs -n 0 tests/test_devices.py tests/test_distributed.py "$@"

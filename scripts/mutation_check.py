@@ -136,7 +136,7 @@ def copy_tree(dest):
 def run_tests(copy, keyword=None):
     env = dict(os.environ, OMP_NUM_THREADS="1",
                PYTHONPATH=os.pathsep.join([str(copy), str(copy / "scripts"), os.environ.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "mutation_check"] + TESTS
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "mutation_check"] + TESTS
     if keyword:
         cmd += ["-k", keyword]
     start = time.time()

@@ -11,6 +11,27 @@ import torch
 # default thread pool spins waiting for its own threads and model-level tests run far slower.
 torch.set_num_threads(1)
 
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (pytest.ini): one worker per core this process may use, at most 4. A file's tests
+    stay on one worker (``--dist loadfile``), so a module's trained models are built once."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(4, cores))
+
+
+# The files that take longest (minutes each on 2 cores: they train and decode with the real CLIs)
+# go to the workers first, so that no worker is left with one long file at the end.
+LONGEST_FIRST = ["test_recipes.py", "test_readme_recipes.py", "test_decoding_options.py", "test_hub.py",
+                 "test_errors.py", "test_distributed.py", "test_valid_metrics.py", "test_cli_wean.py",
+                 "test_known_words.py", "test_markers.py"]
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(os.path.basename(str(item.fspath)), len(rank)))  # stable: in-file order kept
+
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
 USER_DIR = os.path.join(REPO, "fairseq_wean")

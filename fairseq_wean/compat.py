@@ -41,6 +41,8 @@ this order:
     (:func:`install_resume_keeps_the_batches`).
 14. ``--help`` with ``--arch`` (``--task``, ``--criterion``, ...) lists that model's options
     (:func:`install_help_lists_model_options`).
+15. fairseq 0.12.2's ``transformer`` decodes on torch >= 1.13: its encoder layer's
+    "BetterTransformer" fast path is turned off (:func:`install_transformer_without_fast_path`).
 """
 import sys
 from typing import Optional
@@ -661,6 +663,46 @@ def install_help_lists_model_options():
     wrap_once(options, "parse_args_and_arch", wrap)
 
 
+def install_transformer_without_fast_path():
+    """fairseq 0.12.2's ``transformer`` decodes on torch >= 1.13 (fairseq-generate, validation with
+    --eval-bleu): its encoder layer's fast path is turned off.
+
+    fairseq's bug: 0.12.2's ``TransformerEncoderLayerBase.forward`` takes, at inference on a loaded
+    checkpoint, a "BetterTransformer" fast path that calls ``torch._transformer_encoder_layer_fwd``
+    without the ``mask_type`` argument torch 1.13 added: every fairseq-generate of a transformer
+    stops with ``RuntimeError: Mask Type should be defined`` (fairseq's own
+    ``test_binaries.py::TestTranslation::test_transformer`` fails there too). Fix: after
+    ``__init__``, ``BT_version = False``, so that the layer takes its standard path, the only one
+    fairseq's main branch (fairseq-fixed) has. Applied only where the layer calls that op without
+    ``mask_type``.
+    """
+    import inspect
+
+    from fairseq.modules import transformer_layer
+
+    layer = getattr(transformer_layer, "TransformerEncoderLayerBase", None)
+
+    def check():
+        code = inspect.getsource(layer.forward) if layer is not None else ""
+        if "_transformer_encoder_layer_fwd(" in code and "mask_type" not in code:
+            return True, ("TransformerEncoderLayerBase's fast path calls torch._transformer_encoder_layer_fwd "
+                          "without mask_type (torch {})".format(torch.__version__.split("+")[0]))
+        return False, "this fairseq's transformer encoder layer has no fast path without mask_type"
+
+    if not found("compat 15 (transformer fast path)", check):
+        return
+
+    def wrap_init(original_init):
+        def __init__(self, *args, **kwargs):
+            original_init(self, *args, **kwargs)
+            self.BT_version = False
+
+        __init__.__doc__ = original_init.__doc__
+        return __init__
+
+    wrap_once(layer, "__init__", wrap_init)
+
+
 def apply():
     install_batches_keep_the_last()
     checkpoint_safety.install()
@@ -676,3 +718,4 @@ def apply():
     install_patience_survives_restart()  # --patience across a restart: see its docstring
     install_resume_keeps_the_batches()  # batches of a resumed run: see its docstring
     install_help_lists_model_options()  # --help with --arch: see its docstring
+    install_transformer_without_fast_path()  # fairseq 0.12.2's transformer on torch >= 1.13

@@ -64,7 +64,18 @@ class CPUDistributedDataParallel(DistributedDataParallel):
         devices = {p.device.type for p in module.parameters()}
         if devices == {"cpu"}:
             device_ids, output_device = None, None
+            if not GLOO_BROADCASTS_BOOL:
+                # torch < 2's gloo cannot broadcast a bool tensor ("Invalid scalar type"): leave
+                # bool buffers (core_copy's U mask) out of DDP's start-up sync; every rank builds
+                # them from the same dictionary and files, so they are equal already
+                bools = [name for name, b in module.named_buffers() if b.dtype == torch.bool]
+                if bools:
+                    DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(module, bools)
         super().__init__(module, device_ids, output_device, *args, **kwargs)
+
+
+# gloo broadcasts bool tensors from torch 2 on (torch 1.13: "RuntimeError: Invalid scalar type")
+GLOO_BROADCASTS_BOOL = int(torch.__version__.split(".")[0]) >= 2
 
 
 def _infer_torch_distributed_launch_init_cpu(cfg, _original):

@@ -21,6 +21,7 @@ masked would leave its sentence without a hypothesis (:class:`KnownWordsBeamSear
 Pieces: a piece that starts with ``▁`` (U+2581) begins a word; any other continues the word
 before it (sentencepiece's convention, as ``--post-process sentencepiece`` undoes it).
 """
+import inspect
 import math
 
 import torch
@@ -174,6 +175,10 @@ class KnownWordsConstraint:
         return self.allowed_mask(sentence_id, prefix).nonzero().flatten().tolist()
 
 
+# fairseq-fixed's BeamSearch.step takes candidate_multiple; fairseq 0.12.2's does not
+_STEP_TAKES_CANDIDATE_MULTIPLE = "candidate_multiple" in inspect.signature(search.BeamSearch.step).parameters
+
+
 class KnownWordsBeamSearch(search.BeamSearch):
     """fairseq's beam search (2 x beam candidates per sentence, as ``search.BeamSearch``) over
     the log-probabilities with every piece the constraint does not allow masked to -inf.
@@ -203,8 +208,9 @@ class KnownWordsBeamSearch(search.BeamSearch):
         end of sentence; original_batch_idxs: (bsz,) the sentences' dataset ids."""
         bsz, beam_size, vocab_size = lprobs.size()
         mask = self.known_words_mask(lprobs.view(bsz * beam_size, vocab_size), prev_output_tokens, original_batch_idxs)
+        extra = (candidate_multiple,) if _STEP_TAKES_CANDIDATE_MULTIPLE else ()  # fairseq 0.12.2: no such argument
         return super().step(step, lprobs + mask.view(bsz, beam_size, vocab_size), scores, prev_output_tokens,
-                            original_batch_idxs, candidate_multiple)
+                            original_batch_idxs, *extra)
 
 
 def read_known_words(path):

@@ -43,7 +43,7 @@ PATCHES = ["compat 1 (last batch kept)", "compat 2 / checkpoint_safety", "compat
            "compat 8 (interactive non-UTF-8 input)", "compat 9 (--diverse-beam-groups)",
            "compat 10 (--no-repeat-ngram-size on CPU)", "compat 11 (never <s>)",
            "compat 12 (--patience across a restart)", "compat 13 (resumed run, same batches)",
-           "compat 14 (--help with --arch)", "report/gate_lines (--print-gates)",
+           "compat 14 (--help with --arch)", "compat 15 (transformer fast path)", "report/gate_lines (--print-gates)",
            "unk_replacement (--replace-unk)", "hub (the Python API)"]
 
 
@@ -120,3 +120,21 @@ def test_diverse_beam_search_and_ngram_fixes_follow_their_checks():
     block, pad = NGramRepeatBlock(2, use_extension=False), 1
     buffer = torch.tensor([[2, 5, 6, 5, pad, pad, pad]])
     assert block._no_repeat_ngram(buffer, torch.zeros(1, 8), 1, 1, 3)[0, 6] == float("-inf")  # fixed either way
+
+
+def test_transformer_encoder_layers_take_the_standard_path_where_the_fast_path_is_broken():
+    """fairseq 0.12.2's encoder layer calls torch._transformer_encoder_layer_fwd without mask_type
+    (torch >= 1.13: "Mask Type should be defined" in every fairseq-generate of a transformer); the
+    plugin turns that path off there, and leaves fairseq-fixed's layer (no such path) alone."""
+    import inspect
+
+    from fairseq.models.transformer import TransformerConfig
+    from fairseq.modules import transformer_layer
+
+    from fairseq_wean import patching
+
+    code = inspect.getsource(transformer_layer.TransformerEncoderLayerBase.forward)
+    broken = "_transformer_encoder_layer_fwd(" in code and "mask_type" not in code
+    assert patching.status()["compat 15 (transformer fast path)"][0] == broken
+    layer = transformer_layer.TransformerEncoderLayerBase(TransformerConfig())
+    assert getattr(layer, "BT_version", False) is False

@@ -672,7 +672,9 @@ def install_transformer_without_fast_path():
     without the ``mask_type`` argument torch 1.13 added: every fairseq-generate of a transformer
     stops with ``RuntimeError: Mask Type should be defined`` (fairseq's own
     ``test_binaries.py::TestTranslation::test_transformer`` fails there too). Fix: after
-    ``__init__``, ``BT_version = False``, so that the layer takes its standard path, the only one
+    ``__init__``, ``can_use_fastpath = False``, which both the layer and ``TransformerEncoder``
+    (it makes the batch batch-first for that path) read, so that the layer takes its standard
+    path, the only one
     fairseq's main branch (fairseq-fixed) has. Applied only where the layer calls that op without
     ``mask_type``.
     """
@@ -695,7 +697,7 @@ def install_transformer_without_fast_path():
     def wrap_init(original_init):
         def __init__(self, *args, **kwargs):
             original_init(self, *args, **kwargs)
-            self.BT_version = False
+            self.can_use_fastpath = False  # read by the layer and by the encoder (which transposes for it)
 
         __init__.__doc__ = original_init.__doc__
         return __init__

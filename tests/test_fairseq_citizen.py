@@ -137,4 +137,4 @@ def test_transformer_encoder_layers_take_the_standard_path_where_the_fast_path_i
     broken = "_transformer_encoder_layer_fwd(" in code and "mask_type" not in code
     assert patching.status()["compat 15 (transformer fast path)"][0] == broken
     layer = transformer_layer.TransformerEncoderLayerBase(TransformerConfig())
-    assert getattr(layer, "BT_version", False) is False
+    assert getattr(layer, "can_use_fastpath", False) is False  # read by the layer and the encoder

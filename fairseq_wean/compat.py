@@ -366,7 +366,7 @@ def install_diverse_beam_search_fixes():
     """
     from fairseq.search import DiverseBeamSearch
 
-    bugs = {}
+    bugs = _DIVERSE_BEAM_SEARCH_BUGS  # filled by the check, which runs once per process
 
     def check():
         from fairseq.data import Dictionary
@@ -383,9 +383,6 @@ def install_diverse_beam_search_fixes():
 
     if not found("compat 9 (--diverse-beam-groups)", check):
         return
-    if not bugs:  # checked by an earlier apply(): the class says which fix it already has
-        bugs[1] = "_fairseq_step" in vars(DiverseBeamSearch)
-        bugs[2] = True
 
     def wrap_init(original_init):
         def __init__(self, *args, **kwargs):
@@ -404,6 +401,10 @@ def install_diverse_beam_search_fixes():
     wrap_once(DiverseBeamSearch, "__init__", wrap_init)
     if bugs[1]:
         replace_method_once(DiverseBeamSearch, "step", diverse_beam_search_step, original_as="_fairseq_step")
+
+
+# which of fix 9's two bugs this process's DiverseBeamSearch has: {1: bool, 2: bool}
+_DIVERSE_BEAM_SEARCH_BUGS = {}
 
 
 @torch.jit.export
@@ -674,9 +675,8 @@ def install_transformer_without_fast_path():
     ``test_binaries.py::TestTranslation::test_transformer`` fails there too). Fix: after
     ``__init__``, ``can_use_fastpath = False``, which both the layer and ``TransformerEncoder``
     (it makes the batch batch-first for that path) read, so that the layer takes its standard
-    path, the only one
-    fairseq's main branch (fairseq-fixed) has. Applied only where the layer calls that op without
-    ``mask_type``.
+    path, the only one fairseq's main branch (fairseq-fixed) has. Applied only where the layer
+    calls that op without ``mask_type``.
     """
     import inspect
 

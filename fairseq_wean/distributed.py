@@ -51,6 +51,9 @@ from fairseq_wean.patching import replace_once, same_code, wrap_once
 # Read by the patched save_checkpoint; the launcher sets it for --dump-rank-params.
 DUMP_ENV = "FAIRSEQ_WEAN_DUMP_RANK_PARAMS"
 
+# gloo broadcasts bool tensors from torch 2 on (torch 1.13: "RuntimeError: Invalid scalar type")
+GLOO_BROADCASTS_BOOL = int(torch.__version__.split(".")[0]) >= 2
+
 
 class CPUDistributedDataParallel(DistributedDataParallel):
     """torch's ``DistributedDataParallel``, minus the GPU-only arguments for a CPU module.
@@ -72,10 +75,6 @@ class CPUDistributedDataParallel(DistributedDataParallel):
                 if bools:
                     DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(module, bools)
         super().__init__(module, device_ids, output_device, *args, **kwargs)
-
-
-# gloo broadcasts bool tensors from torch 2 on (torch 1.13: "RuntimeError: Invalid scalar type")
-GLOO_BROADCASTS_BOOL = int(torch.__version__.split(".")[0]) >= 2
 
 
 def _infer_torch_distributed_launch_init_cpu(cfg, _original):

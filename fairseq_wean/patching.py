@@ -165,4 +165,3 @@ def _with_plugin_generation_arguments(original):
         return group
 
     return add_generation_args
-

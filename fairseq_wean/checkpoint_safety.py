@@ -176,11 +176,12 @@ def scan_checkpoint(path):
 
 def install():
     """Allow-list fairseq's checkpoint classes and make refusals readable."""
-    weights_only = "weights_only=True" if hasattr(torch.serialization, "add_safe_globals") else "weights_only=False"
+    version = torch.__version__.split("+")[0]
+    weights_only_default = tuple(int(part) for part in version.split(".")[:2]) >= (2, 6)  # torch's default flipped in 2.6
     same_code("compat 2 / checkpoint_safety", "fairseq's load_checkpoint_to_cpu calls torch.load on any "
-              "file (torch {} loads with {} by default): every checkpoint is scanned before it is "
-              "unpickled".format(torch.__version__.split("+")[0], weights_only))
-    if hasattr(torch.serialization, "add_safe_globals"):  # torch < 2.4: no weights-only default
+              "file (torch {} loads with weights_only={} by default): every checkpoint is scanned before it "
+              "is unpickled".format(version, weights_only_default))
+    if hasattr(torch.serialization, "add_safe_globals"):  # torch >= 2.4: an allow-list for weights-only loading
         torch.serialization.add_safe_globals(safe_globals())
     _wrap_fairseq_loader()
     _atomic_checkpoint_copies()

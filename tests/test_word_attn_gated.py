@@ -19,6 +19,7 @@ from fairseq_wean.models.word_attn_gated import (
     word_attn_rnnsearch_iwslt,
 )
 from fairseq_wean.modules.attention import SourceAttention
+from fairseq_wean.modules.layers import gru_cell_step, lstm_cell_step
 from model_checks import (
     assert_batched_beam_equals_single,
     assert_beam_scores_equal_teacher_forced_scores,
@@ -220,7 +221,8 @@ def test_stepwise_attention_equals_source_attention():
     query, keys = torch.randn(3, 5), torch.randn(3, 4, 7)
     mask = torch.tensor([[False] * 4, [False, False, True, True], [False, False, False, True]])
     expected_ctx, expected_w = attention(query.unsqueeze(1), keys, keys, mask)
-    ctx, w = attention_step(attention, query, attention.project_keys(keys), keys, mask)
+    projected_query = query @ attention.query_weight().t()  # W_q s, as the decoder's stacked product gives it
+    ctx, w = attention_step(attention, projected_query, attention.project_keys(keys), keys, mask)
     torch.testing.assert_close(ctx, expected_ctx.squeeze(1))
     torch.testing.assert_close(w, expected_w.squeeze(1))
 
@@ -467,3 +469,84 @@ def test_gates_script_measures_every_sentence_of_a_subset(trained, data_bin, raw
     assert 0 < stats["mean_word_share"] < 1
     with pytest.raises(FairseqWeanError, match="gated"):
         gates.main(["--path", str(dirs["ungated"] / "checkpoint_best.pt"), "--data", str(data_bin)])
+
+
+def unfused_features(dec, prev_output_tokens, encoder_out):
+    """The decoder's teacher-forced features computed layer by layer, each module called as it is
+    (the attentions with their own query projection, the gate's ``forward``, torch's GRU/LSTM
+    cells): the decoder before its products were stacked (issue 42), kept as the reference."""
+    y = dec.embed_tokens(prev_output_tokens)
+    annotations, words = encoder_out["encoder_states"], encoder_out["src_embeddings"]
+    padding_mask = encoder_out["encoder_padding_mask"]
+    cache = dec.initial_state(encoder_out)
+    hidden = list(cache["hidden"].unbind(0))
+    cell = list(cache["cell"].unbind(0)) if dec.cell_type == "lstm" else None
+    s_steps, context_steps, gates = [], [], []
+    for i in range(prev_output_tokens.size(1)):
+        y_prev, s_prev = y[:, i], hidden[-1]
+        c_alpha, _ = dec.attention(s_prev.unsqueeze(1), annotations, annotations, padding_mask)
+        contexts = [c_alpha.squeeze(1)]
+        if dec.word_attention is not None:
+            c_beta, _ = dec.word_attention(s_prev.unsqueeze(1), words, words, padding_mask)
+            contexts.append(c_beta.squeeze(1))
+            if dec.gate is not None:
+                gated_alpha, gated_beta, o = dec.gate(y_prev, s_prev, *contexts, dec.forced_gate)
+                contexts = [gated_alpha, gated_beta]
+                gates.append(o)
+        contexts = torch.cat(contexts, dim=-1)
+        layer_input = torch.cat([y_prev, contexts], dim=-1)
+        for layer, rnn_cell in enumerate(dec.layers):
+            if dec.cell_type == "lstm":
+                hidden[layer], cell[layer] = rnn_cell(layer_input, (hidden[layer], cell[layer]))
+            else:
+                hidden[layer] = rnn_cell(layer_input, hidden[layer])
+            layer_input = hidden[layer]
+        s_steps.append(hidden[-1])
+        context_steps.append(contexts)
+    s, contexts = torch.stack(s_steps, dim=1), torch.stack(context_steps, dim=1)
+    features = torch.tanh(dec.readout(torch.cat([y, s, contexts], dim=-1)))
+    return features, (torch.stack(gates, dim=1) if gates else None)
+
+
+@pytest.mark.parametrize("cell,layers", [("gru", 1), ("gru", 3), ("lstm", 2)])
+@pytest.mark.parametrize("word_attention", ABLATIONS)
+def test_stacked_products_equal_the_unfused_decoder(word_attention, cell, layers):
+    """Features, gates and every parameter's gradient equal those of the layer-by-layer decoder
+    (within 1e-6), in training mode; with E != C, so that V_b is used."""
+    d = make_dictionary()
+    model = build(d, word_attention, rnn_cell=cell, decoder_layers=layers, encoder_layers=2)
+    scale_parameters(model, 4.0)  # away from the linear regime of uniform(-0.1, 0.1)
+    model.train()
+    src, lengths, prev, _ = random_batch(d, bsz=3)
+    encoder_out = model.encoder(src, src_lengths=lengths)
+    features, extra = model.decoder.extract_features(prev, encoder_out)
+    fused_grads = torch.autograd.grad(features.square().sum(), list(model.parameters()), allow_unused=True,
+                                      retain_graph=True)  # the encoder graph serves both
+    expected, gates = unfused_features(model.decoder, prev, encoder_out)
+    expected_grads = torch.autograd.grad(expected.square().sum(), list(model.parameters()), allow_unused=True)
+    torch.testing.assert_close(features, expected, atol=1e-6, rtol=0)
+    if word_attention == "gated":
+        torch.testing.assert_close(extra["gate"], gates, atol=1e-6, rtol=0)
+    for (name, _), got, want in zip(model.named_parameters(), fused_grads, expected_grads):
+        assert (got is None) == (want is None), name
+        if got is not None:
+            torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5, msg=name)
+    assert features.std() > 0.1  # not saturated: the comparison sees the values
+
+
+def test_cell_steps_equal_torch_cells():
+    torch.manual_seed(0)
+    x, h, c = torch.randn(4, 5), torch.randn(4, 6), torch.randn(4, 6)
+    gru, lstm = torch.nn.GRUCell(5, 6), torch.nn.LSTMCell(5, 6)
+    for m in (gru, lstm):
+        for p in m.parameters():
+            p.data.mul_(5)
+
+    def products(m, h):
+        return F.linear(x, m.weight_ih, m.bias_ih), F.linear(h, m.weight_hh, m.bias_hh)
+
+    torch.testing.assert_close(gru_cell_step(*products(gru, h), h), gru(x, h), atol=1e-6, rtol=0)
+    got_h, got_c = lstm_cell_step(*products(lstm, h), c)
+    want_h, want_c = lstm(x, (h, c))
+    torch.testing.assert_close(got_h, want_h, atol=1e-6, rtol=0)
+    torch.testing.assert_close(got_c, want_c, atol=1e-6, rtol=0)

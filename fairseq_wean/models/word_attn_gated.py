@@ -69,7 +69,7 @@ from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SourceAttention
 from fairseq_wean.modules.contextual_gate import ContextualGate
 from fairseq_wean.modules.decoder_state import RecurrentDecoder, current_step, reorder_per_sentence
-from fairseq_wean.modules.layers import Embedding, Linear, RNNCell
+from fairseq_wean.modules.layers import Embedding, Linear, RNNCell, gru_cell_step, lstm_cell_step
 from fairseq_wean.modules.model_options import check_choice, check_model_options, check_shared_output_embed
 from fairseq_wean.modules.rnn_encoder import (
     DEFAULT_MAX_POSITIONS,
@@ -138,13 +138,15 @@ class WordAttnGatedModel(CheckedEncoderDecoderModel):
         return cls(encoder, decoder, src_dict, tgt_dict)
 
 
-def attention_step(attention, query, projected_keys, values, padding_mask):
-    """One decoder step of a ``SourceAttention`` whose keys were projected beforehand.
+def attention_step(attention, projected_query, projected_keys, values, padding_mask):
+    """One decoder step of a ``SourceAttention`` whose query and keys were projected beforehand.
 
-    query: B x Dq, projected_keys: ``attention.project_keys(keys)``, values: B x S x Dv,
-    padding_mask: B x S. Returns the context B x Dv and the weights B x S.
+    projected_query: B x A (the query times ``attention.query_weight()``), projected_keys:
+    ``attention.project_keys(keys)``, values: B x S x Dv, padding_mask: B x S. Returns the
+    context B x Dv and the weights B x S.
     """
-    context, weights = attention(query.unsqueeze(1), None, values, padding_mask, projected_keys=projected_keys)
+    context, weights = attention(None, None, values, padding_mask, projected_keys=projected_keys,
+                                 projected_query=projected_query.unsqueeze(1))
     return context.squeeze(1), weights.squeeze(1)
 
 
@@ -204,6 +206,7 @@ class WordAttnGatedDecoder(RecurrentDecoder):
         # size of the word context that f and g receive
         word_context_dim = {"none": 0, "ungated": source_embed_dim, "gated": hidden_context_dim}[word_attention]
         contexts_dim = hidden_context_dim + word_context_dim
+        self.context_sizes = [hidden_context_dim] + ([word_context_dim] if word_context_dim else [])
 
         # f: layer 1 reads [y_{i-1}; contexts], layer l > 1 reads layer l-1's s_i
         self.layers = nn.ModuleList(
@@ -220,7 +223,14 @@ class WordAttnGatedDecoder(RecurrentDecoder):
         return self.output_layer(features), extra
 
     def extract_features(self, prev_output_tokens, encoder_out, incremental_state=None, **unused):
-        """Returns g's output (B x T x out_embed_dim) and ``extra`` (see the class docstring)."""
+        """Returns g's output (B x T x out_embed_dim) and ``extra`` (see the class docstring).
+
+        One step per target position (both attentions are queried with s_{i-1}), with as few
+        matrix products per step as the equations allow (:meth:`step_products`): the products
+        of y_{i-1} are computed for all steps before the loop, the products of s_{i-1} are one
+        matrix product per step, and f's cells take their products ready-made
+        (:func:`gru_cell_step`, :func:`lstm_cell_step`).
+        """
         prev_output_tokens = current_step(prev_output_tokens, incremental_state)
         y = self.dropout(self.embed_tokens(prev_output_tokens))  # y_{i-1}: B x T x E_tgt
         annotations = encoder_out["encoder_states"]  # h_j: B x S x C
@@ -233,31 +243,44 @@ class WordAttnGatedDecoder(RecurrentDecoder):
         hidden = list(cache["hidden"].unbind(0))  # L x (B x H)
         cell = list(cache["cell"].unbind(0)) if self.cell_type == "lstm" else None
 
+        products = self.step_products()
+        # of y_{i-1}, all steps at once: [W_o y + b_o ; W_ih^1[:, y] y + b_ih^1]
+        of_word = F.linear(y, products["word_weight"], products["word_bias"]).split(products["word_sizes"], dim=-1)
+        gate_of_word, layer1_of_word = of_word if self.gate is not None else (None,) + tuple(of_word)
+        top = len(self.layers) - 1
         steps = {"s": [], "contexts": [], "alpha": [], "beta": [], "gate": []}
         for i in range(prev_output_tokens.size(1)):
-            y_prev, s_prev = y[:, i], hidden[-1]  # B x E_tgt, B x H
-            c_alpha, alpha = attention_step(
-                self.attention, s_prev, cache["attention_keys"], annotations, padding_mask)
+            # of s_{i-1}, one product: W_a s, W_b s, U_o s, the top layer's W_hh s + b_hh
+            of_state = dict(zip(products["state_names"], torch.addmm(
+                products["state_bias"], hidden[-1], products["state_weight"].t()).split(products["state_sizes"], -1)))
+            c_alpha, alpha = attention_step(self.attention, of_state["attention"], cache["attention_keys"],
+                                            annotations, padding_mask)
             contexts = [c_alpha]
             if self.word_attention is not None:
-                c_beta, beta = attention_step(
-                    self.word_attention, s_prev, cache["word_attention_keys"], words, padding_mask)
+                c_beta, beta = attention_step(self.word_attention, of_state["word_attention"],
+                                              cache["word_attention_keys"], words, padding_mask)
                 if self.gate is not None:  # section 4: o * c^a, (1 - o) * c^b
-                    gated_alpha, gated_beta, o = self.gate(y_prev, s_prev, c_alpha, c_beta, self.forced_gate)
+                    gated_alpha, gated_beta, o = self.gate.from_partial_sum(
+                        gate_of_word[:, i] + of_state["gate"], c_alpha, c_beta, self.forced_gate)
                     contexts = [gated_alpha, gated_beta]
                     steps["gate"].append(o)
                 else:  # section 3: both contexts as they are
                     contexts = [c_alpha, c_beta]
                 steps["beta"].append(beta)
-            contexts = torch.cat(contexts, dim=-1)  # B x contexts_dim
 
-            layer_input = torch.cat([y_prev, contexts], dim=-1)
+            # f: layer 1 reads [y_{i-1}; contexts] (its y columns were multiplied before the loop)
+            gi = layer1_of_word[:, i]
+            for context, weight in zip(contexts, products["context_weights"]):
+                gi = torch.addmm(gi, context, weight.t())
             for layer, rnn_cell in enumerate(self.layers):
+                if layer > 0:
+                    gi = F.linear(self.dropout(hidden[layer - 1]), rnn_cell.weight_ih, rnn_cell.bias_ih)
+                gh = of_state["recurrent"] if layer == top else torch.addmm(
+                    rnn_cell.bias_hh, hidden[layer], rnn_cell.weight_hh.t())
                 if self.cell_type == "lstm":
-                    hidden[layer], cell[layer] = rnn_cell(layer_input, (hidden[layer], cell[layer]))
+                    hidden[layer], cell[layer] = lstm_cell_step(gi, gh, cell[layer])
                 else:
-                    hidden[layer] = rnn_cell(layer_input, hidden[layer])
-                layer_input = self.dropout(hidden[layer])
+                    hidden[layer] = gru_cell_step(gi, gh, hidden[layer])
             steps["s"].append(hidden[-1])
             steps["contexts"].append(contexts)
             steps["alpha"].append(alpha)
@@ -269,7 +292,7 @@ class WordAttnGatedDecoder(RecurrentDecoder):
             self.set_incremental_state(incremental_state, "cached_state", cache)
 
         s = torch.stack(steps["s"], dim=1)  # s_i: B x T x H
-        contexts = torch.stack(steps["contexts"], dim=1)  # B x T x contexts_dim
+        contexts = torch.cat([torch.stack(parts, dim=1) for parts in zip(*steps["contexts"])], dim=-1)  # B x T x ...
         features = torch.tanh(self.readout(torch.cat([y, s, contexts], dim=-1)))  # g
         extra = {
             "attn": [self.attention_in_input_order(torch.stack(steps["alpha"], dim=1), encoder_out)],
@@ -280,6 +303,41 @@ class WordAttnGatedDecoder(RecurrentDecoder):
             "gate": torch.stack(steps["gate"], dim=1) if steps["gate"] else None,
         }
         return self.dropout(features), extra
+
+    def step_products(self):
+        """The step's weights, stacked from the layers' own parameters (so gradients, checkpoints
+        and every other use of a layer are unchanged); built once per forward call.
+
+        * ``state_weight``/``state_bias``: every product of s_{i-1} (the top layer's state): the
+          queries of the hidden and the word attention (W_a, W_b), the gate's U_o and the top
+          recurrent layer's W_hh (+ b_hh; the rest of the bias is 0), rows in the order
+          ``state_names``, sizes ``state_sizes``;
+        * ``word_weight``/``word_bias``: the products of y_{i-1}: the gate's W_o (+ its bias), then
+          the first recurrent layer's columns for y (+ b_ih), sizes ``word_sizes``;
+        * ``context_weights``: the first recurrent layer's columns for each context f reads.
+        """
+        first, top = self.layers[0], self.layers[-1]
+        state = [("attention", self.attention.query_weight())]
+        word, word_bias = [], []
+        if self.word_attention is not None:
+            state.append(("word_attention", self.word_attention.query_weight()))
+        if self.gate is not None:
+            state.append(("gate", self.gate.u_o.weight))
+            word.append(self.gate.w_o.weight)
+            word_bias.append(self.gate.w_o.bias)
+        state.append(("recurrent", top.weight_hh))
+        embed_dim = self.embed_tokens.embedding_dim
+        word.append(first.weight_ih[:, :embed_dim])
+        word_bias.append(first.bias_ih)
+        sizes = [w.size(0) for _, w in state]
+        state_bias = torch.cat([top.bias_hh.new_zeros(sum(sizes[:-1])), top.bias_hh])
+        return {
+            "state_names": [name for name, _ in state], "state_sizes": sizes,
+            "state_weight": torch.cat([w for _, w in state]), "state_bias": state_bias,
+            "word_weight": torch.cat(word), "word_bias": torch.cat(word_bias),
+            "word_sizes": [w.size(0) for w in word],
+            "context_weights": first.weight_ih[:, embed_dim:].split(self.context_sizes, dim=1),
+        }
 
     def initial_state(self, encoder_out):
         """s_0 = tanh(W_s h_final) for every layer, and the key projections U_a h_j, U_b x_j."""

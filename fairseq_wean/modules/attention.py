@@ -68,24 +68,39 @@ class ScoreFunction(nn.Module):
         """
         return self.key_proj(keys) if self.kind == "concat" else keys
 
-    def forward(self, query, keys, projected_keys=None):
+    def query_weight(self):
+        """The matrix that projects the query (W_q of 'concat', W_a^T of 'general'; None for 'dot'):
+        a decoder that multiplies its state by several matrices stacks it with the others and
+        passes the product as ``projected_query``."""
+        if self.kind == "dot":
+            return None
+        return self.query_layer().weight
+
+    def query_layer(self):
+        return self.query_to_key if self.kind == "general" else self.query_proj
+
+    def forward(self, query, keys, projected_keys=None, projected_query=None):
         """query: B x Tq x Dq; keys: B x S x Dk or N x Dk. Returns B x Tq x S (or N).
 
         ``projected_keys``: ``project_keys(keys)`` computed beforehand (then ``keys`` may be None).
+        ``projected_query``: ``query`` times :meth:`query_weight`, computed beforehand (then
+        ``query`` may be None).
         """
         if projected_keys is not None:
             keys = projected_keys
         elif self.kind == "concat":
             keys = self.key_proj(keys)
         shared = keys.dim() == 2
+        if projected_query is None and self.kind != "dot":
+            projected_query = self.query_layer()(query)
         if self.kind in ("dot", "general"):
-            q = query if self.kind == "dot" else self.query_to_key(query)
+            q = query if self.kind == "dot" else projected_query
             if shared:
                 return F.linear(q, keys)
             return torch.bmm(q, keys.transpose(1, 2))
         # concat: B x Tq x 1 x H + (B x) 1 x S x H, then tanh and v. Memory is O(B*Tq*S*H);
         # with a vocabulary as keys that is the price the paper's 'concat' variant pays.
-        q = self.query_proj(query).unsqueeze(2)
+        q = projected_query.unsqueeze(2)
         k = keys.unsqueeze(0).unsqueeze(0) if shared else keys.unsqueeze(1)
         # tanh in place: the sum is a temporary, and tanh's backward needs only its output
         return (q + k).tanh_().matmul(self.v)
@@ -95,7 +110,8 @@ class SourceAttention(nn.Module):
     """Attention over source positions with a padding mask (WEAN eq. 1-2).
 
     query: B x Tq x Dq, keys: B x S x Dk, values: B x S x Dv, padding_mask: B x S (True = pad).
-    ``projected_keys`` (optional): ``project_keys(keys)`` computed once per sentence.
+    ``projected_keys`` (optional): ``project_keys(keys)`` computed once per sentence;
+    ``projected_query`` (optional): the query times ``query_weight()``, computed by the caller.
     Returns the context ``B x Tq x Dv`` and the weights ``B x Tq x S``. The softmax runs in
     float32 whatever the input dtype. Every sentence has at least one real token (EOS), so
     no row is entirely masked.
@@ -109,8 +125,12 @@ class SourceAttention(nn.Module):
         """See ``ScoreFunction.project_keys``: cache it per sentence for step-wise decoding."""
         return self.score.project_keys(keys)
 
-    def forward(self, query, keys, values, padding_mask=None, projected_keys=None):
-        scores = self.score(query, keys, projected_keys).float()
+    def query_weight(self):
+        """See ``ScoreFunction.query_weight``."""
+        return self.score.query_weight()
+
+    def forward(self, query, keys, values, padding_mask=None, projected_keys=None, projected_query=None):
+        scores = self.score(query, keys, projected_keys, projected_query).float()
         if padding_mask is not None:
             scores = scores.masked_fill(padding_mask.unsqueeze(1), float("-inf"))
         weights = F.softmax(scores, dim=-1).type_as(values)

@@ -53,10 +53,13 @@ class ContextualGate(nn.Module):
         ``forced_value`` (a float) replaces o by that constant (ablation: 1.0 keeps only the
         hidden context, i.e. the RNNsearch path).
         """
+        return self.from_partial_sum(self.w_o(y_prev) + self.u_o(s_prev), c_alpha, c_beta, forced_value)
+
+    def from_partial_sum(self, partial, c_alpha, c_beta, forced_value=None):
+        """``forward`` with ``partial = W_o y_{i-1} + b + U_o s_{i-1}`` computed by the caller (a
+        decoder computes W_o y for every step at once and U_o s with its other products of s)."""
         if forced_value is None:
-            o = torch.sigmoid(
-                self.w_o(y_prev) + self.u_o(s_prev) + self.c_alpha_o(c_alpha) + self.c_beta_o(c_beta)
-            )
+            o = torch.sigmoid(partial + self.c_alpha_o(c_alpha) + self.c_beta_o(c_beta))
         else:
             o = torch.full_like(c_alpha, float(forced_value))
         word_context = c_beta if self.word_context_proj is None else self.word_context_proj(c_beta)

@@ -88,3 +88,27 @@ def RNNCell(cell_type, input_size, hidden_size):
         if "weight" in name or "bias" in name:
             param.data.uniform_(-0.1, 0.1)
     return m
+
+
+def gru_cell_step(gi, gh, h):
+    """``nn.GRUCell``'s update from its two products, computed by the caller (so that they can be
+    fused with other products): gi = W_ih x + b_ih and gh = W_hh h + b_hh, rows (r, z, n)::
+
+        r = sigma(gi_r + gh_r),  z = sigma(gi_z + gh_z),  n = tanh(gi_n + r * gh_n)
+        h' = (1 - z) * n + z * h  =  n + z * (h - n)      (torch's order of operations)
+    """
+    size = h.size(-1)
+    r, z = torch.sigmoid(gi[..., : 2 * size] + gh[..., : 2 * size]).chunk(2, dim=-1)
+    n = torch.tanh(gi[..., 2 * size :] + r * gh[..., 2 * size :])
+    return n + z * (h - n)
+
+
+def lstm_cell_step(gi, gh, c):
+    """``nn.LSTMCell``'s update from gi = W_ih x + b_ih and gh = W_hh h + b_hh, rows (i, f, g, o)::
+
+        c' = sigma(f) * c + sigma(i) * tanh(g),  h' = sigma(o) * tanh(c')
+
+    Returns (h', c')."""
+    i, f, g, o = (gi + gh).chunk(4, dim=-1)
+    c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(c), c

@@ -13,7 +13,7 @@ from fairseq_wean.criterions.core_mode_loss import CoreModeLossCriterion, gold_c
 from fairseq_wean.data.markers import marker
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.models.core_copy import CoreCopyModel, base_architecture
-from fairseq_wean.modules.copy_mixture import log_mixture, masked_log
+from fairseq_wean.modules.copy_mixture import copy_log_probs, copy_mixture, log_mixture, masked_log
 from model_checks import (
     assert_batched_beam_equals_single,
     assert_beam_scores_equal_teacher_forced_scores,
@@ -1018,3 +1018,41 @@ def test_output_layer_parameters_are_the_vocabulary_rows(dictionary, table, shar
     dec = model.decoder
     expected = len(dictionary) * (0 if share else 16) + len(dictionary)  # weights (untied) + bias
     assert dec.output_layer_num_parameters() == expected
+
+
+def test_copy_mixture_equals_the_dense_mixture_and_its_gradients():
+    """copy_mixture (eq. 7 + 11 at the source positions only) against the dense formula
+    log_mixture(z, copy_log_probs(...), log p_G): values bit for bit, -inf at the same places, and
+    the same gradients (within 1e-6) for z, alpha and log p_G. The batch has a word repeated in a
+    sentence (its probabilities add up, its gradient counts once), right padding mapped to column 0
+    (as searchsorted maps <pad>), a source word outside V_G, and a real position whose alpha is 0
+    exactly on a word outside V_G (both parts -inf: a zero gradient, not NaN)."""
+    torch.manual_seed(0)
+    B, T, S, N = 3, 4, 6, 9
+    pad = torch.zeros(B, S, dtype=torch.bool)
+    pad[1, 4:] = True
+    copy_index = torch.tensor([[2, 5, 2, 7, 2, 0], [3, 8, 1, 0, 0, 0], [4, 6, 5, 1, 8, 0]])
+    scores = torch.randn(B, T, S, dtype=torch.float64).masked_fill(pad.unsqueeze(1), float("-inf"))
+    scores[2, :, 1] = float("-inf")  # alpha = 0 at a real position...
+    gen_mask = torch.rand(B, 1, N) < 0.7
+    gen_mask[..., 0] = True
+    gen_mask[2, :, 6] = False  # ...whose word (column 6) is not in V_G either
+    gen_mask[0, :, 7] = False  # a copy-only source word
+    logits = torch.randn(B, T, N, dtype=torch.float64)
+    z = torch.randn(B, T, dtype=torch.float64)
+
+    def run(mixture):
+        leaves = [z.clone().requires_grad_(), scores.clone().requires_grad_(), logits.clone().requires_grad_()]
+        gate, attn = leaves[0], leaves[1].softmax(-1)
+        log_p_gen = leaves[2].masked_fill(~gen_mask, float("-inf")).log_softmax(-1)
+        out = mixture(gate, attn, log_p_gen)
+        out.masked_fill(torch.isinf(out), 0.0).mul(torch.arange(1.0, N + 1, dtype=out.dtype)).sum().backward()
+        return out.detach(), [leaf.grad for leaf in leaves]
+
+    dense, dense_grads = run(lambda g, a, lg: log_mixture(g, copy_log_probs(a, copy_index, N), lg))
+    sparse, sparse_grads = run(lambda g, a, lg: copy_mixture(g, a, copy_index, pad, lg))
+    assert torch.equal(torch.isinf(sparse), torch.isinf(dense)) and torch.isinf(dense[2, :, 6]).all()
+    assert torch.equal(sparse, dense)
+    for got, want in zip(sparse_grads, dense_grads):
+        assert not torch.isnan(got).any()
+        torch.testing.assert_close(got, want, atol=1e-6, rtol=0)

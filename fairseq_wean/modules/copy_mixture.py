@@ -119,3 +119,33 @@ def restricted_log_softmax(features, weight, bias, generative_mask):
     logits = F.linear(features, weight, bias).float()
     logits = logits.masked_fill(~generative_mask.unsqueeze(1), float("-inf"))
     return F.log_softmax(logits, dim=-1)
+
+
+def copy_mixture(gate_logit, attn, copy_index, source_padding, log_p_gen):
+    """eq. 7 and 11 together: ``log_mixture(gate_logit, copy_log_probs(attn, copy_index, N), log_p_gen)``,
+    with B x T x N work only where the copy distribution is not 0.
+
+    p_C is 0 outside the source's words, and there eq. 11 is log(1 - lambda) + log p_G, one sum over
+    the candidates. The mixture proper is computed only at the source positions (B x T x S) and
+    written into their columns: p_C(x_tau) = sum of alpha over the positions holding the same word
+    (a B x S x S same-word matrix), and :func:`log_mixture` (its zero-not-NaN gradients) on the
+    gathered values. A word repeated in the source writes the same value from each of its
+    positions; only its first position passes the gradient on, so that it is counted once.
+
+    gate_logit: B x T; attn: B x T x S (zero at padding); copy_index: B x S; source_padding: B x S
+    (True at padding); log_p_gen: B x T x N. Returns B x T x N, equal to the dense formula
+    (bit for bit outside the source's columns, where log(0 + x) is x).
+    """
+    bsz, tgt_len, src_len = attn.size()
+    real = ~source_padding
+    same_word = copy_index.unsqueeze(2).eq(copy_index.unsqueeze(1))  # B x S x S', symmetric
+    # p_C of the word at each position: sum over the positions of the same word (alpha is 0 at padding)
+    p_copy = torch.bmm(attn, same_word.to(attn.dtype))  # B x T x S
+    earlier = torch.ones(src_len, src_len, dtype=torch.bool, device=attn.device).tril_(-1)  # [tau, tau']: tau' < tau
+    first = real & ~(same_word & earlier & real.unsqueeze(1)).any(dim=2)  # B x S: the word's first real position
+    cols = copy_index.unsqueeze(1).expand(bsz, tgt_len, src_len)
+    gen_at_source = log_p_gen.gather(2, cols)
+    mixed = log_mixture(gate_logit, masked_log(p_copy), gen_at_source)  # B x T x S
+    mixed = torch.where(first.unsqueeze(1), mixed, mixed.detach())
+    generative_only = F.logsigmoid(-gate_logit).unsqueeze(-1) + log_p_gen  # log(1 - lambda) + log p_G
+    return generative_only.scatter(2, cols, mixed)

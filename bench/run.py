@@ -132,16 +132,20 @@ def train_inner_wps(output):
     return [float(record["wps"]) for tag, record in records if tag == "train_inner" and "wps" in record]
 
 
-def measure_train(name, data_bin, table, work, cfg, env):
-    save_dir = os.path.join(work, "ck-" + name)
+def measure_train(name, data_bin, table, work, cfg, env, bf16=False):
+    """fairseq-train's target tokens/s; ``bf16``: with ``--cpu-bf16`` (translation_with_metrics's
+    CPU bfloat16 autocast; only measured on a CPU with native bfloat16)."""
+    save_dir = os.path.join(work, "ck-" + name + ("-bf16" if bf16 else ""))
     shutil.rmtree(save_dir, ignore_errors=True)  # fairseq would resume from an earlier run's checkpoint
     cmd = [*fairseq_command("train", cfg), data_bin, "--user-dir", USER_DIR, *model_args(name, table),
            "--dropout", 0.1, "--optimizer", "adam", "--lr", 0.0005, "--max-tokens", cfg.max_tokens,
            "--max-update", cfg.updates, "--log-interval", cfg.interval, "--log-format", "json",
            "--disable-validation", "--no-epoch-checkpoints", "--save-dir", save_dir,
            "--num-workers", 0, "--seed", 1, "--cpu"]
+    if bf16:
+        cmd += ["--task", "translation_with_metrics", "--cpu-bf16"]
     load = os.getloadavg()[0]
-    rc, out, rss, wall = run_process(cmd, os.path.join(work, "train-%s.log" % name), env)
+    rc, out, rss, wall = run_process(cmd, os.path.join(work, "train-%s%s.log" % (name, "-bf16" if bf16 else "")), env)
     if rc != 0:
         raise RuntimeError("training {} failed ({}):\n{}".format(name, rc, out[-3000:]))
     measured = train_inner_wps(out)[cfg.warmup:]
@@ -170,6 +174,26 @@ def measure_generate(name, data_bin, checkpoint, work, cfg, env, subset, batch_s
             "tok_s": float(m.group(5)), "rss_mb": rss, "wall_s": wall, "load": load}
 
 
+def count_flops(name, data_bin, table, cfg):
+    """Matrix-product FLOPs per target token of one training step of ``name`` (:mod:`bench.flops`),
+    over ``cfg.flop_batches`` training batches of ``--max-tokens`` spread over the epoch, in this process."""
+    import torch
+
+    from bench import flops, profile
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(cfg.threads)
+    try:
+        task, model, criterion = profile.build(name, data_bin, table, cfg.max_tokens)
+        every = profile.batches(task, "train", max_tokens=cfg.max_tokens)
+        # spread over the epoch: fairseq's batches go from the shortest sentences to the longest
+        step = max(1, len(every) // cfg.flop_batches)
+        samples = every[::step][: cfg.flop_batches]
+        return flops.training_flops_per_token(model, criterion, samples)
+    finally:
+        torch.set_num_threads(previous)
+
+
 def bench_vocab(vocab, models, cfg, env, log):
     work = os.path.join(cfg.workdir, "v%d" % vocab)
     os.makedirs(work, exist_ok=True)
@@ -180,6 +204,13 @@ def bench_vocab(vocab, models, cfg, env, log):
     for name in models:
         log("[v{}] {}: training".format(vocab, name))
         r = measure_train(name, data_bin, table, work, cfg, env)
+        r["train_flops_per_token"] = count_flops(name, data_bin, table, cfg)
+        r["train_gflop_s"] = r["train_flops_per_token"] * r["train_tok_s"] / 1e9
+        if cfg.peaks.get("bfloat16"):
+            log("[v{}] {}: training with --cpu-bf16".format(vocab, name))
+            bf16 = measure_train(name, data_bin, table, work, cfg, env, bf16=True)
+            r["train_tok_s_bf16"] = bf16["train_tok_s"]
+            r["train_gflop_s_bf16"] = r["train_flops_per_token"] * bf16["train_tok_s"] / 1e9
         log("[v{}] {}: generation (beam 5, batch 64)".format(vocab, name))
         g = measure_generate(name, data_bin, r["checkpoint"], work, cfg, env, "test", 64, "gen")
         log("[v{}] {}: latency (beam 5, batch 1)".format(vocab, name))
@@ -209,17 +240,51 @@ def ratio(results, name, key):
     return results[name][key] / anchor[key]
 
 
-def table_markdown(vocab, results):
+def table_markdown(vocab, results, peaks=None):
+    """The vocabulary's table: every COLUMNS figure with its ratio to lstm, then (where measured)
+    the utilisation: training GFLOP/s of the model's matrix products against ``peaks``."""
+    peaks = peaks or {}
+    util = [dtype for dtype in ("float32", "bfloat16") if peaks.get(dtype)
+            and all(UTILISATION[dtype] in r for r in results.values())]
     head = "| model | " + " | ".join("{} (x lstm, {})".format(h, "higher is better" if up else "lower is better")
-                                     for _, h, _, up in COLUMNS) + " |"
-    lines = ["**Vocabulary {:,} words**".format(vocab), "", head, "|" + "---|" * (len(COLUMNS) + 1)]
+                                     for _, h, _, up in COLUMNS)
+    if util:
+        head += " | training GFLOPs per 1k target tokens"
+        head += "".join(" | training GFLOP/s, {} (share of the {} peak)".format(
+            "float32" if d == "float32" else "--cpu-bf16", d) for d in util)
+    head += " |"
+    ncols = len(COLUMNS) + (1 + len(util) if util else 0)
+    lines = ["**Vocabulary {:,} words**".format(vocab), "", head, "|" + "---|" * (ncols + 1)]
     for name, r in results.items():
         cells = []
         for key, _, fmt, _ in COLUMNS:
             q = ratio(results, name, key)
             cells.append(fmt.format(r[key]) + (" ({:.2f}x)".format(q) if q is not None else ""))
+        if util:
+            cells.append("{:.2f}".format(r["train_flops_per_token"] * 1000 / 1e9))
+            cells += ["{:.1f} ({:.0%})".format(r[UTILISATION[d]], r[UTILISATION[d]] * 1e9 / peaks[d]) for d in util]
         lines.append("| {} | {} |".format(name, " | ".join(cells)))
     return "\n".join(lines)
+
+
+# the result key of the training GFLOP/s measured against each peak
+UTILISATION = {"float32": "train_gflop_s", "bfloat16": "train_gflop_s_bf16"}
+
+
+def peaks_markdown(peaks):
+    """One line: the peak matrix-product FLOP/s of one thread, as measured at the run's start and end."""
+    f32 = "float32 {:.1f} GFLOP/s".format(peaks["float32"] / 1e9)
+    bf16 = ("bfloat16 {:.1f} GFLOP/s".format(peaks["bfloat16"] / 1e9) if peaks.get("bfloat16")
+            else "bfloat16 not measured: this CPU has no native bfloat16 (avx512_bf16 or AMX), so "
+                 "--cpu-bf16 trains in float32")
+    return ("- peak matrix product (`python -m bench.flops`: {}x{} float32 products, the fastest, "
+            "one thread, process CPU time; the higher of the run's start and end): {}; {}. "
+            "Utilisation counts only the models' matrix products (FLOPs per target token of a "
+            "training step, forward and backward, counted by torch's FlopCounterMode), not their "
+            "element-wise work".format(PEAK_SIZE, PEAK_SIZE, f32, bf16))
+
+
+PEAK_SIZE = 1024
 
 
 def goals_markdown(all_results):
@@ -384,8 +449,10 @@ def report(all_results, cfg, argv, started, finished, loads):
                cfg.n_train, cfg.max_tokens, cfg.updates // cfg.interval - cfg.warmup, cfg.interval,
                cfg.warmup, cfg.n_test, cfg.gen_len, cfg.n_latency),
            ""]
+    if cfg.peaks:
+        out.insert(len(out) - 1, peaks_markdown(cfg.peaks))  # after the setting, before the blank line
     for vocab in sorted(all_results):
-        out += [table_markdown(vocab, all_results[vocab]), ""]
+        out += [table_markdown(vocab, all_results[vocab], cfg.peaks), ""]
     out += ["**Goals** (ratios to fairseq lstm, same run)", "", goals_markdown(all_results), "",
             "**Time to the best validation score** (comparison runs on real data)", "",
             convergence_markdown(cfg.convergence, cfg.convergence_metric, cfg.maximize), "", END]
@@ -418,6 +485,9 @@ def get_parser():
     p.add_argument("--warmup", type=int, help="log intervals dropped before the median")
     p.add_argument("--max-tokens", type=int, default=2048, help="tokens per training batch (default 2048)")
     p.add_argument("--gen-len", type=int, default=16, help="length of every generated hypothesis (default 16)")
+    p.add_argument("--flop-batches", type=int, default=6,
+                   help="training batches whose matrix-product FLOPs are counted per model (for the "
+                        "utilisation columns; 0: no utilisation columns)")
     p.add_argument("--threads", type=int, default=1, help="OMP/MKL threads per process (default 1)")
     p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                    help="clock of fairseq's meters in the measured processes: cpu (process CPU time, "
@@ -451,6 +521,9 @@ def main(argv=None):
                PYTHONUNBUFFERED="1")
     started = datetime.datetime.now()
     loads = [os.getloadavg()[0]]
+    from bench import flops
+
+    cfg.peaks = flops.peaks(cfg.threads, PEAK_SIZE) if cfg.flop_batches else {}
 
     def log(msg):
         print("{} {}".format(datetime.datetime.now().strftime("%H:%M:%S"), msg), flush=True)
@@ -459,6 +532,9 @@ def main(argv=None):
     for vocab in [int(v) for v in str(cfg.vocabs).split(",")]:
         all_results[vocab] = bench_vocab(vocab, models, cfg, env, log)
     loads.append(os.getloadavg()[0])
+    if cfg.peaks:  # the higher of start and end: a peak is what the machine can do
+        end = flops.peaks(cfg.threads, PEAK_SIZE)
+        cfg.peaks = {k: max(v, end[k]) if v else None for k, v in cfg.peaks.items()}
     section = report(all_results, cfg, argv, started, datetime.datetime.now(), loads)
     print(section)
     write_section(cfg.out, section)

@@ -1,0 +1,105 @@
+"""How far a model is from the machine's limit: matrix-product FLOPs per target token, and the peak
+matrix-product FLOP/s of one thread, for ``bench.run``'s utilisation column.
+
+    python -m bench.flops                    # the peak of this CPU (float32; bfloat16 where native)
+
+* :func:`training_flops_per_token`: the model is built as ``bench.run`` trains it (same arguments,
+  through fairseq's task), and one training step per batch (criterion forward, loss, backward) runs
+  under ``torch.utils.flop_counter.FlopCounterMode``, which counts 2*M*N*K for every matrix product
+  (``mm``, ``addmm``, ``bmm``, ``baddbmm``) that torch dispatches, in the forward and the backward.
+  Element-wise work (tanh, softmax, the copy mixture) is not counted: the figure is the work a
+  BLAS could do at its peak. oneDNN is switched off while counting: its fused ``nn.LSTM`` kernel is
+  invisible to the counter, and without it torch runs the same products as ``mm``/``addmm`` (the
+  count is of the model's arithmetic, not of the kernel that runs it when timed).
+* :func:`peak_matmul_flops`: the best of ``repeats`` square products of ``size`` in one thread
+  (process CPU time), float32 and, where the CPU has native bfloat16, bfloat16.
+
+Utilisation = the model's training FLOP/s (FLOPs per target token x fairseq-train's measured
+target tokens/s) / the peak, both measured in the same run.
+"""
+import argparse
+import contextlib
+import time
+
+import torch
+
+
+@contextlib.contextmanager
+def mkldnn_disabled():
+    enabled = torch._C._get_mkldnn_enabled()
+    torch._C._set_mkldnn_enabled(False)
+    try:
+        yield
+    finally:
+        torch._C._set_mkldnn_enabled(enabled)
+
+
+def count_matmul_flops(fn):
+    """(result of fn(), FLOPs of the matrix products fn ran, forward and backward)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with mkldnn_disabled(), FlopCounterMode(display=False) as counter:
+        result = fn()
+    return result, counter.get_total_flops()
+
+
+def training_flops_per_token(model, criterion, samples):
+    """Matrix-product FLOPs of one training step (forward, loss, backward) per target token,
+    over ``samples`` (fairseq batches), in training mode. The gradients are left in the model."""
+    model.train()
+    flops = tokens = 0
+    for sample in samples:
+        model.zero_grad(set_to_none=True)
+
+        def step():
+            loss, sample_size, _ = criterion(model, sample)
+            (loss / sample_size).backward()
+
+        _, n = count_matmul_flops(step)
+        flops += n
+        tokens += sample["ntokens"]
+    model.zero_grad(set_to_none=True)
+    return flops / tokens
+
+
+def peak_matmul_flops(dtype=torch.float32, size=1024, repeats=8):
+    """FLOP/s of the fastest of ``repeats`` ``size x size`` matrix products in this thread's CPU time
+    (after one warm-up product). Budgeted in products, not in seconds."""
+    a = torch.randn(size, size).to(dtype)
+    b = torch.randn(size, size).to(dtype)
+    torch.mm(a, b)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.process_time()
+        torch.mm(a, b)
+        best = min(best, time.process_time() - start)
+    return 2.0 * size ** 3 / max(best, 1e-9)
+
+
+def peaks(threads=1, size=1024):
+    """{"float32": FLOP/s, "bfloat16": FLOP/s or None (no native bfloat16 on this CPU)}, measured with
+    ``threads`` threads (the benchmark's processes run with one)."""
+    from fairseq_wean import cpu
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return {"float32": peak_matmul_flops(torch.float32, size),
+                "bfloat16": peak_matmul_flops(torch.bfloat16, size) if cpu.native_bf16() else None}
+    finally:
+        torch.set_num_threads(previous)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m bench.flops", description=__doc__.split("\n\n")[0])
+    p.add_argument("--threads", type=int, default=1)
+    cfg = p.parse_args(argv)
+    from fairseq_wean import cpu
+
+    print(cpu.describe())
+    for dtype, value in peaks(cfg.threads).items():
+        print("{}: {}".format(dtype, "{:.1f} GFLOP/s".format(value / 1e9) if value else "no native support"))
+
+
+if __name__ == "__main__":
+    main()

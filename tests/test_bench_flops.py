@@ -1,0 +1,70 @@
+"""bench.flops and bench.run's utilisation columns: FLOPs counted against hand computations."""
+import torch
+import torch.nn as nn
+
+from bench import flops
+from bench import run as bench_run
+
+
+def test_an_lstm_forward_counts_its_matrix_products():
+    """One LSTM layer, forward: 2 * B * T * 4H * (I + H) FLOPs, also where oneDNN's fused kernel
+    (invisible to the counter) would run it."""
+    B, T, I, H = 3, 5, 7, 11
+    lstm = nn.LSTM(I, H, batch_first=True)
+    with torch.no_grad():
+        _, counted = flops.count_matmul_flops(lambda: lstm(torch.randn(B, T, I)))
+    assert counted == 2 * B * T * 4 * H * (I + H)
+    assert torch._C._get_mkldnn_enabled() == torch.backends.mkldnn.is_available()  # restored
+
+
+class _Model(nn.Module):
+    def __init__(self, i, o):
+        super().__init__()
+        self.proj = nn.Linear(i, o)
+
+
+def test_training_flops_per_token_is_forward_and_backward_per_target_token():
+    """A linear layer on an input without gradient: forward 2*B*I*O, backward (weight gradient
+    only) 2*B*I*O; per target token of the batch (``ntokens``)."""
+    B, I, O, ntokens = 4, 6, 9, 10
+    model = _Model(I, O)
+
+    def criterion(m, sample):
+        return m.proj(sample["x"]).pow(2).sum(), 1, {}
+
+    sample = {"x": torch.randn(B, I), "ntokens": ntokens}
+    per_token = flops.training_flops_per_token(model, criterion, [sample, sample])
+    assert per_token == 2 * (4 * B * I * O) / (2 * ntokens)
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_peak_is_a_plausible_rate():
+    peak = flops.peak_matmul_flops(torch.float32, size=128, repeats=2)
+    assert 1e7 < peak < 1e13
+
+
+def test_utilisation_columns():
+    """GFLOPs per 1k tokens and GFLOP/s with its share of the peak: flops/token x tok/s."""
+    row = {key: 1.0 for key, *_ in bench_run.COLUMNS}
+    results = {
+        "lstm": dict(row, train_tok_s=1000.0, train_flops_per_token=4e6, train_gflop_s=4.0),
+        "wean_lstm": dict(row, train_tok_s=500.0, train_flops_per_token=1e7, train_gflop_s=5.0),
+    }
+    table = bench_run.table_markdown(8000, results, {"float32": 20e9, "bfloat16": None})
+    lines = table.splitlines()
+    assert "training GFLOP/s, float32 (share of the float32 peak)" in lines[2]
+    assert "bf16" not in lines[2]
+    assert lines[5].startswith("| wean_lstm | 500 (0.50x) |")
+    assert lines[5].endswith("| 10.00 | 5.0 (25%) |")
+    assert lines[4].endswith("| 4.00 | 4.0 (20%) |")
+    assert lines[3].count("|") == lines[4].count("|")  # the separator has every column
+    # without counts: the table of before
+    plain = bench_run.table_markdown(8000, {k: dict(row) for k in results}, {"float32": 20e9})
+    assert "GFLOP" not in plain
+
+
+def test_peaks_line_says_when_bfloat16_is_not_native():
+    line = bench_run.peaks_markdown({"float32": 29.04e9, "bfloat16": None})
+    assert "float32 29.0 GFLOP/s" in line and "no native bfloat16" in line
+    line = bench_run.peaks_markdown({"float32": 29e9, "bfloat16": 97.2e9})
+    assert "bfloat16 97.2 GFLOP/s" in line

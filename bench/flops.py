@@ -2,6 +2,7 @@
 matrix-product FLOP/s of one thread, for ``bench.run``'s utilisation column.
 
     python -m bench.flops                    # the peak of this CPU (float32; bfloat16 where native)
+    python -m bench.flops --count lstm --data-bin DIR [--table A]   # FLOPs per target token
 
 * :func:`training_flops_per_token`: the model is built as ``bench.run`` trains it (same arguments,
   through fairseq's task), and one training step per batch (criterion forward, loss, backward) runs
@@ -11,8 +12,8 @@ matrix-product FLOP/s of one thread, for ``bench.run``'s utilisation column.
   BLAS could do at its peak. oneDNN is switched off while counting: its fused ``nn.LSTM`` kernel is
   invisible to the counter, and without it torch runs the same products as ``mm``/``addmm`` (the
   count is of the model's arithmetic, not of the kernel that runs it when timed).
-* :func:`peak_matmul_flops`: the best of ``repeats`` square products of ``size`` in one thread
-  (process CPU time), float32 and, where the CPU has native bfloat16, bfloat16.
+* :func:`peaks`: the best rate of ``repeats`` square products of sides 256, 512 and 1024 in one
+  thread (process CPU time), float32 and, where the CPU has native bfloat16, bfloat16.
 
 Utilisation = the model's training FLOP/s (FLOPs per target token x fairseq-train's measured
 target tokens/s) / the peak, both measured in the same run.
@@ -76,29 +77,57 @@ def peak_matmul_flops(dtype=torch.float32, size=1024, repeats=8):
     return 2.0 * size ** 3 / max(best, 1e-9)
 
 
-def peaks(threads=1, size=1024):
-    """{"float32": FLOP/s, "bfloat16": FLOP/s or None (no native bfloat16 on this CPU)}, measured with
-    ``threads`` threads (the benchmark's processes run with one)."""
+def peaks(threads=1, sizes=(256, 512, 1024)):
+    """{"float32": FLOP/s, "bfloat16": FLOP/s or None (no native bfloat16 on this CPU)}: the best of
+    square products of each of ``sizes``, measured with ``threads`` threads (the benchmark's processes
+    run with one)."""
     from fairseq_wean import cpu
 
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        return {"float32": peak_matmul_flops(torch.float32, size),
-                "bfloat16": peak_matmul_flops(torch.bfloat16, size) if cpu.native_bf16() else None}
+        return {"float32": max(peak_matmul_flops(torch.float32, size) for size in sizes),
+                "bfloat16": max(peak_matmul_flops(torch.bfloat16, size) for size in sizes)
+                if cpu.native_bf16() else None}
     finally:
         torch.set_num_threads(previous)
+
+
+def count_model(name, data_bin, table, max_tokens, batches):
+    """FLOPs per target token of ``bench.run``'s model ``name`` on ``batches`` training batches of
+    ``data_bin`` spread over the epoch (fairseq's batches go from the shortest sentences to the
+    longest)."""
+    from bench import profile
+
+    task, model, criterion = profile.build(name, data_bin, table, max_tokens)
+    every = profile.batches(task, "train", max_tokens=max_tokens)
+    step = max(1, len(every) // batches)
+    return training_flops_per_token(model, criterion, every[::step][:batches])
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m bench.flops", description=__doc__.split("\n\n")[0])
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--count", metavar="MODEL", help="instead: print the FLOPs per target token of one of "
+                                                    "bench.run's models (with --data-bin, --table)")
+    p.add_argument("--data-bin")
+    p.add_argument("--table", default="", help="core_copy's alignment table")
+    p.add_argument("--max-tokens", type=int, default=2048)
+    p.add_argument("--batches", type=int, default=6)
+    p.add_argument("--sizes", type=lambda text: tuple(int(x) for x in text.split(",")), default=(256, 512, 1024),
+                   help="sides of the square products whose best rate is the peak (default 256,512,1024)")
     cfg = p.parse_args(argv)
+    torch.set_num_threads(cfg.threads)
+    if cfg.count:
+        flops = count_model(cfg.count, cfg.data_bin, cfg.table or None, cfg.max_tokens, cfg.batches)
+        print("flops per target token: {:.6e}".format(flops))
+        return
     from fairseq_wean import cpu
 
     print(cpu.describe())
-    for dtype, value in peaks(cfg.threads).items():
-        print("{}: {}".format(dtype, "{:.1f} GFLOP/s".format(value / 1e9) if value else "no native support"))
+    for dtype, value in peaks(cfg.threads, cfg.sizes).items():
+        print("peak {}: {}".format(dtype, "{:.6e} FLOP/s ({:.1f} GFLOP/s)".format(value, value / 1e9) if value
+                                   else "none (no native support on this CPU)"))
 
 
 if __name__ == "__main__":

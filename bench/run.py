@@ -174,24 +174,33 @@ def measure_generate(name, data_bin, checkpoint, work, cfg, env, subset, batch_s
             "tok_s": float(m.group(5)), "rss_mb": rss, "wall_s": wall, "load": load}
 
 
-def count_flops(name, data_bin, table, cfg):
+def count_flops(name, data_bin, table, work, cfg, env):
     """Matrix-product FLOPs per target token of one training step of ``name`` (:mod:`bench.flops`),
-    over ``cfg.flop_batches`` training batches of ``--max-tokens`` spread over the epoch, in this process."""
-    import torch
+    over ``cfg.flop_batches`` training batches of ``--max-tokens`` spread over the epoch.
 
-    from bench import flops, profile
+    In a process of its own (``python -m bench.flops --count``): a model built in this process
+    would stay in its memory, and every later measured process, forked from it, would count
+    that memory in its peak RSS."""
+    cmd = [sys.executable, "-m", "bench.flops", "--count", name, "--data-bin", data_bin,
+           "--table", table or "", "--max-tokens", cfg.max_tokens, "--batches", cfg.flop_batches,
+           "--threads", cfg.threads]
+    rc, out, _rss, _wall = run_process(cmd, os.path.join(work, "flops-%s.log" % name), env)
+    m = re.search(r"^flops per target token: ([0-9.e+]+)$", out, re.M)
+    if rc != 0 or not m:
+        raise RuntimeError("counting the FLOPs of {} failed ({}):\n{}".format(name, rc, out[-3000:]))
+    return float(m.group(1))
 
-    previous = torch.get_num_threads()
-    torch.set_num_threads(cfg.threads)
-    try:
-        task, model, criterion = profile.build(name, data_bin, table, cfg.max_tokens)
-        every = profile.batches(task, "train", max_tokens=cfg.max_tokens)
-        # spread over the epoch: fairseq's batches go from the shortest sentences to the longest
-        step = max(1, len(every) // cfg.flop_batches)
-        samples = every[::step][: cfg.flop_batches]
-        return flops.training_flops_per_token(model, criterion, samples)
-    finally:
-        torch.set_num_threads(previous)
+
+def measure_peaks(cfg, env):
+    """{"float32": FLOP/s, "bfloat16": FLOP/s or None} of ``python -m bench.flops`` (a process of its
+    own, so that this one never holds torch's memory when it starts the measured ones)."""
+    cmd = [sys.executable, "-m", "bench.flops", "--threads", cfg.threads]
+    os.makedirs(cfg.workdir, exist_ok=True)
+    rc, out, _rss, _wall = run_process(cmd, os.path.join(cfg.workdir, "peaks.log"), env)
+    found = dict(re.findall(r"^peak (\w+): ([0-9.e+]+) FLOP/s", out, re.M))
+    if rc != 0 or "float32" not in found:
+        raise RuntimeError("measuring the peak matrix-product FLOP/s failed ({}):\n{}".format(rc, out[-3000:]))
+    return {dtype: float(found[dtype]) if dtype in found else None for dtype in ("float32", "bfloat16")}
 
 
 def bench_vocab(vocab, models, cfg, env, log):
@@ -204,7 +213,7 @@ def bench_vocab(vocab, models, cfg, env, log):
     for name in models:
         log("[v{}] {}: training".format(vocab, name))
         r = measure_train(name, data_bin, table, work, cfg, env)
-        r["train_flops_per_token"] = count_flops(name, data_bin, table, cfg)
+        r["train_flops_per_token"] = count_flops(name, data_bin, table, work, cfg, env)
         r["train_gflop_s"] = r["train_flops_per_token"] * r["train_tok_s"] / 1e9
         if cfg.peaks.get("bfloat16"):
             log("[v{}] {}: training with --cpu-bf16".format(vocab, name))
@@ -277,14 +286,11 @@ def peaks_markdown(peaks):
     bf16 = ("bfloat16 {:.1f} GFLOP/s".format(peaks["bfloat16"] / 1e9) if peaks.get("bfloat16")
             else "bfloat16 not measured: this CPU has no native bfloat16 (avx512_bf16 or AMX), so "
                  "--cpu-bf16 trains in float32")
-    return ("- peak matrix product (`python -m bench.flops`: {}x{} float32 products, the fastest, "
-            "one thread, process CPU time; the higher of the run's start and end): {}; {}. "
+    return ("- peak matrix product (`python -m bench.flops`: the fastest square product of sides 256, "
+            "512 and 1024, one thread, process CPU time; the higher of the run's start and end): {}; {}. "
             "Utilisation counts only the models' matrix products (FLOPs per target token of a "
             "training step, forward and backward, counted by torch's FlopCounterMode), not their "
-            "element-wise work".format(PEAK_SIZE, PEAK_SIZE, f32, bf16))
-
-
-PEAK_SIZE = 1024
+            "element-wise work".format(f32, bf16))
 
 
 def goals_markdown(all_results):
@@ -521,9 +527,7 @@ def main(argv=None):
                PYTHONUNBUFFERED="1")
     started = datetime.datetime.now()
     loads = [os.getloadavg()[0]]
-    from bench import flops
-
-    cfg.peaks = flops.peaks(cfg.threads, PEAK_SIZE) if cfg.flop_batches else {}
+    cfg.peaks = measure_peaks(cfg, env) if cfg.flop_batches else {}
 
     def log(msg):
         print("{} {}".format(datetime.datetime.now().strftime("%H:%M:%S"), msg), flush=True)
@@ -533,7 +537,7 @@ def main(argv=None):
         all_results[vocab] = bench_vocab(vocab, models, cfg, env, log)
     loads.append(os.getloadavg()[0])
     if cfg.peaks:  # the higher of start and end: a peak is what the machine can do
-        end = flops.peaks(cfg.threads, PEAK_SIZE)
+        end = measure_peaks(cfg, env)
         cfg.peaks = {k: max(v, end[k]) if v else None for k, v in cfg.peaks.items()}
     section = report(all_results, cfg, argv, started, datetime.datetime.now(), loads)
     print(section)

@@ -1056,3 +1056,47 @@ def test_copy_mixture_equals_the_dense_mixture_and_its_gradients():
     for got, want in zip(sparse_grads, dense_grads):
         assert not torch.isnan(got).any()
         torch.testing.assert_close(got, want, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("input_feeding", [False, True])
+def test_paper_order_attends_with_the_previous_state(dictionary, table, input_feeding):
+    """--core-attend-previous-state: alpha_t = softmax eta(s_t-1, h) (eq. 5 as written); with
+    --core-input-feeding also s_t = GRU([y_t-1; c_t], s_t-1) (eq. 3). Every step recomputed by
+    hand from the model's weights (one GRU layer, torch's cell on the rnn's weights): alpha, psi
+    (eq. 9) and the gate logit w_C s_t (eq. 10); and incremental decoding equals the full pass."""
+    model = build(dictionary, table, core_attend_previous_state=True, core_input_feeding=input_feeding)
+    scale_parameters(model, 4.0)
+    model.eval()
+    dec = model.decoder
+    src, lengths, prev, _ = random_batch(dictionary, bsz=3, left_pad=False)
+    cell = torch.nn.GRUCell(dec.rnn.input_size, dec.rnn.hidden_size)
+    with torch.no_grad():
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            getattr(cell, name).copy_(getattr(dec.rnn, name + "_l0"))
+        enc = model.encoder(src, src_lengths=lengths)
+        psi, gate_logit, attn = dec.extract_features(prev, enc)
+        h, pad = enc["encoder_states"], enc["encoder_padding_mask"]
+        score = dec.attention.score
+        s = torch.tanh(dec.init_state_proj(enc["final_state"]))  # s_0
+        y = dec.embed_tokens(prev)
+        for t in range(prev.size(1)):
+            e = torch.einsum("bsa,a->bs", torch.tanh(score.query_proj(s)[:, None] + score.key_proj(h)), score.v)
+            alpha = torch.softmax(e.masked_fill(pad, float("-inf")), dim=-1)  # eq. 5, from s_t-1
+            c = torch.einsum("bs,bsc->bc", alpha, h)  # eq. 6
+            s = cell(torch.cat([y[:, t], c], dim=-1) if input_feeding else y[:, t], s)  # eq. 3
+            psi_t = torch.tanh(dec.readout(torch.cat([y[:, t], s, c], dim=-1)))  # eq. 9
+            torch.testing.assert_close(attn[:, t], alpha, atol=1e-6, rtol=0)
+            torch.testing.assert_close(psi[:, t], psi_t, atol=1e-5, rtol=0)
+            torch.testing.assert_close(gate_logit[:, t], dec.copy_gate(s).squeeze(-1), atol=1e-5, rtol=0)
+    if not input_feeding:  # the same weights with s_t as the query (the default) attend otherwise
+        default = build(dictionary, table).eval()
+        default.load_state_dict(model.state_dict())
+        with torch.no_grad():
+            other = default.decoder.extract_features(prev, default.encoder(src, src_lengths=lengths))[2]
+        assert (other - attn).abs().max() > 1e-3
+    assert_incremental_equals_full(model, (src, lengths, prev, None))
+
+
+def test_input_feeding_without_the_previous_state_is_refused(dictionary, table):
+    with pytest.raises(FairseqWeanError, match="--core-input-feeding needs --core-attend-previous-state"):
+        build(dictionary, table, core_input_feeding=True)

@@ -184,16 +184,20 @@ def first_step_by_hand(model, src, lengths, prev):
             step.update(o=o, contexts=[o * c_alpha, (1 - o) * word_context])
         contexts = torch.cat(step["contexts"], dim=-1)
         s1 = dec.layers[0](torch.cat([y0, contexts], dim=-1), s0)  # f, one GRU layer
+        if dec.readout_reads_raw:  # --word-attn-readout raw: the poster's g(y; s; c^a; c^b)
+            contexts = torch.cat([c_alpha, c_beta], dim=-1)
         g_out = torch.tanh(dec.readout(torch.cat([y0, s1, contexts], dim=-1)))  # g
         step["logits"] = dec.fc_out(g_out)  # W_out
     return step
 
 
-@pytest.mark.parametrize("word_attention", ABLATIONS)
-def test_first_step_matches_the_equations_by_hand(word_attention):
-    """Step 1 from the poster: beta, c^beta (section 3), o_1 and the gated update (section 4), g."""
+@pytest.mark.parametrize("word_attention,readout", [(w, "gated") for w in ABLATIONS] + [("gated", "raw")])
+def test_first_step_matches_the_equations_by_hand(word_attention, readout):
+    """Step 1 from the poster: beta, c^beta (section 3), o_1 and the gated update (section 4), g
+    (reading the gated contexts, or with --word-attn-readout raw the attended ones)."""
     d = make_dictionary()
-    model = build(d, word_attention, left_pad_source=False)  # source positions as the encoder sees them
+    # source positions as the encoder sees them
+    model = build(d, word_attention, left_pad_source=False, word_attn_readout=readout)
     with torch.no_grad():
         # uniform(-0.1, 0.1) weights keep o_1 near 0.5, where o and 1 - o are alike: larger
         # weights and a gate bias of 1 move it away, so o <-> 1 - o mix-ups show.
@@ -550,3 +554,21 @@ def test_cell_steps_equal_torch_cells():
     want_h, want_c = lstm(x, (h, c))
     torch.testing.assert_close(got_h, want_h, atol=1e-6, rtol=0)
     torch.testing.assert_close(got_c, want_c, atol=1e-6, rtol=0)
+
+
+def test_initial_state_from_the_backward_direction():
+    """--word-attn-initial-state backward: s_0 = tanh(W_s h<-_1), RNNsearch's, with h<-_1 the
+    backward direction's state at the first source position (read here from the encoder's states,
+    not from its final state); the default reads both directions' final states."""
+    d = make_dictionary()
+    model = build(d, "gated", left_pad_source=False, word_attn_initial_state="backward")
+    src, lengths, prev, _ = random_batch(d, left_pad=False)
+    C = 2 * SMALL["encoder_hidden_size"]
+    dec = model.decoder
+    assert dec.init_state_proj.in_features == C // 2
+    with torch.no_grad():
+        enc = model.encoder(src, src_lengths=lengths)
+        expected = torch.tanh(dec.init_state_proj(enc["encoder_states"][:, 0, C // 2 :]))
+        torch.testing.assert_close(dec.initial_hidden(enc)[-1], expected, atol=1e-6, rtol=0)
+    assert build(d, "gated").decoder.init_state_proj.in_features == C
+    assert_incremental_equals_full(model, (src, lengths, prev, None))

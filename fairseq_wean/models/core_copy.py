@@ -20,7 +20,10 @@ Design choices, and why:
 * **Attention on s_t, not s_t-1.** The paper follows Bahdanau (eq. 5 scores s_t-1). We score the
   current state s_t (Luong's order) so that teacher-forced training runs the GRU over the whole
   target in one call and attends for all steps in one batched product, as ``wean_lstm`` does; the
-  attention still predicts y_t, which is what eq. 7 needs. There is no input feeding.
+  attention still predicts y_t, which is what eq. 7 needs. There is no input feeding. The
+  paper's order is an option: ``--core-attend-previous-state`` queries eq. 5 with s_t-1 (s_0 ..
+  s_T-1, still one GRU call and one batched attention), and ``--core-input-feeding`` adds eq. 3's
+  c_t to the GRU's input (s_t = f(y_t-1, s_t-1, c_t)), which steps the GRU one position at a time.
 * **The restricted softmax is computed over gathered rows only.** For a batch we form
   E = U u A(X_1..X_B) u X_1..X_B (sorted ids, a few thousand instead of |V|), gather those rows
   of the output projection and mask, per sentence, the ids of E outside that sentence's V_G. A
@@ -161,6 +164,14 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
                                  "joined dictionary's order (source and target counted together); "
                                  "'target' = word counts of the binarized training target side, "
                                  "the paper's frequent target words (stored in the checkpoint)")
+        parser.add_argument("--core-attend-previous-state", action="store_true",
+                            help="eq. 5 as written: the attention (and so the copy distribution) at step t "
+                                 "is queried with s_t-1, Bahdanau's order; default: with s_t (Luong's), which "
+                                 "lets training run the GRU over the whole target in one call")
+        parser.add_argument("--core-input-feeding", action="store_true",
+                            help="eq. 3 as written: s_t = f(y_t-1, s_t-1, c_t), the GRU also reads the context "
+                                 "c_t (computed from s_t-1: needs --core-attend-previous-state); training then "
+                                 "steps the GRU one target position at a time")
         parser.add_argument("--core-psi", choices=PSI_CHOICES,
                             help="psi(y_t-1, s_t, c_t) of eq. 9: 'tanh' (default) = tanh(W[y_t-1; "
                                  "s_t; c_t] + b) and a per-word output bias, dl4mt's readout; "
@@ -177,6 +188,10 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
         check_choice(args, "core_psi", PSI_CHOICES)
         check_choice(args, "core_frequent_from", FREQUENT_FROM_CHOICES)
         check_shared_output_embed(args, "embed_dim")
+        if args.core_input_feeding and not args.core_attend_previous_state:
+            raise FairseqWeanError(
+                "--core-input-feeding needs --core-attend-previous-state: the GRU reads c_t (eq. 3), which "
+                "the attention computes from s_t-1 (eq. 5); from s_t it would need s_t to compute s_t")
         dictionary = task.source_dictionary
         frequent_mask = frequent_word_mask(dictionary, args.core_num_frequent)
         if getattr(args, "core_align_table_in_checkpoint", False):
@@ -212,6 +227,8 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
             frequent_mask=frequent_mask,
             frequent_mask_in_checkpoint=args.core_frequent_from == "target",
             psi=args.core_psi,
+            attend_previous_state=args.core_attend_previous_state,
+            input_feeding=args.core_input_feeding,
             hidden_size=args.decoder_hidden_size,
             num_layers=args.decoder_layers,
             out_embed_dim=args.decoder_out_embed_dim,
@@ -258,6 +275,8 @@ class CoreDecoder(RecurrentDecoder):
         frequent_mask,
         frequent_mask_in_checkpoint=False,
         psi="tanh",
+        attend_previous_state=False,
+        input_feeding=False,
         hidden_size=512,
         num_layers=1,
         out_embed_dim=256,
@@ -271,7 +290,12 @@ class CoreDecoder(RecurrentDecoder):
                          dropout, left_pad_source, max_target_positions)
         embed_dim = embed_tokens.embedding_dim
         self.padding_idx = dictionary.pad()
-        self.rnn = RNN("gru", embed_dim, hidden_size, num_layers=num_layers,
+        # eq. 5's query: s_t (default) or s_t-1 (--core-attend-previous-state); eq. 3's input: y_t-1,
+        # and with --core-input-feeding also c_t
+        self.attend_previous_state = attend_previous_state
+        self.input_feeding = input_feeding
+        rnn_input = embed_dim + (encoder_output_units if input_feeding else 0)
+        self.rnn = RNN("gru", rnn_input, hidden_size, num_layers=num_layers,
                        dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
         self.attention = SourceAttention(hidden_size, encoder_output_units, attention_score)  # eq. 5
         # psi(y_t-1, s_t, c_t) of eq. 9: an affine map of the three, then tanh unless psi == "affine".
@@ -349,19 +373,33 @@ class CoreDecoder(RecurrentDecoder):
         hidden = self.get_incremental_state(incremental_state, "cached_state")
         if hidden is None:
             hidden = self.initial_hidden(encoder_out)
-        states, hidden = self.rnn(x, hidden)  # s_t: B x T x H
         # The key side of the additive score, W_k h_j, is the same at every step: computed once.
         per_sentence = self.get_incremental_state(incremental_state, "per_sentence") or {}
         keys = per_sentence.get("attention_keys")
         if keys is None:
             keys = self.attention.project_keys(enc)
+
+        def attend(queries):  # eq. 5-6: B x T x H -> c_t (B x T x C), alpha (B x T x S)
+            return self.attention(queries, enc, enc, encoder_out["encoder_padding_mask"], projected_keys=keys)
+
+        if self.input_feeding:  # eq. 3 and 5 as written: c_t from s_t-1, then s_t from [y_t-1; c_t]
+            steps = []
+            for t in range(x.size(1)):
+                context_t, attn_t = attend(hidden[-1].unsqueeze(1))
+                state_t, hidden = self.rnn(torch.cat([x[:, t : t + 1], context_t], dim=-1), hidden)
+                steps.append((state_t, context_t, attn_t))
+            states, context, attn = (torch.cat(parts, dim=1) for parts in zip(*steps))
+        else:
+            previous_top = hidden[-1].unsqueeze(1)  # s_t-1 of the first step: B x 1 x H
+            states, hidden = self.rnn(x, hidden)  # s_t: B x T x H
+            if self.attend_previous_state:  # eq. 5 as written: s_0 .. s_T-1
+                context, attn = attend(torch.cat([previous_top, states[:, :-1]], dim=1))
+            else:  # s_1 .. s_T (see "Attention on s_t" in the module docstring)
+                context, attn = attend(states)
         if incremental_state is not None:
             self.set_incremental_state(incremental_state, "cached_state", hidden)
             if "attention_keys" not in per_sentence:
                 self._cache_per_sentence(incremental_state, encoder_out, attention_keys=keys)
-
-        context, attn = self.attention(  # eq. 5-6
-            states, enc, enc, encoder_out["encoder_padding_mask"], projected_keys=keys)
         features = self.readout_features(x, states, context)  # psi of eq. 9
         gate_logit = self.copy_gate(states).squeeze(-1)  # eq. 10, before the sigmoid
         return self.dropout(features), gate_logit, attn.float()
@@ -472,6 +510,8 @@ def base_architecture(args):
     args.core_num_frequent = getattr(args, "core_num_frequent", 2000)
     args.core_frequent_from = getattr(args, "core_frequent_from", "joined")
     args.core_psi = getattr(args, "core_psi", "tanh")
+    args.core_attend_previous_state = getattr(args, "core_attend_previous_state", False)
+    args.core_input_feeding = getattr(args, "core_input_feeding", False)
     args.max_source_positions = getattr(args, "max_source_positions", DEFAULT_MAX_POSITIONS)
     args.max_target_positions = getattr(args, "max_target_positions", DEFAULT_MAX_POSITIONS)
 

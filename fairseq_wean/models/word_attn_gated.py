@@ -45,6 +45,8 @@ Design choices the poster leaves open (each documented where it is made):
   the ungated model when E == C) and (b) the RNNsearch equivalence above (with o = 1 the
   gated model is exactly the baseline, which would not hold if g saw the raw c^b). The
   poster is silent on this point; the paper's full text is not among our sources.
+  ``--word-attn-readout raw`` is the poster's g: it reads c^a_i and c^b_i as attended (c^b_i in
+  the embedding space, size E), while f still reads the gated contexts.
 * The gate is element-wise with the size C of c^a_i; see
   :mod:`fairseq_wean.modules.contextual_gate` for V_b when the embedding size E != C.
 * Inputs are concatenated in the order ``[y; c^a; c^b]`` (f) and ``[y; s; c^a; c^b]`` (g), so
@@ -79,6 +81,8 @@ from fairseq_wean.modules.rnn_encoder import (
 
 WORD_ATTENTION_CHOICES = ("none", "ungated", "gated")
 RNN_CELL_CHOICES = ("gru", "lstm")
+READOUT_CHOICES = ("gated", "raw")
+INITIAL_STATE_CHOICES = ("both", "backward")
 
 
 @register_model("word_attn_gated")
@@ -91,6 +95,15 @@ class WordAttnGatedModel(CheckedEncoderDecoderModel):
         parser.add_argument("--word-attention", choices=WORD_ATTENTION_CHOICES,
                             help="ablation: 'none' = RNNsearch, 'ungated' = + word attention, "
                                  "'gated' = + contextual gates (Tables 1 and 3)")
+        parser.add_argument("--word-attn-readout", choices=READOUT_CHOICES,
+                            help="what g reads besides y_{i-1} and s_i: 'gated' (default) = the gated contexts "
+                                 "f reads, o*c^a and (1-o)*V_b c^b; 'raw' = c^a and c^b as attended, the "
+                                 "poster's g(y_{i-1}; s_i; c^a_i; c^b_i) (section 3). Same for the ungated "
+                                 "ablations, which have no gate")
+        parser.add_argument("--word-attn-initial-state", choices=INITIAL_STATE_CHOICES,
+                            help="what s_0 = tanh(W_s h) reads: 'both' (default) = the encoder's final states "
+                                 "of both directions; 'backward' = the backward direction's state at the "
+                                 "first source position, RNNsearch's (Bahdanau et al. 2015, appendix A)")
         parser.add_argument("--rnn-cell", choices=RNN_CELL_CHOICES,
                             help="recurrent unit of encoder and decoder (RNNsearch: gru)")
         parser.add_argument("--embed-dim", type=int, metavar="N",
@@ -111,6 +124,8 @@ class WordAttnGatedModel(CheckedEncoderDecoderModel):
         base_architecture(args)
         check_choice(args, "word_attention", WORD_ATTENTION_CHOICES)
         check_choice(args, "rnn_cell", RNN_CELL_CHOICES)
+        check_choice(args, "word_attn_readout", READOUT_CHOICES)
+        check_choice(args, "word_attn_initial_state", INITIAL_STATE_CHOICES)
         check_model_options(args, ("encoder_embed_dim", "decoder_embed_dim", "decoder_out_embed_dim"),
                             encoder_directions=2)
         check_shared_output_embed(args, "decoder_embed_dim")
@@ -134,6 +149,8 @@ class WordAttnGatedModel(CheckedEncoderDecoderModel):
             share_input_output_embed=args.share_decoder_input_output_embed,
             left_pad_source=encoder.left_pad,
             max_target_positions=args.max_target_positions,
+            readout=args.word_attn_readout,
+            initial_state_from=args.word_attn_initial_state,
         )
         return cls(encoder, decoder, src_dict, tgt_dict)
 
@@ -165,7 +182,9 @@ class WordAttnGatedDecoder(RecurrentDecoder):
     Incremental state key ``"cached_state"``: a dict with ``"hidden"`` (L x B x H, every
     layer's state), ``"cell"`` (L x B x H, LSTM only), ``"attention_keys"`` (B x S x C, U_a h_j),
     ``"word_attention_keys"`` (B x S x E, U_b x_j; not for RNNsearch) and ``"sentence_ids"`` (B;
-    the key projections are per sentence, so a reorder within sentences leaves them as they are).
+    the key projections are per sentence, so a reorder within sentences leaves them as they are);
+    ``"step_products"``: the stacked weights of :meth:`step_products`, made at the first step of a
+    batch (no batch dimension, not reordered).
 
     ``forced_gate`` (None or a float in [0, 1]) replaces o_i by a constant, for ablations.
     """
@@ -185,10 +204,12 @@ class WordAttnGatedDecoder(RecurrentDecoder):
         share_input_output_embed=False,
         left_pad_source=True,
         max_target_positions=DEFAULT_MAX_POSITIONS,
+        readout="gated",
+        initial_state_from="both",
     ):
         embed_tokens = Embedding(len(dictionary), embed_dim, dictionary.pad())
         super().__init__(dictionary, embed_tokens, hidden_context_dim, hidden_size, num_layers,
-                         dropout, left_pad_source, max_target_positions)
+                         dropout, left_pad_source, max_target_positions, initial_state_from)
         self.word_attention_mode = word_attention
         self.cell_type = cell_type
         self.forced_gate = None
@@ -214,7 +235,10 @@ class WordAttnGatedDecoder(RecurrentDecoder):
             for layer in range(num_layers)
         )
         # g: tanh(W_g [y_{i-1}; s_i; contexts]), then the vocabulary projection
-        self.readout = Linear(embed_dim + hidden_size + contexts_dim, out_embed_dim)
+        # (--word-attn-readout raw: the attended contexts, c^a_i (C) and c^b_i (E), whatever f reads)
+        self.readout_reads_raw = readout == "raw" and word_attention == "gated"
+        readout_contexts_dim = hidden_context_dim + source_embed_dim if self.readout_reads_raw else contexts_dim
+        self.readout = Linear(embed_dim + hidden_size + readout_contexts_dim, out_embed_dim)
         self.share_input_output_embed = share_input_output_embed
         self.fc_out = None if share_input_output_embed else Linear(out_embed_dim, len(dictionary))
 
@@ -243,12 +267,18 @@ class WordAttnGatedDecoder(RecurrentDecoder):
         hidden = list(cache["hidden"].unbind(0))  # L x (B x H)
         cell = list(cache["cell"].unbind(0)) if self.cell_type == "lstm" else None
 
-        products = self.step_products()
+        # Built once per forward call; in incremental decoding once per batch (the weights do not
+        # change while a batch is decoded, and a step is one call): kept in the incremental state.
+        products = self.get_incremental_state(incremental_state, "step_products")
+        if products is None:
+            products = self.step_products()
+            if incremental_state is not None:
+                self.set_incremental_state(incremental_state, "step_products", products)
         # of y_{i-1}, all steps at once: [W_o y + b_o ; W_ih^1[:, y] y + b_ih^1]
         of_word = F.linear(y, products["word_weight"], products["word_bias"]).split(products["word_sizes"], dim=-1)
         gate_of_word, layer1_of_word = of_word if self.gate is not None else (None,) + tuple(of_word)
         top = len(self.layers) - 1
-        steps = {"s": [], "contexts": [], "alpha": [], "beta": [], "gate": []}
+        steps = {"s": [], "contexts": [], "raw_contexts": [], "alpha": [], "beta": [], "gate": []}
         for i in range(prev_output_tokens.size(1)):
             # of s_{i-1}, one product: W_a s, W_b s, U_o s, the top layer's W_hh s + b_hh
             of_state = dict(zip(products["state_names"], torch.addmm(
@@ -264,6 +294,8 @@ class WordAttnGatedDecoder(RecurrentDecoder):
                         gate_of_word[:, i] + of_state["gate"], c_alpha, c_beta, self.forced_gate)
                     contexts = [gated_alpha, gated_beta]
                     steps["gate"].append(o)
+                    if self.readout_reads_raw:
+                        steps["raw_contexts"].append([c_alpha, c_beta])
                 else:  # section 3: both contexts as they are
                     contexts = [c_alpha, c_beta]
                 steps["beta"].append(beta)
@@ -292,7 +324,9 @@ class WordAttnGatedDecoder(RecurrentDecoder):
             self.set_incremental_state(incremental_state, "cached_state", cache)
 
         s = torch.stack(steps["s"], dim=1)  # s_i: B x T x H
-        contexts = torch.cat([torch.stack(parts, dim=1) for parts in zip(*steps["contexts"])], dim=-1)  # B x T x ...
+        # what g reads: the contexts f read, or (--word-attn-readout raw) the attended ones
+        read = steps["raw_contexts"] if self.readout_reads_raw else steps["contexts"]
+        contexts = torch.cat([torch.stack(parts, dim=1) for parts in zip(*read)], dim=-1)  # B x T x ...
         features = torch.tanh(self.readout(torch.cat([y, s, contexts], dim=-1)))  # g
         extra = {
             "attn": [self.attention_in_input_order(torch.stack(steps["alpha"], dim=1), encoder_out)],
@@ -387,6 +421,8 @@ def base_architecture(args):
     args.decoder_layers = getattr(args, "decoder_layers", 1)
     args.decoder_out_embed_dim = getattr(args, "decoder_out_embed_dim", args.decoder_embed_dim)
     args.share_decoder_input_output_embed = getattr(args, "share_decoder_input_output_embed", False)
+    args.word_attn_readout = getattr(args, "word_attn_readout", "gated")
+    args.word_attn_initial_state = getattr(args, "word_attn_initial_state", "both")
     args.max_source_positions = getattr(args, "max_source_positions", DEFAULT_MAX_POSITIONS)
     args.max_target_positions = getattr(args, "max_target_positions", DEFAULT_MAX_POSITIONS)
 

@@ -95,7 +95,8 @@ class RecurrentDecoder(FairseqIncrementalDecoder):
     """``FairseqIncrementalDecoder`` with what the recurrent decoders here have in common.
 
     * ``embed_tokens``: the decoder's input embeddings (an ``nn.Embedding``);
-    * ``init_state_proj``: W_s of s_0 = tanh(W_s h_final) (:meth:`initial_hidden`);
+    * ``init_state_proj``: W_s of s_0 = tanh(W_s h_final) (:meth:`initial_hidden`; h_final: both
+      directions' final states, or the backward one's, ``initial_state_from="backward"``);
     * ``left_pad_source``: how the caller padded ``src_tokens``, for
       :meth:`attention_in_input_order`;
     * ``max_positions()``: ``max_target_positions``.
@@ -106,18 +107,25 @@ class RecurrentDecoder(FairseqIncrementalDecoder):
     """
 
     def __init__(self, dictionary, embed_tokens, encoder_output_units, hidden_size, num_layers,
-                 dropout, left_pad_source, max_target_positions):
+                 dropout, left_pad_source, max_target_positions, initial_state_from="both"):
         super().__init__(dictionary)
         self.embed_tokens = embed_tokens
         self.left_pad_source = left_pad_source
         self.num_layers = num_layers
         self.max_target_positions = max_target_positions
         self.dropout = nn.Dropout(dropout)
-        self.init_state_proj = Linear(encoder_output_units, hidden_size)  # W_s
+        # W_s; s_0 reads the final state of both directions (default), or with
+        # initial_state_from="backward" that of the backward one only (RNNsearch's s_0 = tanh(W_s h<-_1))
+        self.initial_state_from = initial_state_from
+        init_units = encoder_output_units // 2 if initial_state_from == "backward" else encoder_output_units
+        self.init_state_proj = Linear(init_units, hidden_size)
 
     def initial_hidden(self, encoder_out):
         """s_0 for every layer: L x B x H (see :func:`initial_decoder_state`)."""
-        return initial_decoder_state(self.init_state_proj, encoder_out["final_state"], self.num_layers)
+        final = encoder_out["final_state"]  # B x C: [forward's last state; backward's (position 1)]
+        if self.initial_state_from == "backward":
+            final = final[:, final.size(1) // 2 :]
+        return initial_decoder_state(self.init_state_proj, final, self.num_layers)
 
     def attention_in_input_order(self, weights, encoder_out):
         """B x T x S weights over the encoder's right-padded positions -> the caller's order."""

@@ -2,7 +2,7 @@
 and fairseq ``transformer``, at equal sizes (2 encoder + 2 decoder layers, 256 units), on
 synthetic Zipf data with two vocabularies (8k and 50k words by default).
 
-    python -m bench.run                 # the full run (about 15 minutes on 2 CPU cores)
+    python -m bench.run                 # the full run (about 25 minutes on 2 CPU cores)
     python -m bench.run --quick         # a smoke run (2-3 minutes: few updates, 8k only)
     bench/run.sh [options]              # the same, from anywhere
 
@@ -16,7 +16,11 @@ For every model and vocabulary, each measured by the real command lines:
   barely trained, and a fixed length makes the figure the cost of a decoding step, not of how
   long a model's (random) outputs happen to be;
 - peak resident memory (``ru_maxrss`` of the process, so including Python, torch and fairseq)
-  of the training and of the batch-64 generation.
+  of the training and of the batch-64 generation;
+- utilisation (``--flop-batches``, :mod:`bench.flops`): the model's matrix-product FLOPs per target
+  token of a training step times its measured tok/s, against one thread's peak matrix-product
+  FLOP/s measured at the run's start and end (float32; bfloat16 with a ``--cpu-bf16`` training run
+  where the CPU has native bfloat16).
 
 Every figure is also given as a ratio to fairseq ``lstm`` measured in the same run. The table
 goes to stdout and, between markers, into ``--out`` (default docs/RESULTS.md; text

@@ -13,7 +13,13 @@ from fairseq_wean.criterions.core_mode_loss import CoreModeLossCriterion, gold_c
 from fairseq_wean.data.markers import marker
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.models.core_copy import CoreCopyModel, base_architecture
-from fairseq_wean.modules.copy_mixture import copy_log_probs, copy_mixture, log_mixture, masked_log
+from fairseq_wean.modules.copy_mixture import (
+    copy_log_probs,
+    copy_mixture,
+    log_mixture,
+    masked_log,
+    source_word_groups,
+)
 from model_checks import (
     assert_batched_beam_equals_single,
     assert_beam_scores_equal_teacher_forced_scores,
@@ -1050,7 +1056,8 @@ def test_copy_mixture_equals_the_dense_mixture_and_its_gradients():
         return out.detach(), [leaf.grad for leaf in leaves]
 
     dense, dense_grads = run(lambda g, a, lg: log_mixture(g, copy_log_probs(a, copy_index, N), lg))
-    sparse, sparse_grads = run(lambda g, a, lg: copy_mixture(g, a, copy_index, pad, lg))
+    groups = source_word_groups(copy_index, pad)
+    sparse, sparse_grads = run(lambda g, a, lg: copy_mixture(g, a, copy_index, groups, lg))
     assert torch.equal(torch.isinf(sparse), torch.isinf(dense)) and torch.isinf(dense[2, :, 6]).all()
     assert torch.equal(sparse, dense)
     for got, want in zip(sparse_grads, dense_grads):

@@ -109,7 +109,12 @@ from fairseq_wean.data.markers import marker_ids
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SCORE_CHOICES, SourceAttention
-from fairseq_wean.modules.copy_mixture import copy_log_probs, copy_mixture, restricted_log_softmax
+from fairseq_wean.modules.copy_mixture import (
+    copy_log_probs,
+    copy_mixture,
+    restricted_log_softmax,
+    source_word_groups,
+)
 from fairseq_wean.modules.marker_embedding import MarkerEmbedding
 from fairseq_wean.modules.layers import RNN, Linear
 from fairseq_wean.modules.model_options import (
@@ -260,7 +265,8 @@ class CoreDecoder(RecurrentDecoder):
     Incremental state: ``"cached_state"``: s_t-1, L x B x H (batch on dim 1);
     ``"vocab_rows"``: (E, W[E], b[E]), no batch dimension; ``"per_sentence"``: a dict of what
     is computed once per sentence, batch on dim 0: ``"attention_keys"`` (W_k h_j, B x S x A),
-    ``"vocab_masks"`` (generative mask B x N, copy index B x S) and ``"sentence_ids"`` (B), so
+    ``"vocab_masks"`` (generative mask B x N, copy index B x S, and ``source_word_groups``:
+    same-word matrix B x S x S, first positions B x S) and ``"sentence_ids"`` (B), so
     that a reorder within sentences leaves it as it is (``reorder_per_sentence``);
     ``"full_vocab_buffer"``: rows x |V| float32, refilled at every step, not reordered (see
     the module docstring).
@@ -412,7 +418,7 @@ class CoreDecoder(RecurrentDecoder):
                 return rows, masks
         vocab, generative, copy_index = self.restricted_vocabulary(encoder_out["src_tokens"])
         rows = (vocab,) + self.output_rows(vocab)
-        masks = (generative, copy_index)
+        masks = (generative, copy_index) + source_word_groups(copy_index, encoder_out["encoder_padding_mask"])
         if incremental_state is not None:
             self.set_incremental_state(incremental_state, "vocab_rows", rows)
             self._cache_per_sentence(incremental_state, encoder_out, vocab_masks=masks)
@@ -426,10 +432,10 @@ class CoreDecoder(RecurrentDecoder):
 
     def forward(self, prev_output_tokens, encoder_out, incremental_state=None, **unused):
         features, gate_logit, attn = self.extract_features(prev_output_tokens, encoder_out, incremental_state)
-        (vocab, weight, bias), (generative, copy_index) = self._candidates(encoder_out, incremental_state)
+        (vocab, weight, bias), (generative, copy_index, *word_groups) = self._candidates(encoder_out, incremental_state)
         log_p_gen = self.generative_log_probs(features, weight, bias, generative)
         # eq. 7 and 11; the mixture proper only at the source's words (copy_mixture's docstring)
-        lprobs = copy_mixture(gate_logit.float(), attn, copy_index, encoder_out["encoder_padding_mask"], log_p_gen)
+        lprobs = copy_mixture(gate_logit.float(), attn, copy_index, word_groups, log_p_gen)
         extra = {
             "attn": [self.attention_in_input_order(attn, encoder_out)],
             "copy_gate": [torch.sigmoid(gate_logit)],

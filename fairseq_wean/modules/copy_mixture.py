@@ -14,6 +14,8 @@ Pointer-Generator Networks", ACL 2017). The candidate axis N holds the ids a bat
 * :func:`restricted_log_softmax`: eq. 9, the softmax of the logits over V_G only.
 * :func:`log_mixture`: eq. 11, log(lambda_t p_C + (1 - lambda_t) p_G), lambda_t = sigma(z_t) (eq. 10).
 * :func:`masked_log`: log p with -inf (and a zero gradient) where p = 0.
+* :func:`copy_mixture`: eq. 7 and 11 together, the mixture proper computed at the source positions
+  only (what it needs of each sentence, :func:`source_word_groups`, computed once per sentence).
 
 Probability 0 is -inf throughout; the backward passes of :func:`masked_log` and
 :func:`log_mixture` are written by hand so that such entries get a zero gradient, not NaN.
@@ -121,28 +123,40 @@ def restricted_log_softmax(features, weight, bias, generative_mask):
     return F.log_softmax(logits, dim=-1)
 
 
-def copy_mixture(gate_logit, attn, copy_index, source_padding, log_p_gen):
+def source_word_groups(copy_index, source_padding):
+    """What :func:`copy_mixture` needs of each sentence's source words, which is the same at every
+    decoding step (a decoder computes it once per sentence): ``same_word`` (B x S x S, symmetric:
+    whether two positions hold the same word) and ``first`` (B x S: the word's first real position).
+
+    copy_index: B x S (the candidate column of each source token); source_padding: B x S (True at
+    padding)."""
+    src_len = copy_index.size(1)
+    real = ~source_padding
+    same_word = copy_index.unsqueeze(2).eq(copy_index.unsqueeze(1))  # B x S x S'
+    earlier = torch.ones(src_len, src_len, dtype=torch.bool, device=copy_index.device).tril_(-1)  # [tau, tau']: tau' < tau
+    first = real & ~(same_word & earlier & real.unsqueeze(1)).any(dim=2)
+    return same_word, first
+
+
+def copy_mixture(gate_logit, attn, copy_index, word_groups, log_p_gen):
     """eq. 7 and 11 together: ``log_mixture(gate_logit, copy_log_probs(attn, copy_index, N), log_p_gen)``,
     with B x T x N work only where the copy distribution is not 0.
 
     p_C is 0 outside the source's words, and there eq. 11 is log(1 - lambda) + log p_G, one sum over
     the candidates. The mixture proper is computed only at the source positions (B x T x S) and
-    written into their columns: p_C(x_tau) = sum of alpha over the positions holding the same word
-    (a B x S x S same-word matrix), and :func:`log_mixture` (its zero-not-NaN gradients) on the
-    gathered values. A word repeated in the source writes the same value from each of its
-    positions; only its first position passes the gradient on, so that it is counted once.
+    written into their columns: p_C(x_tau) = sum of alpha over the positions holding the same word,
+    and :func:`log_mixture` (its zero-not-NaN gradients) on the gathered values. A word repeated in
+    the source writes the same value from each of its positions; only its first position passes the
+    gradient on, so that it is counted once.
 
-    gate_logit: B x T; attn: B x T x S (zero at padding); copy_index: B x S; source_padding: B x S
-    (True at padding); log_p_gen: B x T x N. Returns B x T x N, equal to the dense formula
-    (bit for bit outside the source's columns, where log(0 + x) is x).
+    gate_logit: B x T; attn: B x T x S (zero at padding); copy_index: B x S; word_groups:
+    ``source_word_groups(copy_index, source_padding)``; log_p_gen: B x T x N. Returns B x T x N,
+    equal to the dense formula (bit for bit outside the source's columns, where log(0 + x) is x).
     """
     bsz, tgt_len, src_len = attn.size()
-    real = ~source_padding
-    same_word = copy_index.unsqueeze(2).eq(copy_index.unsqueeze(1))  # B x S x S', symmetric
+    same_word, first = word_groups
     # p_C of the word at each position: sum over the positions of the same word (alpha is 0 at padding)
     p_copy = torch.bmm(attn, same_word.to(attn.dtype))  # B x T x S
-    earlier = torch.ones(src_len, src_len, dtype=torch.bool, device=attn.device).tril_(-1)  # [tau, tau']: tau' < tau
-    first = real & ~(same_word & earlier & real.unsqueeze(1)).any(dim=2)  # B x S: the word's first real position
     cols = copy_index.unsqueeze(1).expand(bsz, tgt_len, src_len)
     gen_at_source = log_p_gen.gather(2, cols)
     mixed = log_mixture(gate_logit, masked_log(p_copy), gen_at_source)  # B x T x S

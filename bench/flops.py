@@ -19,27 +19,16 @@ Utilisation = the model's training FLOP/s (FLOPs per target token x fairseq-trai
 target tokens/s) / the peak, both measured in the same run.
 """
 import argparse
-import contextlib
 import time
 
 import torch
-
-
-@contextlib.contextmanager
-def mkldnn_disabled():
-    enabled = torch._C._get_mkldnn_enabled()
-    torch._C._set_mkldnn_enabled(False)
-    try:
-        yield
-    finally:
-        torch._C._set_mkldnn_enabled(enabled)
 
 
 def count_matmul_flops(fn):
     """(result of fn(), FLOPs of the matrix products fn ran, forward and backward)."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    with mkldnn_disabled(), FlopCounterMode(display=False) as counter:
+    with torch.backends.mkldnn.flags(enabled=False), FlopCounterMode(display=False) as counter:
         result = fn()
     return result, counter.get_total_flops()
 

@@ -55,7 +55,7 @@ Design choices, and why:
   every row keeps unk and eos (always in U), so no row is all -inf. p_C is 0 outside the
   source's words, where eq. 11 is log(1 - lambda_t) + log p_G: the mixture proper is computed
   at the source positions only (B x T x S) and written into their columns
-  (``copy_mixture.copy_mixture``; at 8k words it halved the mixture's time in training).
+  (``copy_mixture.copy_mixture``; docs/RESULTS.md, "Reading the 2026-11-27 run", gives its effect).
 * **The alignment table A ships in the model** as a persistent buffer (``align_table``,
   ``|V| x topk`` ids, pad = no entry). It is read from ``--core-align-table`` once, when the model
   is first built for training; ``args.core_align_table_in_checkpoint`` then records that the

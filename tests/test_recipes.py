@@ -541,7 +541,7 @@ def compare():
 @needs_data
 @pytest.mark.parametrize("system", ["lstm", "transformer", "wean_lstm", "core_copy", "word_attn_rnnsearch",
                                     "word_attn_ungated", "word_attn_gated", "char_transformer",
-                                    "transformer_untied"])
+                                    "transformer_untied", "core_copy_paper", "word_attn_gated_paper"])
 def test_every_system_of_the_comparison_builds(simplification_tiny, system, compare):
     """The fairseq-train arguments of every compared system parse and build a model and criterion
     (the systems CI does not train are checked here, in-process)."""
@@ -549,7 +549,9 @@ def test_every_system_of_the_comparison_builds(simplification_tiny, system, comp
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
     out, _ = simplification_tiny
-    variant = {"core_copy": "word-pg", "char_transformer": "char"}.get(system, "word")
+    from fairseq_wean.compare.systems import system_arch
+
+    variant = {"core_copy": "word-pg", "char_transformer": "char"}.get(system_arch(system), "word")
     args = compare.parse_args(["simplification", DATA, "--tiny", "--out", str(out)])
     cmd = compare.train_command(args, recipe(out / "data"), system, variant, str(out / "runs" / "check"))
     parsed = options.parse_args_and_arch(options.get_training_parser(), input_args=cmd[1:])
@@ -561,8 +563,19 @@ def test_every_system_of_the_comparison_builds(simplification_tiny, system, comp
     # the system the comparison names was built, not a default architecture
     from fairseq.models import ARCH_MODEL_REGISTRY
 
-    expected_arch = {"char_transformer": "transformer", "transformer_untied": "transformer"}.get(system, system)
+    expected_arch = {"char_transformer": "transformer", "transformer_untied": "transformer",
+                     "core_copy_paper": "core_copy", "word_attn_gated_paper": "word_attn_gated"}.get(system, system)
     assert type(model) is ARCH_MODEL_REGISTRY[expected_arch]
+    # the paper-exact variants (issue 41) reach the model: eq. 3/5/9 for CoRe, the poster's readout
+    # and s_0 for word attention; their base systems keep today's defaults
+    if expected_arch == "core_copy":
+        paper = system == "core_copy_paper"
+        assert (model.decoder.attend_previous_state, model.decoder.input_feeding) == (paper, paper)
+        assert isinstance(model.decoder.output_bias, torch.nn.Parameter) != paper  # affine psi: no b_y
+    if expected_arch == "word_attn_gated":
+        paper = system == "word_attn_gated_paper"
+        assert (cfg.model.word_attn_readout, cfg.model.word_attn_initial_state) == \
+            (("raw", "backward") if paper else ("gated", "both"))
     if system.startswith("transformer"):  # the untied control differs from transformer in its output keys only
         tied = model.decoder.output_projection.weight is model.decoder.embed_tokens.weight
         assert tied == (system == "transformer")
@@ -888,6 +901,27 @@ def test_compare_refuses_counts_below_one_and_negative_seeds(compare, tmp_path, 
     with pytest.raises(SystemExit) as exc:
         compare.parse_args(["translation", str(tmp_path)] + flags)
     assert exc.value.code == 2 and capsys.readouterr().err.strip().splitlines()[-1].endswith(message)
+
+
+@pytest.mark.parametrize("budget", ["short", "converged"])
+def test_paper_exact_systems_are_their_model_plus_the_paper_options_only(compare, tmp_path, budget):
+    """Each paper-exact system (issue 41) trains with its base system's command, data and optimizer,
+    and its paper options added: nothing else differs (the comparison is the options' effect)."""
+    from unittest import mock
+
+    from fairseq_wean.compare import systems
+
+    args = compare.parse_args(["translation", str(tmp_path), "--budget", budget])
+    with mock.patch.object(compare.runner, "align_table", lambda *a: "table.tsv"), \
+            mock.patch.object(compare.runner, "validation_metric_args", lambda *a: []):
+        for name, (base, flags) in systems.PAPER_EXACT.items():
+            rec = {"src": "s", "tgt": "t", "variants": {"word": {"bin": "word"}}}
+            cmd = compare.train_command(args, rec, name, "word", str(tmp_path / "run"))
+            base_cmd = compare.train_command(args, rec, base, "word", str(tmp_path / "run"))
+            i = cmd.index(flags[0])
+            assert cmd[i:i + len(flags)] == flags and cmd[:i] + cmd[i + len(flags):] == base_cmd, name
+    assert {name: systems.system_arch(name) for name in systems.PAPER_EXACT} == {
+        "core_copy_paper": "core_copy", "word_attn_gated_paper": "word_attn_gated"}
 
 
 def test_converged_gigaword_core_copy_keeps_the_short_budgets_settings_and_batches(compare, tmp_path):

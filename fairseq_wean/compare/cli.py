@@ -9,7 +9,7 @@ import fairseq_wean.compare as package
 from fairseq_wean.compare import report, runner
 from fairseq_wean.compare.runner import REPO, fmt_secs, log
 from fairseq_wean.errors import run_cli
-from fairseq_wean.compare.systems import BASELINE, CONVERGED, DATASET_VOCAB, SYSTEMS, TASKS
+from fairseq_wean.compare.systems import BASELINE, CONVERGED, DATASET_VOCAB, SYSTEMS, TASKS, system_arch
 from preprocess import common
 
 
@@ -158,7 +158,7 @@ def main(argv=None):
     if args.reuse_only:
         args.run_list = runner.published_runs_only(args, recipe)
     for system, variant, *_seed in args.run_list:  # built once, before runs share it
-        if system == "core_copy":
+        if system_arch(system) == "core_copy":
             runner.align_table(recipe, os.path.join(args.out, "data"), variant)
     evals, reused = runner.run_all(args, recipe)
     log("scoring test outputs (p-values against fairseq {})".format(BASELINE))

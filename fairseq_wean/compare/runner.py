@@ -20,7 +20,7 @@ from fairseq_wean import cpu
 from fairseq_wean import textio
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.compare.systems import (BATCH, CONVERGED_BATCH, GEN_ARGS, SYSTEMS, TASKS, VALID_FLAGS,
-                                          converged_system_args, keeps_short_settings)
+                                          converged_system_args, keeps_short_settings, system_arch)
 from preprocess import common
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -118,7 +118,7 @@ def train_command(args, recipe, system, variant, run_dir, seed=None):
     cmd = [common.bin_path("fairseq-train"), os.path.join(data_out, info["bin"]), "--user-dir", USER_DIR,
            "--task", "translation_with_metrics", "--source-lang", recipe["src"], "--target-lang", recipe["tgt"]]
     cmd += converged_system_args(system, args.task, variant) if converged else SYSTEMS[system]
-    if system == "core_copy":
+    if system_arch(system) == "core_copy":
         cmd += ["--core-align-table", align_table(recipe, data_out, variant)]
     short_batches = not converged or keeps_short_settings(system, args.task, variant)
     cmd += (BATCH if short_batches else CONVERGED_BATCH)["char" if variant == "char" else "word"]
@@ -649,8 +649,10 @@ EXPECTED_VOCAB_COST = {"spm": 0.9, "bpe": 0.9}  # word, word-pg, char: 1.0
 
 
 def expected_cost(system, variant, seed=None):
-    """Relative expected time of one run (see EXPECTED_SYSTEM_COST); unknown systems count as 1."""
-    return EXPECTED_SYSTEM_COST.get(system, 1.0) * EXPECTED_VOCAB_COST.get(variant, 1.0)
+    """Relative expected time of one run (see EXPECTED_SYSTEM_COST; a paper-exact variant,
+    systems.PAPER_EXACT, as its model); unknown systems count as 1."""
+    cost = EXPECTED_SYSTEM_COST.get(system, EXPECTED_SYSTEM_COST.get(system_arch(system), 1.0))
+    return cost * EXPECTED_VOCAB_COST.get(variant, 1.0)
 
 
 def launch_order(run_list):

@@ -43,6 +43,17 @@ SYSTEMS = {
     # output keys), all else equal: the control of the invented-words question on pieces
     "transformer_untied": TRANSFORMER_SMALL + TRANSFORMER_OPTIM,
 }
+# The papers' own forms of the departures (issue 41; docs/models/*.md, "Departures"): the same
+# system with its paper-exact options on, all else equal.
+PAPER_EXACT = {
+    # eq. 3 (the GRU reads c_t), eq. 5 (attention from s_t-1), eq. 9 (psi = W_c h_j, no tanh or bias)
+    "core_copy_paper": ("core_copy", ["--core-attend-previous-state", "--core-input-feeding", "--core-psi", "affine"]),
+    # the poster's readout g(y_i-1, s_i, c^a_i, c^b_i) and RNNsearch's s_0 from the backward encoder
+    "word_attn_gated_paper": ("word_attn_gated", ["--word-attn-readout", "raw", "--word-attn-initial-state", "backward"]),
+}
+for _name, (_base, _flags) in PAPER_EXACT.items():
+    # before the optimizer block, which the converged budget replaces (converged_system_args)
+    SYSTEMS[_name] = SYSTEMS[_base][:-len(RNN_OPTIM)] + _flags + RNN_OPTIM
 WORD_ATTENTION_ABLATION = ["word_attn_rnnsearch", "word_attn_ungated", "word_attn_gated"]
 BASELINE = "lstm"  # p-values are against fairseq lstm on the same vocabulary
 METRIC_NAMES = {"sari": "SARI", "sari_legacy": "SARI (legacy)", "bleu": "BLEU", "fkgl": "FKGL", "rouge1": "R-1", "rouge2": "R-2", "rougeL": "R-L"}
@@ -138,6 +149,12 @@ CONVERGED = {
 }
 # Which score fairseq-train computes for each task's validation metric (translation_with_metrics).
 VALID_FLAGS = {"sari": "--eval-sari", "rougeL": "--eval-rouge", "bleu": "--eval-bleu"}
+
+
+def system_arch(system):
+    """The model architecture (``--arch``) a system trains (the name itself for an unknown system)."""
+    args = SYSTEMS.get(system, [])
+    return args[args.index("--arch") + 1] if "--arch" in args else system
 
 
 def keeps_short_settings(system, task=None, variant=None):

@@ -226,12 +226,23 @@ STORED_PATH_OPTIONS = (
 )
 
 
+# Model options whose data a model reads once, when first built for training, and keeps in its
+# checkpoint; the second name is the argument that says the checkpoint holds it (then the build
+# reads nothing): option -> flag.
+BUILT_FROM_CHECKPOINT = {
+    "core_align_table": "core_align_table_in_checkpoint",  # models/core_copy.py: A, and a target-side U
+    "wean_candidates": "wean_candidates_in_checkpoint",  # models/wean_lstm.py: the candidate words
+}
+
+
 def forget_stored_paths(state, arg_overrides):
     """Set the :data:`STORED_PATH_OPTIONS` of a loaded checkpoint's configuration (``args`` and
     ``cfg``'s sections) to None, except those the caller gives again in ``arg_overrides`` (the
-    hub's keyword arguments), and mark a ``core_copy`` checkpoint as holding its alignment table,
-    so that building its model reads neither the table nor the training data (``--core-frequent-from
-    target``). Nothing of a checkpoint's own becomes a path that loading it opens."""
+    hub's keyword arguments), and mark a ``core_copy`` checkpoint as holding its alignment table
+    and a ``wean_lstm`` one as holding its candidate words (:data:`BUILT_FROM_CHECKPOINT`), so that
+    building its model reads neither the table nor the training data (``--core-frequent-from
+    target``, ``--wean-candidates``). Nothing of a checkpoint's own becomes a path that loading it
+    opens."""
     from omegaconf import OmegaConf, open_dict
 
     cfg = state.get("cfg")
@@ -244,8 +255,9 @@ def forget_stored_paths(state, arg_overrides):
         is_config = OmegaConf.is_config(section)
         present = (lambda name: name in section) if is_config else (lambda name: hasattr(section, name))
         changes = {name: None for name in STORED_PATH_OPTIONS if present(name) and name not in arg_overrides}
-        if present("core_align_table_in_checkpoint") or present("core_align_table"):
-            changes["core_align_table_in_checkpoint"] = True
+        for option, flag in BUILT_FROM_CHECKPOINT.items():
+            if present(flag) or present(option):
+                changes[flag] = True
         if is_config:
             with open_dict(section):
                 for name, value in changes.items():

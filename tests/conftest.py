@@ -141,6 +141,47 @@ class FakeTask:
         self.target_dictionary = tgt_dict if tgt_dict is not None else src_dict
 
 
+class DataTask(FakeTask):
+    """A task with a data directory, as fairseq's translation task has in ``cfg``."""
+
+    def __init__(self, dictionary, data=None, src="src", tgt="tgt"):
+        super().__init__(dictionary)
+        import argparse
+
+        self.cfg = argparse.Namespace(data=data and str(data), source_lang=src, target_lang=tgt)
+
+
+@pytest.fixture(scope="module")
+def skewed_data_bin(tmp_path_factory):
+    """Binarized train split (as fairseq-preprocess --joined-dictionary writes it) in which the
+    joined and the target-side counts rank words differently: ``s*`` words fill the sources and
+    are always deleted, ``t*`` words are the targets' rewrites, ``w*`` words are copied.
+    Returns (folder, targets, sources), each sentence a list of words."""
+    from fairseq.data import Dictionary, indexed_dataset
+
+    rng = random.Random(7)
+    pick = lambda prefix, rate, n: "{}{}".format(prefix, min(int(rng.expovariate(rate)), n - 1))  # noqa: E731
+    pairs = []
+    for _ in range(300):
+        shared = [pick("w", 0.25, 20) for _ in range(rng.randint(2, 6))]
+        src = shared + [pick("s", 0.4, 10) for _ in range(rng.randint(2, 6))]
+        rng.shuffle(src)
+        pairs.append((src, shared + [pick("t", 0.4, 10) for _ in range(rng.randint(0, 3))]))
+    d = Dictionary()
+    for src, tgt in pairs:
+        for w in src + tgt:
+            d.add_symbol(w)
+    d.finalize(padding_factor=8)  # fairseq-preprocess's: count order, madeupword fillers
+    out = tmp_path_factory.mktemp("skewed-bin")
+    for lang, side in (("src", 0), ("tgt", 1)):
+        d.save(str(out / "dict.{}.txt".format(lang)))
+        builder = indexed_dataset.make_builder(str(out / "train.src-tgt.{}.bin".format(lang)), "mmap", len(d))
+        for pair in pairs:
+            builder.add_item(d.encode_line(" ".join(pair[side]), add_if_not_exist=False))
+        builder.finalize(str(out / "train.src-tgt.{}.idx".format(lang)))
+    return out, [pair[1] for pair in pairs], [pair[0] for pair in pairs]
+
+
 def random_batch(dictionary, bsz=4, src_len=7, tgt_len=6, seed=0, left_pad=True):
     """Source tokens with different lengths (padded like fairseq's collater) and targets."""
     import torch

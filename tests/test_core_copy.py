@@ -27,7 +27,7 @@ from model_checks import (
     scale_parameters,
 )
 from conftest import (
-    USER_DIR, FakeTask, cli, cli_concurrently, generated_hypotheses, make_dictionary, random_batch,
+    USER_DIR, DataTask, FakeTask, cli, cli_concurrently, generated_hypotheses, make_dictionary, random_batch,
     train_args,
 )
 
@@ -522,46 +522,6 @@ def test_unknown_option_values_are_refused(dictionary, table):
 
 
 # ------------------------------------------------------------------------ U (eq. 8)
-class DataTask(FakeTask):
-    """A task with a data directory, as fairseq's translation task has in ``cfg``."""
-
-    def __init__(self, dictionary, data=None, src="src", tgt="tgt"):
-        super().__init__(dictionary)
-        self.cfg = argparse.Namespace(data=data and str(data), source_lang=src, target_lang=tgt)
-
-
-@pytest.fixture(scope="module")
-def skewed_data_bin(tmp_path_factory):
-    """Binarized train split (as fairseq-preprocess --joined-dictionary writes it) in which the
-    joined and the target-side counts rank words differently: ``s*`` words fill the sources and
-    are always deleted, ``t*`` words are the targets' rewrites, ``w*`` words are copied."""
-    import random
-
-    from fairseq.data import Dictionary, indexed_dataset
-
-    rng = random.Random(7)
-    pick = lambda prefix, rate, n: "{}{}".format(prefix, min(int(rng.expovariate(rate)), n - 1))  # noqa: E731
-    pairs = []
-    for _ in range(300):
-        shared = [pick("w", 0.25, 20) for _ in range(rng.randint(2, 6))]
-        src = shared + [pick("s", 0.4, 10) for _ in range(rng.randint(2, 6))]
-        rng.shuffle(src)
-        pairs.append((src, shared + [pick("t", 0.4, 10) for _ in range(rng.randint(0, 3))]))
-    d = Dictionary()
-    for src, tgt in pairs:
-        for w in src + tgt:
-            d.add_symbol(w)
-    d.finalize(padding_factor=8)  # fairseq-preprocess's: count order, madeupword fillers
-    out = tmp_path_factory.mktemp("skewed-bin")
-    for lang, side in (("src", 0), ("tgt", 1)):
-        d.save(str(out / "dict.{}.txt".format(lang)))
-        builder = indexed_dataset.make_builder(str(out / "train.src-tgt.{}.bin".format(lang)), "mmap", len(d))
-        for pair in pairs:
-            builder.add_item(d.encode_line(" ".join(pair[side]), add_if_not_exist=False))
-        builder.finalize(str(out / "train.src-tgt.{}.idx".format(lang)))
-    return out, [pair[1] for pair in pairs]
-
-
 def target_side_model(data, tmp_path, num_frequent, **overrides):
     from fairseq.data import Dictionary
 
@@ -583,7 +543,7 @@ def test_target_side_u_is_the_most_frequent_training_target_words(skewed_data_bi
 
     from fairseq_wean.modules.restricted_vocab import frequent_word_mask
 
-    data, targets = skewed_data_bin
+    data, targets, _ = skewed_data_bin
     n = 8
     model, d, _ = target_side_model(data, tmp_path, n)
     counts = Counter(w for t in targets for w in t)
@@ -600,7 +560,7 @@ def test_target_side_u_is_the_most_frequent_training_target_words(skewed_data_bi
 
 
 def test_target_side_u_is_stored_in_the_checkpoint(skewed_data_bin, tmp_path):
-    data, _ = skewed_data_bin
+    data, _, _ = skewed_data_bin
     model, d, args = target_side_model(data, tmp_path, 8)
     assert "decoder.frequent_mask" in model.state_dict()
     assert args.core_align_table_in_checkpoint
@@ -616,7 +576,7 @@ def test_target_side_u_is_stored_in_the_checkpoint(skewed_data_bin, tmp_path):
 
 
 def test_target_side_u_without_training_data_names_the_fix(skewed_data_bin, tmp_path):
-    data, _ = skewed_data_bin
+    data, _, _ = skewed_data_bin
     with pytest.raises(FairseqWeanError, match=r"no binarized training target side missing.src-tgt.tgt.*"
                                                r"fairseq-preprocess --trainpref.*--core-frequent-from joined"):
         target_side_model(data, tmp_path, 6, train_subset="missing")
@@ -636,7 +596,7 @@ def test_target_side_u_through_fairseqs_own_task_setup(skewed_data_bin, tmp_path
 
     from fairseq_wean.modules.restricted_vocab import frequent_mask_from_counts
 
-    data, _ = skewed_data_bin
+    data, _, _ = skewed_data_bin
     parser = options.get_training_parser()
     args = options.parse_args_and_arch(parser, input_args=[
         str(data), "--user-dir", USER_DIR, "--arch", "core_copy", "--criterion", "core_mode_loss",

@@ -541,7 +541,8 @@ def compare():
 @needs_data
 @pytest.mark.parametrize("system", ["lstm", "transformer", "wean_lstm", "core_copy", "word_attn_rnnsearch",
                                     "word_attn_ungated", "word_attn_gated", "char_transformer",
-                                    "transformer_untied", "core_copy_paper", "word_attn_gated_paper"])
+                                    "transformer_untied", "core_copy_paper", "word_attn_gated_paper",
+                                    "wean_lstm_paper", "wean_lstm_target"])
 def test_every_system_of_the_comparison_builds(simplification_tiny, system, compare):
     """The fairseq-train arguments of every compared system parse and build a model and criterion
     (the systems CI does not train are checked here, in-process)."""
@@ -564,7 +565,8 @@ def test_every_system_of_the_comparison_builds(simplification_tiny, system, comp
     from fairseq.models import ARCH_MODEL_REGISTRY
 
     expected_arch = {"char_transformer": "transformer", "transformer_untied": "transformer",
-                     "core_copy_paper": "core_copy", "word_attn_gated_paper": "word_attn_gated"}.get(system, system)
+                     "core_copy_paper": "core_copy", "word_attn_gated_paper": "word_attn_gated",
+                     "wean_lstm_paper": "wean_lstm", "wean_lstm_target": "wean_lstm"}.get(system, system)
     assert type(model) is ARCH_MODEL_REGISTRY[expected_arch]
     # the paper-exact variants (issue 41) reach the model: eq. 3/5/9 for CoRe, the poster's readout
     # and s_0 for word attention; their base systems keep today's defaults
@@ -576,6 +578,10 @@ def test_every_system_of_the_comparison_builds(simplification_tiny, system, comp
         paper = system == "word_attn_gated_paper"
         assert (cfg.model.word_attn_readout, cfg.model.word_attn_initial_state) == \
             (("raw", "backward") if paper else ("gated", "both"))
+    if expected_arch == "wean_lstm":
+        candidates = {"wean_lstm_paper": "source", "wean_lstm_target": "target"}.get(system, "all")
+        assert cfg.model.wean_candidates == candidates
+        assert (model.decoder.candidate_mask is None) == (candidates == "all")
     if system.startswith("transformer"):  # the untied control differs from transformer in its output keys only
         tied = model.decoder.output_projection.weight is model.decoder.embed_tokens.weight
         assert tied == (system == "transformer")
@@ -921,7 +927,8 @@ def test_paper_exact_systems_are_their_model_plus_the_paper_options_only(compare
             i = cmd.index(flags[0])
             assert cmd[i:i + len(flags)] == flags and cmd[:i] + cmd[i + len(flags):] == base_cmd, name
     assert {name: systems.system_arch(name) for name in systems.PAPER_EXACT} == {
-        "core_copy_paper": "core_copy", "word_attn_gated_paper": "word_attn_gated"}
+        "core_copy_paper": "core_copy", "word_attn_gated_paper": "word_attn_gated",
+        "wean_lstm_paper": "wean_lstm", "wean_lstm_target": "wean_lstm"}
 
 
 def test_converged_gigaword_core_copy_keeps_the_short_budgets_settings_and_batches(compare, tmp_path):

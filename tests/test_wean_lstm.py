@@ -243,3 +243,133 @@ def test_model_option_errors_are_one_line_via_fairseq_train(data_bin, tmp_path):
         assert "fairseq-wean: error: " + message in proc.stderr, (arch, extra, proc.stderr[-2000:])
         assert "Traceback" not in proc.stderr
         assert not list((tmp_path / str(i)).glob("*.pt"))  # refused before training started
+
+
+# ------------------------------------------------------------------ candidate words (section 2.4)
+def candidate_model(data, side, **overrides):
+    from fairseq.data import Dictionary
+
+    from conftest import DataTask
+
+    d = Dictionary.load(str(data / "dict.src.txt"))
+    args = argparse.Namespace(arch="wean_lstm", embed_dim=16, encoder_hidden_size=12, decoder_hidden_size=14,
+                              dropout=0.0, wean_candidates=side, **overrides)
+    base_architecture(args)
+    torch.manual_seed(0)
+    return WeanLSTMModel.build_model(args, DataTask(d, data)), d, args
+
+
+@pytest.mark.parametrize("side", ["source", "target"])
+def test_candidates_are_the_words_of_one_training_side_plus_eos_and_unk(skewed_data_bin, side):
+    """--wean-candidates source (section 2.4: the training source side's words) or target: the set,
+    by hand from the training sentences; pad, bos and fairseq's madeupword fillers are out."""
+    data, targets, sources = skewed_data_bin
+    model, d, args = candidate_model(data, side)
+    words = {w for sentence in (sources if side == "source" else targets) for w in sentence}
+    expected = {d.index(w) for w in words} | {d.eos(), d.unk()}
+    assert set(model.decoder.candidate_mask.nonzero().squeeze(1).tolist()) == expected
+    assert {w[0] for w in words} == ({"s", "w"} if side == "source" else {"t", "w"})  # the two sets differ
+    assert any(sym.startswith("madeupword") for sym in d.symbols)  # the fillers exist, and are out
+    assert args.wean_candidates_in_checkpoint
+
+
+def test_candidates_mask_the_scores_and_leave_the_others_as_they_were(skewed_data_bin):
+    """Outside the set the score is -inf (probability 0); inside, the scores and the softmax over
+    the candidates alone equal the unrestricted model's (eq. 5-6 over the candidate words)."""
+    data, _, _ = skewed_data_bin
+    model, d, _ = candidate_model(data, "source")
+    full, _, _ = candidate_model(data, "all")
+    full.load_state_dict({k: v for k, v in model.state_dict().items() if k != "decoder.candidate_mask"})
+    mask = model.decoder.candidate_mask
+    src, lengths, prev, _ = random_batch(d)
+    model.eval(), full.eval()
+    with torch.no_grad():
+        out, expected = model(src, lengths, prev), full(src, lengths, prev)
+        lprobs = model.get_normalized_probs(out, log_probs=True)
+    assert torch.isneginf(out[0][..., ~mask]).all() and torch.isfinite(out[0][..., mask]).all()
+    torch.testing.assert_close(out[0][..., mask], expected[0][..., mask], atol=0, rtol=0)
+    torch.testing.assert_close(lprobs[..., mask], torch.log_softmax(expected[0][..., mask], dim=-1), atol=1e-6, rtol=0)
+    assert torch.isneginf(lprobs[..., ~mask]).all()
+
+
+def test_target_words_outside_the_candidates_are_scored_as_unk(skewed_data_bin):
+    """fairseq's cross_entropy reads the targets from the model (get_targets): a word outside the
+    candidate set is <unk>, as in the paper's data; the loss is finite and equals -sum log p of the
+    mapped targets, by hand. Padding stays padding; without a set the targets are untouched."""
+    from fairseq.criterions.cross_entropy import CrossEntropyCriterion
+
+    data, _, _ = skewed_data_bin
+    model, d, _ = candidate_model(data, "source")
+    src, lengths, prev, _ = random_batch(d)
+    target = torch.tensor([[d.index("t0"), d.index("w1"), d.index("t3"), d.eos()],
+                           [d.index("s2"), d.index("w0"), d.eos(), d.pad()]])
+    target = target.repeat(2, 1)
+    prev = torch.cat([torch.full((4, 1), d.eos()), target[:, :-1].masked_fill(target[:, :-1].eq(d.pad()), d.eos())], 1)
+    sample = {"net_input": {"src_tokens": src, "src_lengths": lengths, "prev_output_tokens": prev},
+              "target": target, "ntokens": int(target.ne(d.pad()).sum())}
+    mapped = model.get_targets(sample, None)
+    unk, pad = d.unk(), d.pad()
+    assert mapped[0].tolist() == [unk, d.index("w1"), unk, d.eos()]
+    assert mapped[1].tolist() == [d.index("s2"), d.index("w0"), d.eos(), pad]
+    model.eval()
+    crit = CrossEntropyCriterion(type("T", (), {"target_dictionary": d})(), sentence_avg=False)
+    loss, _, _ = crit(model, sample, reduce=True)
+    with torch.no_grad():
+        lprobs = model.get_normalized_probs(model(**sample["net_input"]), log_probs=True)
+    keep = mapped.ne(pad)
+    expected = -lprobs.gather(-1, mapped.unsqueeze(-1)).squeeze(-1)[keep].sum()
+    assert torch.isfinite(loss)
+    torch.testing.assert_close(loss, expected, atol=1e-4, rtol=1e-6)
+    full, _, _ = candidate_model(data, "all")
+    assert full.get_targets(sample, None) is target
+
+
+def test_candidates_are_kept_in_the_checkpoint_and_not_counted_again(skewed_data_bin, tmp_path):
+    """The set is a buffer of the checkpoint; fairseq-generate rebuilds from the saved arguments
+    with no training data at hand (a placeholder until the state loads); a checkpoint's arguments
+    are marked as holding it (checkpoint_safety), so loading never reads the training data."""
+    from conftest import DataTask
+    from fairseq_wean.checkpoint_safety import forget_stored_paths
+
+    data, _, _ = skewed_data_bin
+    model, d, args = candidate_model(data, "target")
+    assert "decoder.candidate_mask" in model.state_dict()
+    reloaded = WeanLSTMModel.build_model(args, DataTask(d, tmp_path / "no-data"))
+    assert reloaded.decoder.candidate_mask.all()
+    reloaded.load_state_dict(model.state_dict())
+    assert torch.equal(reloaded.decoder.candidate_mask, model.decoder.candidate_mask)
+    stored = argparse.Namespace(**{k: v for k, v in vars(args).items() if k != "wean_candidates_in_checkpoint"})
+    forget_stored_paths({"args": stored}, {})
+    assert stored.wean_candidates_in_checkpoint is True
+    # the default set is not saved: checkpoints of earlier versions still load
+    assert "decoder.candidate_mask" not in build(make_dictionary()).state_dict()
+    with pytest.raises(FairseqWeanError, match=r"--wean-candidates source: no binarized training source side "
+                                               r"missing.src-tgt.src.*--wean-candidates all"):
+        candidate_model(data, "source", train_subset="missing")
+    with pytest.raises(FairseqWeanError, match="--wean-candidates 'both'"):
+        candidate_model(data, "both")
+
+
+def test_candidates_through_fairseqs_own_task_setup(skewed_data_bin):
+    """The option as fairseq-train parses it, the task as fairseq builds it (task.cfg): the set
+    equals the words of the loaded training sources."""
+    from fairseq import options, tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    from conftest import USER_DIR
+
+    data, _, _ = skewed_data_bin
+    args = options.parse_args_and_arch(options.get_training_parser(), input_args=[
+        str(data), "--user-dir", USER_DIR, "--arch", "wean_lstm", "--wean-candidates", "source",
+        "--embed-dim", "8", "--encoder-hidden-size", "8", "--decoder-hidden-size", "8", "--cpu"])
+    cfg = convert_namespace_to_omegaconf(args)
+    task = tasks.setup_task(cfg.task)
+    model = task.build_model(cfg.model)
+    task.load_dataset("train")
+    train = task.datasets["train"]
+    seen = torch.zeros(len(task.source_dictionary), dtype=torch.bool)
+    for i in range(len(train)):
+        seen[train[i]["source"]] = True
+    seen[task.source_dictionary.unk()] = True
+    assert torch.equal(model.decoder.candidate_mask, seen)  # eos ends every source: in both
+    assert cfg.model.wean_candidates == "source" and cfg.model.wean_candidates_in_checkpoint

@@ -50,6 +50,10 @@ PAPER_EXACT = {
     "core_copy_paper": ("core_copy", ["--core-attend-previous-state", "--core-input-feeding", "--core-psi", "affine"]),
     # the poster's readout g(y_i-1, s_i, c^a_i, c^b_i) and RNNsearch's s_0 from the backward encoder
     "word_attn_gated_paper": ("word_attn_gated", ["--word-attn-readout", "raw", "--word-attn-initial-state", "backward"]),
+    # section 2.4: the candidate words are the training source side's (TurkCorpus: same language)
+    "wean_lstm_paper": ("wean_lstm", ["--wean-candidates", "source"]),
+    # its analogue where the source is another language (Multi30k De->En): the target side's words
+    "wean_lstm_target": ("wean_lstm", ["--wean-candidates", "target"]),
 }
 for _name, (_base, _flags) in PAPER_EXACT.items():
     # before the optimizer block, which the converged budget replaces (converged_system_args)

@@ -127,7 +127,7 @@ from fairseq_wean.modules.model_options import (
 )
 from fairseq_wean.modules.decoder_state import RecurrentDecoder, current_step, reorder_per_sentence
 from fairseq_wean.modules.restricted_vocab import (
-    count_training_target_words,
+    count_training_words,
     frequent_mask_from_counts,
     frequent_word_mask,
 )
@@ -216,7 +216,7 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
                 )
             table = read_align_table(args.core_align_table, dictionary, args.core_topk)
             if args.core_frequent_from == "target":
-                counts = count_training_target_words(args, task, dictionary)
+                counts = count_training_words(args, task, dictionary)
                 frequent_mask = frequent_mask_from_counts(dictionary, counts, args.core_num_frequent)
             # Saved with the model's arguments: later builds take A from the checkpoint.
             with open_dict(args) if OmegaConf.is_config(args) else contextlib.nullcontext():

@@ -19,15 +19,32 @@ target dictionaries must be the same (``fairseq-preprocess --joined-dictionary``
 time the chosen word's embedding is the next decoder input, which is what fairseq's
 incremental decoding does with ``prev_output_tokens``.
 
+**The candidate words (section 2.4): ``--wean-candidates``.** The paper scores the n most
+frequent words of the training *source* side, inputs and outputs sharing that vocabulary; every
+other target word is UNK. The default, ``all``, scores every entry of the joined dictionary,
+special symbols included, as fairseq's softmax models do (a departure, kept so that the published
+numbers stay valid). ``source`` is section 2.4 on a joined dictionary: the words of the training
+source side plus ``</s>`` and ``<unk>`` (n is the dictionary's own cut, fairseq-preprocess
+``--thresholdsrc``/``--nwordssrc``); a training or validation target word outside that set is
+scored as ``<unk>`` (:meth:`WeanLSTMModel.get_targets`), as it is in the paper's data. ``target``
+takes the words of the training target side instead: translation, where the source side is another
+language. The set is counted from the binarized training data when the model is first built for
+training and kept in the checkpoint (buffer ``decoder.candidate_mask``; see
+:mod:`fairseq_wean.modules.restricted_vocab`); the other words score -inf before the float32
+softmax (never a whole row: ``</s>`` and ``<unk>`` always stay).
+
 The decoder has no input feeding (the paper's s_t depends on y_{t-1} and s_{t-1} only), so
 teacher-forced training runs the LSTM over the whole target at once and attends for all
 steps in one batched product; incremental decoding runs the same LSTM one step at a time.
 """
+import contextlib
+
 import torch
 from fairseq.models import (
     register_model,
     register_model_architecture,
 )
+from omegaconf import OmegaConf, open_dict
 
 from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SCORE_CHOICES, ScoreFunction, SourceAttention
@@ -35,11 +52,15 @@ from fairseq_wean.modules.decoder_state import RecurrentDecoder, current_step
 from fairseq_wean.modules.layers import RNN, Embedding, Linear
 from fairseq_wean.modules.model_options import (add_shared_embed_dim_args, check_choice, check_model_options,
                                                 require_joined_dictionary, shared_embed_dim)
+from fairseq_wean.modules.restricted_vocab import count_training_words, frequent_mask_from_counts
 from fairseq_wean.modules.rnn_encoder import (
     DEFAULT_MAX_POSITIONS,
     RNNEncoder,
     add_rnn_seq2seq_args,
 )
+
+
+CANDIDATE_CHOICES = ("all", "source", "target")
 
 
 @register_model("wean_lstm")
@@ -56,6 +77,12 @@ class WeanLSTMModel(CheckedEncoderDecoderModel):
         parser.add_argument("--wean-score", choices=SCORE_CHOICES,
                             help="score f(q_t, e_i) of the word generator (eq. 5); the paper "
                                  "chose 'general'")
+        parser.add_argument("--wean-candidates", choices=CANDIDATE_CHOICES,
+                            help="the candidate words the generator scores: all (every dictionary entry, "
+                                 "special symbols included), source (section 2.4: the words of the training "
+                                 "source side, plus end-of-sentence and unknown-word; other target words are "
+                                 "scored as unknown) or target (the training target side's words: translation); "
+                                 "counted from the binarized training data and kept in the checkpoint")
 
     @classmethod
     def build_model(cls, args, task):
@@ -64,7 +91,21 @@ class WeanLSTMModel(CheckedEncoderDecoderModel):
         check_choice(args, "wean_score", SCORE_CHOICES)
         check_model_options(args, ("embed_dim",), encoder_directions=2 if args.encoder_bidirectional else 1)
         require_joined_dictionary(task, args.arch)
+        check_choice(args, "wean_candidates", CANDIDATE_CHOICES)
         dictionary = task.source_dictionary
+        candidate_mask = None
+        if args.wean_candidates != "all":
+            if getattr(args, "wean_candidates_in_checkpoint", False):
+                # built to load a checkpoint (generate, interactive, hub): the set is in its state
+                candidate_mask = torch.ones(len(dictionary), dtype=torch.bool)
+            else:
+                counts = count_training_words(
+                    args, task, dictionary, args.wean_candidates, "--wean-candidates " + args.wean_candidates,
+                    "--wean-candidates all")
+                candidate_mask = frequent_mask_from_counts(dictionary, counts, len(dictionary))
+                # saved with the model's arguments: later builds take the set from the checkpoint
+                with open_dict(args) if OmegaConf.is_config(args) else contextlib.nullcontext():
+                    args.wean_candidates_in_checkpoint = True
         embed_tokens = Embedding(len(dictionary), args.embed_dim, dictionary.pad())
         encoder = RNNEncoder.from_args(
             args, dictionary, embed_tokens, cell_type="lstm", bidirectional=args.encoder_bidirectional
@@ -80,8 +121,21 @@ class WeanLSTMModel(CheckedEncoderDecoderModel):
             wean_score=args.wean_score,
             max_target_positions=args.max_target_positions,
             left_pad_source=encoder.left_pad,
+            candidate_mask=candidate_mask,
         )
         return cls(encoder, decoder, dictionary)
+
+    def get_targets(self, sample, net_output):
+        """The targets the loss reads (fairseq's criteria call this): with a candidate set
+        (``--wean-candidates source``/``target``), a word outside it is ``<unk>``, as in the paper's
+        data, whose vocabulary is the candidate set (its probability is 0 here: the loss would be
+        infinite). Padding stays padding."""
+        target = sample["target"]
+        mask = self.decoder.candidate_mask
+        if mask is None:
+            return target
+        pad = self.decoder.dictionary.pad()
+        return torch.where(mask[target] | target.eq(pad), target, torch.full_like(target, self.decoder.dictionary.unk()))
 
 
 class WeanDecoder(RecurrentDecoder):
@@ -106,6 +160,7 @@ class WeanDecoder(RecurrentDecoder):
         wean_score="general",
         max_target_positions=DEFAULT_MAX_POSITIONS,
         left_pad_source=True,
+        candidate_mask=None,
     ):
         super().__init__(dictionary, embed_tokens, encoder_output_units, hidden_size, num_layers,
                          dropout, left_pad_source, max_target_positions)
@@ -119,6 +174,11 @@ class WeanDecoder(RecurrentDecoder):
         self.query_proj = Linear(hidden_size + encoder_output_units, embed_dim, bias=False)
         # eq. 5: the whole output layer; its parameters are what WEAN's Table 5 counts.
         self.output_score = ScoreFunction(embed_dim, embed_dim, wean_score)
+        # section 2.4's candidate words (|V| bool, saved in the checkpoint); None: every entry
+        if candidate_mask is None:
+            self.candidate_mask = None
+        else:
+            self.register_buffer("candidate_mask", candidate_mask)
 
     def output_layer_num_parameters(self):
         """Parameters of the word generator (eq. 5), WEAN Table 5's accounting."""
@@ -150,8 +210,12 @@ class WeanDecoder(RecurrentDecoder):
         return self.dropout(query), attn
 
     def output_layer(self, features, **unused):
-        """eq. 5: score every candidate word's embedding e_i against q_t -> B x T x V."""
-        return self.output_score(features, self.embed_tokens.weight)
+        """eq. 5: score every candidate word's embedding e_i against q_t -> B x T x V (-inf for
+        the words outside ``--wean-candidates``'s set; never a whole row: eos and unk are in it)."""
+        scores = self.output_score(features, self.embed_tokens.weight)
+        if self.candidate_mask is None:
+            return scores
+        return scores.masked_fill(~self.candidate_mask, float("-inf"))
 
     def reorder_incremental_state(self, incremental_state, new_order):
         cached = self.get_incremental_state(incremental_state, "cached_state")
@@ -173,6 +237,7 @@ def base_architecture(args):
     args.decoder_layers = getattr(args, "decoder_layers", 2)
     args.attention_score = getattr(args, "attention_score", "general")
     args.wean_score = getattr(args, "wean_score", "general")
+    args.wean_candidates = getattr(args, "wean_candidates", "all")
     args.max_source_positions = getattr(args, "max_source_positions", DEFAULT_MAX_POSITIONS)
     args.max_target_positions = getattr(args, "max_target_positions", DEFAULT_MAX_POSITIONS)
 

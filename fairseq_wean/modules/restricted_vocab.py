@@ -6,12 +6,16 @@ position marker ``<unk-N>`` (markers are copy-only). Two ways to rank the words
 
 * ``joined``: :func:`frequent_word_mask`, the joined dictionary's order (fairseq-preprocess sorts
   it by source + target count), recomputed from the dictionary whenever the model is built;
-* ``target``: :func:`count_training_target_words` counts the binarized training target side when
+* ``target``: :func:`count_training_words` counts the binarized training target side when
   training starts, and :func:`frequent_mask_from_counts` takes the most frequent; that U is saved
   in the checkpoint.
 
 The model keeps U as a ``|V|`` bool mask (``CoreDecoder.frequent_mask``) and forms V_G per batch
 (``CoreDecoder.restricted_vocabulary``).
+
+WEAN's candidate words (Ma et al. 2018, section 2.4; ``--wean-candidates``, see
+:mod:`fairseq_wean.models.wean_lstm`) are counted and masked the same way: every word of one side
+of the training data, plus unk and eos.
 """
 import itertools
 import logging
@@ -38,10 +42,13 @@ def frequent_word_mask(dictionary, num_frequent):
     return mask
 
 
-def count_training_target_words(args, task, dictionary):
-    """Word counts (``|V|`` long tensor) of the binarized training target side.
+def count_training_words(args, task, dictionary, side="target", option="--core-frequent-from target",
+                         instead="--core-frequent-from joined"):
+    """Word counts (``|V|`` long tensor) of one side (``"source"`` or ``"target"``) of the
+    binarized training data, for the model option ``option`` (named in the errors, with the
+    option to use ``instead``).
 
-    Reads ``DATA/{train}.{src}-{tgt}.{tgt}`` (or ``{tgt}-{src}``), with fairseq's shards
+    Reads ``DATA/{train}.{src}-{tgt}.{lang}`` (or ``{tgt}-{src}``), with fairseq's shards
     ``train1``, ``train2``, ... and every ``:``-separated data directory, as the translation task
     would load them. DATA and the languages come from the task (``task.cfg``), the split from
     ``--train-subset``.
@@ -53,16 +60,16 @@ def count_training_target_words(args, task, dictionary):
     split = getattr(args, "train_subset", None) or "train"
     if not (data and src and tgt):
         raise FairseqWeanError(
-            "--core-frequent-from target needs the translation task's data directory and language "
-            "pair (--source-lang, --target-lang) to count the training targets; or use "
-            "--core-frequent-from joined"
+            "{} needs the translation task's data directory and language pair (--source-lang, "
+            "--target-lang) to count the training {}s; or use {}".format(option, side, instead)
         )
+    lang = src if side == "source" else tgt
     counts = torch.zeros(len(dictionary), dtype=torch.long)
     read = []
     for data_path in utils.split_paths(data):
         for k in itertools.count():
             split_k = split + (str(k) if k > 0 else "")
-            prefixes = [os.path.join(data_path, "{}.{}-{}.{}".format(split_k, a, b, tgt))
+            prefixes = [os.path.join(data_path, "{}.{}-{}.{}".format(split_k, a, b, lang))
                         for a, b in ((src, tgt), (tgt, src))]
             prefix = next((p for p in prefixes if indexed_dataset.dataset_exists(p, impl=None)), None)
             if prefix is None:
@@ -78,11 +85,10 @@ def count_training_target_words(args, task, dictionary):
             read.append(prefix)
     if not read:
         raise FairseqWeanError(
-            "--core-frequent-from target: no binarized training target side {}.{}-{}.{}(.bin/.idx) "
-            "in {}; binarize the training data with fairseq-preprocess --trainpref, or use "
-            "--core-frequent-from joined".format(split, src, tgt, tgt, data)
+            "{}: no binarized training {} side {}.{}-{}.{}(.bin/.idx) in {}; binarize the training data "
+            "with fairseq-preprocess --trainpref, or use {}".format(option, side, split, src, tgt, lang, data, instead)
         )
-    logger.info("core_copy: counted %d target tokens in %s", int(counts.sum()), ", ".join(read))
+    logger.info("%s: counted %d %s tokens in %s", option, int(counts.sum()), side, ", ".join(read))
     return counts
 
 

@@ -839,6 +839,60 @@ def test_seed_table_is_mean_sd_and_per_seed_bootstrap_against_the_row_above(tmp_
                                            ("word_attn_gated", "word"): gated}) == []
 
 
+def test_paper_exact_table_bootstraps_each_variant_against_its_model_and_lstm(tmp_path):
+    """issue 41's table: each paper-exact variant's score, its model's and fairseq lstm's, with the
+    paired bootstrap against each, from the outputs by hand; per UNK handling both runs have; a
+    variant whose model did not run on that vocabulary has no row, lstm missing leaves its cells empty."""
+    import argparse
+
+    from fairseq_wean.compare import report
+    from fairseq_wean.scoring import score
+
+    data = tmp_path / "data"
+    data.mkdir()
+    src = ["a b c d", "e f g h", "i j k l", "m n o p", "q r s t", "u v w x"]
+    ref = ["a b x d", "e y g h", "i j k z", "m n o w", "q v s t", "u v w y"]
+    (data / "test.src").write_text("\n".join(src) + "\n")
+    (data / "test.ref").write_text("\n".join(ref) + "\n")
+    recipe = {"main_test": "t", "valid": {"metric": "bleu"},
+              "tests": {"t": {"orig": "test.src", "refs": ["test.ref"], "metrics": "bleu"}}}
+    outputs = {"lstm": ref[:2] + src[2:], "core_copy": ref[:3] + src[3:], "core_copy_paper": ref[:5] + src[5:],
+               "wean_lstm_paper": ref[:1] + src[1:]}
+    evals = {}
+    for system, lines in outputs.items():
+        path = tmp_path / "{}.hyp".format(system)
+        path.write_text("\n".join(lines) + "\n")
+        evals[(system, "word")] = {"outputs": {"t": {"plain": str(path)}}}
+    args = argparse.Namespace(out=str(tmp_path), seed=1)
+    rows = report.paper_exact_rows(args, recipe, evals)
+    assert len(rows) == 1  # wean_lstm did not run: no row for its variant
+    row = rows[0]
+    mine = score(outputs["core_copy_paper"], sources=src, references=[ref], metrics="bleu",
+                 compare_to=outputs["core_copy"])
+    vs_lstm = score(outputs["core_copy_paper"], sources=src, references=[ref], metrics="bleu",
+                    compare_to=outputs["lstm"])
+    assert (row["system"], row["base"], row["vocab"], row["decoding"]) == ("core_copy_paper", "core_copy", "word", "plain")
+    assert row["score"] == pytest.approx(mine["bleu"]) and row["p_base"] == mine["p_values"]["bleu"]
+    assert row["base_score"] == pytest.approx(score(outputs["core_copy"], sources=src, references=[ref],
+                                                    metrics="bleu")["bleu"])
+    assert row["lstm_score"] == pytest.approx(score(outputs["lstm"], sources=src, references=[ref],
+                                                    metrics="bleu")["bleu"])
+    assert row["p_lstm"] == vs_lstm["p_values"]["bleu"]
+    assert row["score"] > row["base_score"] > row["lstm_score"]
+    table = report.paper_exact_table(args, recipe, rows)
+    line = [x for x in table if x.startswith("| core_copy_paper ")][0]
+    assert line == "| core_copy_paper | core_copy | word | plain | {:.2f} | {:.2f} | {} | {:.2f} | {} |".format(
+        row["score"], row["base_score"], report.fmt_p(row["p_base"]), row["lstm_score"], report.fmt_p(row["p_lstm"]))
+    assert "`core_copy_paper` = `core_copy` --core-attend-previous-state" in table[-1]
+    # no lstm: the row stays, its lstm cells empty; an extra seed of a variant is not a row
+    del evals[("lstm", "word")]
+    evals[("core_copy_paper", "word", 2)] = evals[("core_copy_paper", "word")]
+    rows = report.paper_exact_rows(args, recipe, evals)
+    assert len(rows) == 1 and rows[0]["lstm_score"] is None and rows[0]["p_lstm"] is None
+    assert [x for x in report.paper_exact_table(args, recipe, rows) if x.startswith("| core_copy_paper ")][0].endswith(
+        "| - | - |")
+
+
 @needs_data
 def test_converged_simplification_lstm_ties_its_embeddings_on_words_only(
         simplification_tiny, compare):

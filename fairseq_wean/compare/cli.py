@@ -169,11 +169,12 @@ def main(argv=None):
             "budget": args.budget, "patience": args.patience, "max_epoch": args.max_epoch,
             "results_dir": os.path.relpath(args.results_dir, REPO), "runs": len(evals), "reused": reused}
     seeds = report.seed_rows(args, recipe, evals) or None  # the word-attention ablation, where it ran
-    report.write_tables(args, recipe, rows, meta, seeds)
+    paper_exact = report.paper_exact_rows(args, recipe, evals) or None  # issue 41's variants, where they ran
+    report.write_tables(args, recipe, rows, meta, seeds, paper_exact)
     curve = report.plot_curves(args, recipe, evals)
     page = report.write_html_report(args, recipe, evals, baselines)
     with open(os.path.join(args.out, "results.json"), "w", encoding="utf-8") as f:
-        json.dump({"meta": meta, "rows": rows, "recipe": recipe, "seed_rows": seeds,
+        json.dump({"meta": meta, "rows": rows, "recipe": recipe, "seed_rows": seeds, "paper_exact_rows": paper_exact,
                    "runs": {":".join(map(str, key)): ev for key, ev in evals.items()}}, f, indent=2)
     with open(os.path.join(args.out, "results.md"), encoding="utf-8") as f:
         print(f.read())

@@ -7,7 +7,7 @@ import csv
 import os
 
 from fairseq_wean.compare.runner import epochs_trained, fmt_secs, run_seed
-from fairseq_wean.compare.systems import BASELINE, METRIC_NAMES, SYSTEMS, TASKS, WORD_ATTENTION_ABLATION
+from fairseq_wean.compare.systems import BASELINE, METRIC_NAMES, PAPER_EXACT, SYSTEMS, TASKS, WORD_ATTENTION_ABLATION
 from preprocess import common
 
 # A system's test outputs: as decoded, and with each <unk> replaced by the most attended source word
@@ -260,7 +260,65 @@ def seed_table(args, recipe, rows):
     return lines
 
 
-def write_tables(args, recipe, rows, meta, seeds=None):
+def paper_exact_rows(args, recipe, evals):
+    """The paper-exact variants (issue 41; systems.PAPER_EXACT) against today's model and fairseq
+    ``lstm``: one dict per variant run (seed --seed) whose base system ran on the same vocabulary,
+    and per decoding of DECODINGS both have: ``system``, ``base``, ``vocab``, ``decoding``,
+    ``score``, ``base_score``, ``p_base`` and, where ``lstm`` ran (:func:`reference_run`),
+    ``lstm_score``, ``p_lstm`` (else None). Scores are the main test set's validation metric, p
+    the paired bootstrap of the variant's output against the other's with the same UNK handling."""
+    data_out = os.path.join(args.out, "data")
+    test = recipe["main_test"]
+    spec = recipe["tests"][test]
+    metric = recipe["valid"]["metric"]
+    rows = []
+    for key, ev in evals.items():
+        if len(key) > 2 or key[0] not in PAPER_EXACT:
+            continue
+        system, variant = key
+        base_ev = evals.get((PAPER_EXACT[system][0], variant))
+        if base_ev is None:
+            continue
+        ref = reference_run(evals, variant)
+        for decoding in DECODINGS:
+            hyp, base = ev["outputs"][test].get(decoding), base_ev["outputs"][test].get(decoding)
+            if hyp is None or base is None:
+                continue
+            against_base = score(hyp, spec, data_out, compare_to=base, metrics=metric)
+            row = {"system": system, "base": PAPER_EXACT[system][0], "vocab": variant, "decoding": decoding,
+                   "score": against_base[metric], "base_score": score(base, spec, data_out, metrics=metric)[metric],
+                   "p_base": against_base["p_values"][metric], "lstm_score": None, "p_lstm": None}
+            if ref is not None:
+                lstm = ref["outputs"][test].get(decoding, ref["outputs"][test]["plain"])
+                row["lstm_score"] = score(lstm, spec, data_out, metrics=metric)[metric]
+                row["p_lstm"] = score(hyp, spec, data_out, compare_to=lstm, metrics=metric)["p_values"][metric]
+            rows.append(row)
+    return rows
+
+
+def paper_exact_table(args, recipe, rows):
+    """The table of :func:`paper_exact_rows`."""
+    metric = METRIC_NAMES.get(recipe["valid"]["metric"], recipe["valid"]["metric"])
+    lines = ["", "### Paper-exact variants against today's models and fairseq `lstm` ({} {})".format(
+                 recipe["main_test"], metric), "",
+             "| variant | today's model | vocab | UNK | variant | today's | p | fairseq `lstm` | p |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append("| {} | {} | {} | {} | {:.2f} | {:.2f} | {} | {} | {} |".format(
+            r["system"], r["base"], r["vocab"], cell("decoding", r["decoding"]), r["score"], r["base_score"],
+            fmt_p(r["p_base"]), "-" if r["lstm_score"] is None else "{:.2f}".format(r["lstm_score"]),
+            "-" if r["p_lstm"] is None else fmt_p(r["p_lstm"])))
+    lines += ["", "Each variant is its model with the paper's own forms of the departures on "
+                  "(fairseq_wean.compare.systems.PAPER_EXACT: " + "; ".join(
+                      "`{}` = `{}` {}".format(name, base, " ".join(flags))
+                      for name, (base, flags) in PAPER_EXACT.items() if name in {r["system"] for r in rows}) +
+              "), all else equal. p: paired bootstrap (1000 resamples) of the variant's output against today's "
+              "model's and against fairseq `lstm`'s (same vocabulary, else words), with the same UNK handling. " +
+              REPLACE_UNK_NOTE]
+    return lines
+
+
+def write_tables(args, recipe, rows, meta, seeds=None, paper_exact=None):
     cols = columns(args, recipe)
     with open(os.path.join(args.out, "results.csv"), "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
@@ -289,6 +347,8 @@ def write_tables(args, recipe, rows, meta, seeds=None):
                "stats); sent. with invented %: sentences with at least one." if args.task != "translation" else "")]
     if seeds:
         lines += seed_table(args, recipe, seeds)
+    if paper_exact:
+        lines += paper_exact_table(args, recipe, paper_exact)
     lines += ["", "![validation score per epoch](valid_curve.png)", ""]
     with open(os.path.join(args.out, "results.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines))

@@ -38,6 +38,7 @@ teacher-forced training runs the LSTM over the whole target at once and attends 
 steps in one batched product; incremental decoding runs the same LSTM one step at a time.
 """
 import contextlib
+import logging
 
 import torch
 from fairseq.models import (
@@ -60,6 +61,7 @@ from fairseq_wean.modules.rnn_encoder import (
 )
 
 
+logger = logging.getLogger(__name__)
 CANDIDATE_CHOICES = ("all", "source", "target")
 
 
@@ -103,6 +105,8 @@ class WeanLSTMModel(CheckedEncoderDecoderModel):
                     args, task, dictionary, args.wean_candidates, "--wean-candidates " + args.wean_candidates,
                     "--wean-candidates all")
                 candidate_mask = frequent_mask_from_counts(dictionary, counts, len(dictionary))
+                logger.info("wean_lstm: %d candidate words of the %d dictionary entries (--wean-candidates %s)",
+                            int(candidate_mask.sum()), len(dictionary), args.wean_candidates)
                 # saved with the model's arguments: later builds take the set from the checkpoint
                 with open_dict(args) if OmegaConf.is_config(args) else contextlib.nullcontext():
                     args.wean_candidates_in_checkpoint = True

@@ -373,3 +373,26 @@ def test_candidates_through_fairseqs_own_task_setup(skewed_data_bin):
     seen[task.source_dictionary.unk()] = True
     assert torch.equal(model.decoder.candidate_mask, seen)  # eos ends every source: in both
     assert cfg.model.wean_candidates == "source" and cfg.model.wean_candidates_in_checkpoint
+
+
+def test_score_reference_gives_a_word_outside_the_candidates_probability_zero(skewed_data_bin):
+    """fairseq-generate --score-reference (SequenceScorer) reads the reference as it is: a word
+    outside the set scores -inf at its position (its probability under the model), the others stay
+    finite and equal the model's log-probabilities (docs/models/wean_lstm.md says so)."""
+    from fairseq.sequence_scorer import SequenceScorer
+
+    data, _, _ = skewed_data_bin
+    model, d, _ = candidate_model(data, "source")
+    model.eval()
+    src, lengths, _, _ = random_batch(d, bsz=1)
+    target = torch.tensor([[d.index("w1"), d.index("t0"), d.index("s2"), d.eos()]])
+    prev = torch.cat([torch.tensor([[d.eos()]]), target[:, :-1]], 1)
+    sample = {"id": torch.tensor([0]), "net_input": {"src_tokens": src, "src_lengths": lengths,
+                                                      "prev_output_tokens": prev}, "target": target}
+    hypo = SequenceScorer(d).generate([model], sample)[0][0]
+    with torch.no_grad():
+        lprobs = model.get_normalized_probs(model(**sample["net_input"]), log_probs=True)[0]
+    expected = lprobs.gather(-1, target[0].unsqueeze(-1)).squeeze(-1)
+    assert torch.isneginf(hypo["positional_scores"][1]) and torch.isneginf(hypo["score"])
+    keep = torch.tensor([True, False, True, True])
+    torch.testing.assert_close(hypo["positional_scores"][keep], expected[keep], atol=1e-5, rtol=0)

@@ -881,7 +881,7 @@ def test_paper_exact_table_bootstraps_each_variant_against_its_model_and_lstm(tm
     assert row["score"] > row["base_score"] > row["lstm_score"]
     table = report.paper_exact_table(args, recipe, rows)
     line = [x for x in table if x.startswith("| core_copy_paper ")][0]
-    assert line == "| core_copy_paper | core_copy | word | plain | {:.2f} | {:.2f} | {} | {:.2f} | {} |".format(
+    assert line == "| core_copy_paper | core_copy | word | plain | BLEU | {:.2f} | {:.2f} | {} | {:.2f} | {} |".format(
         row["score"], row["base_score"], report.fmt_p(row["p_base"]), row["lstm_score"], report.fmt_p(row["p_lstm"]))
     assert "`core_copy_paper` = `core_copy` --core-attend-previous-state" in table[-1]
     # no lstm: the row stays, its lstm cells empty; an extra seed of a variant is not a row
@@ -891,6 +891,22 @@ def test_paper_exact_table_bootstraps_each_variant_against_its_model_and_lstm(tm
     assert len(rows) == 1 and rows[0]["lstm_score"] is None and rows[0]["p_lstm"] is None
     assert [x for x in report.paper_exact_table(args, recipe, rows) if x.startswith("| core_copy_paper ")][0].endswith(
         "| - | - |")
+    # TurkCorpus' convention: SARI and legacy SARI (EASSE legacy=True), each scored and bootstrapped so
+    evals[("lstm", "word")] = {"outputs": {"t": {"plain": str(tmp_path / "lstm.hyp")}}}
+    outputs["core_copy_paper"] = [x.upper() for x in ref[:5]] + src[5:]  # legacy SARI does not lowercase
+    (tmp_path / "core_copy_paper.hyp").write_text("\n".join(outputs["core_copy_paper"]) + "\n")
+    sari = {"main_test": "t", "valid": {"metric": "sari"},
+            "tests": {"t": {"orig": "test.src", "refs": ["test.ref"], "metrics": "sari", "table": ["sari", "sari_legacy"]}}}
+    rows = report.paper_exact_rows(args, sari, evals)
+    assert [r["metric"] for r in rows] == ["sari", "sari_legacy"]
+    for r, mode in zip(rows, ("default", "legacy")):
+        mine = score(outputs["core_copy_paper"], sources=src, references=[ref], metrics="sari", sari_mode=mode,
+                     compare_to=outputs["core_copy"])
+        assert r["score"] == pytest.approx(mine["sari"]) and r["p_base"] == mine["p_values"]["sari"]
+        assert r["p_lstm"] == score(outputs["core_copy_paper"], sources=src, references=[ref], metrics="sari",
+                                    sari_mode=mode, compare_to=outputs["lstm"])["p_values"]["sari"]
+    assert rows[0]["score"] != rows[1]["score"]  # the two modes differ on these outputs
+    assert "| SARI (legacy) |" in [x for x in report.paper_exact_table(args, sari, rows) if "legacy" in x][0]
 
 
 @needs_data

@@ -54,6 +54,14 @@ def score(sys_path, spec, data_out, compare_to=None, metrics=None):
         **options_from_score_args(spec.get("score_args", [])))
 
 
+def legacy_sari(sys_path, spec, data_out, compare_to=None):
+    """SARI with EASSE's legacy=True, the mode behind published TurkCorpus numbers: (score, p
+    against ``compare_to`` or None)."""
+    legacy = dict(spec, score_args=spec.get("score_args", []) + ["--sari-mode", "legacy"])
+    s = score(sys_path, legacy, data_out, compare_to=compare_to, metrics="sari")
+    return s["sari"], s["p_values"]["sari"] if compare_to else None
+
+
 # ---------------------------------------------------------------------------------------------
 def ref_variant(evals, variant):
     """The vocabulary of the fairseq lstm a row is compared with: its own, else the word-level one."""
@@ -89,12 +97,10 @@ def build_rows(args, recipe, evals, baselines):
                 other = ref["outputs"][test].get(decoding, ref["outputs"][test]["plain"])
             hyp = outs[test][decoding if ev else "plain"]
             s = score(hyp, spec, data_out, compare_to=other)
-            if "sari_legacy" in spec["table"]:  # EASSE legacy=True: the mode published TurkCorpus SARI used
-                legacy = score(hyp, dict(spec, score_args=spec.get("score_args", []) + ["--sari-mode", "legacy"]),
-                               data_out, compare_to=other, metrics="sari")
-                s["sari_legacy"] = legacy["sari"]
+            if "sari_legacy" in spec["table"]:
+                s["sari_legacy"], p_legacy = legacy_sari(hyp, spec, data_out, compare_to=other)
                 if other:
-                    s["p_values"]["sari_legacy"] = legacy["p_values"]["sari"]
+                    s["p_values"]["sari_legacy"] = p_legacy
             for m in spec["metrics"].split(",") + (["sari_legacy"] if "sari_legacy" in spec["table"] else []):
                 if m == "stats":
                     if test == recipe["main_test"]:
@@ -263,14 +269,23 @@ def seed_table(args, recipe, rows):
 def paper_exact_rows(args, recipe, evals):
     """The paper-exact variants (issue 41; systems.PAPER_EXACT) against today's model and fairseq
     ``lstm``: one dict per variant run (seed --seed) whose base system ran on the same vocabulary,
-    and per decoding of DECODINGS both have: ``system``, ``base``, ``vocab``, ``decoding``,
-    ``score``, ``base_score``, ``p_base`` and, where ``lstm`` ran (:func:`reference_run`),
-    ``lstm_score``, ``p_lstm`` (else None). Scores are the main test set's validation metric, p
-    the paired bootstrap of the variant's output against the other's with the same UNK handling."""
+    per decoding of DECODINGS both have and per metric: ``system``, ``base``, ``vocab``,
+    ``decoding``, ``metric``, ``score``, ``base_score``, ``p_base`` and, where ``lstm`` ran
+    (:func:`reference_run`), ``lstm_score``, ``p_lstm`` (else None). The metrics are the main test
+    set's validation metric, and legacy SARI where the test's table has it (the TurkCorpus
+    convention); p is the paired bootstrap of the variant's output against the other's with the
+    same UNK handling."""
     data_out = os.path.join(args.out, "data")
     test = recipe["main_test"]
     spec = recipe["tests"][test]
-    metric = recipe["valid"]["metric"]
+    metrics = [recipe["valid"]["metric"]] + (["sari_legacy"] if "sari_legacy" in spec.get("table", []) else [])
+
+    def scored(hyp, metric, compare_to=None):
+        if metric != "sari_legacy":
+            return score(hyp, spec, data_out, compare_to=compare_to, metrics=metric)
+        value, p = legacy_sari(hyp, spec, data_out, compare_to=compare_to)
+        return {"sari_legacy": value, "p_values": {"sari_legacy": p}}
+
     rows = []
     for key, ev in evals.items():
         if len(key) > 2 or key[0] not in PAPER_EXACT:
@@ -284,29 +299,30 @@ def paper_exact_rows(args, recipe, evals):
             hyp, base = ev["outputs"][test].get(decoding), base_ev["outputs"][test].get(decoding)
             if hyp is None or base is None:
                 continue
-            against_base = score(hyp, spec, data_out, compare_to=base, metrics=metric)
-            row = {"system": system, "base": PAPER_EXACT[system][0], "vocab": variant, "decoding": decoding,
-                   "score": against_base[metric], "base_score": score(base, spec, data_out, metrics=metric)[metric],
-                   "p_base": against_base["p_values"][metric], "lstm_score": None, "p_lstm": None}
-            if ref is not None:
-                lstm = ref["outputs"][test].get(decoding, ref["outputs"][test]["plain"])
-                row["lstm_score"] = score(lstm, spec, data_out, metrics=metric)[metric]
-                row["p_lstm"] = score(hyp, spec, data_out, compare_to=lstm, metrics=metric)["p_values"][metric]
-            rows.append(row)
+            for metric in metrics:
+                against_base = scored(hyp, metric, compare_to=base)
+                row = {"system": system, "base": PAPER_EXACT[system][0], "vocab": variant, "decoding": decoding,
+                       "metric": metric, "score": against_base[metric], "base_score": scored(base, metric)[metric],
+                       "p_base": against_base["p_values"][metric], "lstm_score": None, "p_lstm": None}
+                if ref is not None:
+                    lstm = ref["outputs"][test].get(decoding, ref["outputs"][test]["plain"])
+                    row["lstm_score"] = scored(lstm, metric)[metric]
+                    row["p_lstm"] = scored(hyp, metric, compare_to=lstm)["p_values"][metric]
+                rows.append(row)
     return rows
 
 
 def paper_exact_table(args, recipe, rows):
     """The table of :func:`paper_exact_rows`."""
-    metric = METRIC_NAMES.get(recipe["valid"]["metric"], recipe["valid"]["metric"])
-    lines = ["", "### Paper-exact variants against today's models and fairseq `lstm` ({} {})".format(
-                 recipe["main_test"], metric), "",
-             "| variant | today's model | vocab | UNK | variant | today's | p | fairseq `lstm` | p |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["", "### Paper-exact variants against today's models and fairseq `lstm` ({})".format(
+                 recipe["main_test"]), "",
+             "| variant | today's model | vocab | UNK | metric | variant | today's | p | fairseq `lstm` | p |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append("| {} | {} | {} | {} | {:.2f} | {:.2f} | {} | {} | {} |".format(
-            r["system"], r["base"], r["vocab"], cell("decoding", r["decoding"]), r["score"], r["base_score"],
-            fmt_p(r["p_base"]), "-" if r["lstm_score"] is None else "{:.2f}".format(r["lstm_score"]),
+        lines.append("| {} | {} | {} | {} | {} | {:.2f} | {:.2f} | {} | {} | {} |".format(
+            r["system"], r["base"], r["vocab"], cell("decoding", r["decoding"]), METRIC_NAMES.get(r["metric"], r["metric"]),
+            r["score"], r["base_score"], fmt_p(r["p_base"]),
+            "-" if r["lstm_score"] is None else "{:.2f}".format(r["lstm_score"]),
             "-" if r["p_lstm"] is None else fmt_p(r["p_lstm"])))
     lines += ["", "Each variant is its model with the paper's own forms of the departures on "
                   "(fairseq_wean.compare.systems.PAPER_EXACT: " + "; ".join(

@@ -93,7 +93,6 @@ Design choices, and why:
   in V_G) and share the ``<unk>`` input embedding, so a marker for a position never seen in
   training behaves like the trained ones.
 """
-import contextlib
 
 import torch
 import torch.nn as nn
@@ -102,7 +101,6 @@ from fairseq.models import (
     register_model,
     register_model_architecture,
 )
-from omegaconf import OmegaConf, open_dict
 
 from fairseq_wean.data.align_table import read_align_table
 from fairseq_wean.data.markers import marker_ids
@@ -123,6 +121,7 @@ from fairseq_wean.modules.model_options import (
     check_model_options,
     check_shared_output_embed,
     require_joined_dictionary,
+    set_saved_arg,
     shared_embed_dim,
 )
 from fairseq_wean.modules.decoder_state import RecurrentDecoder, current_step, reorder_per_sentence
@@ -216,11 +215,11 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
                 )
             table = read_align_table(args.core_align_table, dictionary, args.core_topk)
             if args.core_frequent_from == "target":
-                counts = count_training_words(args, task, dictionary)
+                counts = count_training_words(args, task, dictionary, "target", "--core-frequent-from target",
+                                              "--core-frequent-from joined")
                 frequent_mask = frequent_mask_from_counts(dictionary, counts, args.core_num_frequent)
             # Saved with the model's arguments: later builds take A from the checkpoint.
-            with open_dict(args) if OmegaConf.is_config(args) else contextlib.nullcontext():
-                args.core_align_table_in_checkpoint = True
+            set_saved_arg(args, "core_align_table_in_checkpoint", True)
         embed_tokens = MarkerEmbedding(dictionary, args.embed_dim, marker_ids(dictionary))
         # CoRe's encoder: a bidirectional GRU (eq. 1)
         encoder = RNNEncoder.from_args(args, dictionary, embed_tokens, cell_type="gru", bidirectional=True)

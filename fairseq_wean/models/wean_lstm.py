@@ -37,7 +37,6 @@ The decoder has no input feeding (the paper's s_t depends on y_{t-1} and s_{t-1}
 teacher-forced training runs the LSTM over the whole target at once and attends for all
 steps in one batched product; incremental decoding runs the same LSTM one step at a time.
 """
-import contextlib
 import logging
 
 import torch
@@ -45,14 +44,13 @@ from fairseq.models import (
     register_model,
     register_model_architecture,
 )
-from omegaconf import OmegaConf, open_dict
 
 from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SCORE_CHOICES, ScoreFunction, SourceAttention
 from fairseq_wean.modules.decoder_state import RecurrentDecoder, current_step
 from fairseq_wean.modules.layers import RNN, Embedding, Linear
 from fairseq_wean.modules.model_options import (add_shared_embed_dim_args, check_choice, check_model_options,
-                                                require_joined_dictionary, shared_embed_dim)
+                                                require_joined_dictionary, set_saved_arg, shared_embed_dim)
 from fairseq_wean.modules.restricted_vocab import count_training_words, frequent_mask_from_counts
 from fairseq_wean.modules.rnn_encoder import (
     DEFAULT_MAX_POSITIONS,
@@ -108,8 +106,7 @@ class WeanLSTMModel(CheckedEncoderDecoderModel):
                 logger.info("wean_lstm: %d candidate words of the %d dictionary entries (--wean-candidates %s)",
                             int(candidate_mask.sum()), len(dictionary), args.wean_candidates)
                 # saved with the model's arguments: later builds take the set from the checkpoint
-                with open_dict(args) if OmegaConf.is_config(args) else contextlib.nullcontext():
-                    args.wean_candidates_in_checkpoint = True
+                set_saved_arg(args, "wean_candidates_in_checkpoint", True)
         embed_tokens = Embedding(len(dictionary), args.embed_dim, dictionary.pad())
         encoder = RNNEncoder.from_args(
             args, dictionary, embed_tokens, cell_type="lstm", bidirectional=args.encoder_bidirectional

@@ -130,3 +130,15 @@ def shared_embed_dim(args, default):
                 ", ".join("{} {}".format(option_flag(name), value) for name, value in given.items()),
                 max(given.values())))
     return next(iter(given.values()), default)
+
+
+def set_saved_arg(args, name, value):
+    """Set a model argument that fairseq saves with the checkpoint, on an argparse namespace or
+    on fairseq's (struct) OmegaConf config alike: e.g. that the checkpoint holds data the model
+    read when first built for training (checkpoint_safety.BUILT_FROM_CHECKPOINT)."""
+    import contextlib
+
+    from omegaconf import OmegaConf, open_dict
+
+    with open_dict(args) if OmegaConf.is_config(args) else contextlib.nullcontext():
+        setattr(args, name, value)

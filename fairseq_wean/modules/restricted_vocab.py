@@ -42,8 +42,7 @@ def frequent_word_mask(dictionary, num_frequent):
     return mask
 
 
-def count_training_words(args, task, dictionary, side="target", option="--core-frequent-from target",
-                         instead="--core-frequent-from joined"):
+def count_training_words(args, task, dictionary, side, option, instead):
     """Word counts (``|V|`` long tensor) of one side (``"source"`` or ``"target"``) of the
     binarized training data, for the model option ``option`` (named in the errors, with the
     option to use ``instead``).

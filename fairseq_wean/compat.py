@@ -44,6 +44,7 @@ this order:
 15. fairseq 0.12.2's ``transformer`` decodes on torch >= 1.13: its encoder layer's
     "BetterTransformer" fast path is turned off (:func:`install_transformer_without_fast_path`).
 """
+import os
 import sys
 from typing import Optional
 
@@ -164,6 +165,16 @@ def install_build_checks():
         def verify_checkpoint_directory(save_dir):
             try:
                 return original(save_dir)
+            except FileNotFoundError as exc:
+                # fairseq wrote SAVE_DIR/dummy and another run started into the same folder removed
+                # it first: the folder is writable (the lock on --save-dir refuses the second run
+                # in one line later), so this is not the user's permissions
+                if os.path.isdir(save_dir) and os.path.basename(exc.filename or "") == "dummy":
+                    return None
+                raise FairseqWeanError(
+                    "cannot write checkpoints to --save-dir {} ({}): give a directory you can "
+                    "write to".format(save_dir, exc.strerror or exc)
+                ) from None
             except OSError as exc:
                 raise FairseqWeanError(
                     "cannot write checkpoints to --save-dir {} ({}): give a directory you can "

@@ -480,6 +480,31 @@ def test_unwritable_save_dir_is_refused_at_start(runs):
     assert "num. shared model params" not in proc.stdout  # before the model is even built
 
 
+def test_two_runs_starting_in_one_save_dir_are_not_told_it_is_unwritable(tmp_path, monkeypatch):
+    """fairseq's start-up check writes and removes SAVE_DIR/dummy; a second run started at the same
+    moment into the same folder removed it first, and the first run was told the folder cannot be
+    written (seen in CI). The folder is writable, so the check passes (the --save-dir lock then
+    refuses the second run); a folder that cannot hold files is still refused in one line."""
+    import fairseq_wean  # noqa: F401  (installs the checks)
+    from fairseq import checkpoint_utils
+
+    from fairseq_wean.errors import FairseqWeanError
+
+    real_remove = os.remove
+
+    def removed_by_the_other_run_first(path):
+        real_remove(path)
+        raise FileNotFoundError(2, "No such file or directory", path)
+
+    monkeypatch.setattr(os, "remove", removed_by_the_other_run_first)
+    checkpoint_utils.verify_checkpoint_directory(str(tmp_path / "shared"))
+    assert sorted(os.listdir(tmp_path / "shared")) == []
+    monkeypatch.setattr(os, "remove", real_remove)
+    (tmp_path / "a-file").write_text("not a folder")
+    with pytest.raises(FairseqWeanError, match=r"cannot write checkpoints to --save-dir .*a-file/sub"):
+        checkpoint_utils.verify_checkpoint_directory(str(tmp_path / "a-file" / "sub"))
+
+
 def test_interactive_input_with_a_non_utf8_line(runs):
     """The lines before the bad one get their hypotheses (also when they wait in a --buffer-size batch);
     then one line names the file and the line. Before, no line got a hypothesis."""

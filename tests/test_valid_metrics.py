@@ -270,16 +270,19 @@ def test_validation_and_criterion_mistakes_are_one_line_errors_before_training(d
     ]
     write_align_table(tmp_path / "align.table")
     (tmp_path / "short.ref").write_text("a\nb\n")
+    # one --save-dir per run: fairseq's start-up check writes and removes SAVE_DIR/dummy, so runs
+    # started together in one directory remove each other's file (a race, not the check under test)
     procs = cli_concurrently([
-        ("fairseq-train", train_args(data_bin, tmp_path / "ck", SMALL_WEAN, "--cpu", "--max-epoch", 1, *extra),
-         {"check": False}) for extra, _ in cases
+        ("fairseq-train", train_args(data_bin, tmp_path / "ck{}".format(i), SMALL_WEAN, "--cpu", "--max-epoch", 1,
+                                     *extra),
+         {"check": False}) for i, (extra, _) in enumerate(cases)
     ])
-    for (extra, message), proc in zip(cases, procs):
+    for i, ((extra, message), proc) in enumerate(zip(cases, procs)):
         assert proc.returncode != 0, extra
         last = proc.stderr.strip().splitlines()[-1]
         assert last.startswith("fairseq-wean: error: ") and message in last, (extra, proc.stderr[-2000:])
         assert "Traceback" not in proc.stderr, extra
-        assert not os.path.exists(tmp_path / "ck" / "checkpoint_last.pt")
+        assert not os.path.exists(tmp_path / "ck{}".format(i) / "checkpoint_last.pt")
 
 
 def test_a_best_checkpoint_without_a_last_one_is_not_replaced_by_a_fresh_run(data_bin, tmp_path):

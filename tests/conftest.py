@@ -206,7 +206,7 @@ def random_batch(dictionary, bsz=4, src_len=7, tgt_len=6, seed=0, left_pad=True)
 def cli_concurrently(commands, timeout=600):
     """Run several console scripts at once (as ``cli`` does); returns their CompletedProcesses.
 
-    ``commands``: ``(name, args)`` or ``(name, args, {"input": ..., "check": ...})``. Start-up
+    ``commands``: ``(name, args)`` or ``(name, args, {"input": ..., "check": ..., "env": {...}})``. Start-up
     (importing torch and fairseq) dominates short runs; overlapping it keeps CLI tests fast.
     Output goes to temporary files, so a chatty process never blocks on a full pipe.
     """
@@ -218,7 +218,8 @@ def cli_concurrently(commands, timeout=600):
         name, args, options = (tuple(command) + ({},))[:3]
         out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
         proc = subprocess.Popen(
-            [os.path.join(BIN, name)] + [str(a) for a in args], cwd=REPO, env=full_env, text=True,
+            [os.path.join(BIN, name)] + [str(a) for a in args], cwd=REPO, env=dict(full_env, **options.get("env", {})),
+            text=True,
             stdin=subprocess.PIPE, stdout=out, stderr=err,
         )
         proc.stdin.write(options.get("input") or "")

@@ -637,3 +637,47 @@ def test_the_printed_table_names_systems_and_the_bleu_tokenization(tmp_path, cap
     assert re.search(r"^chrF +100\.00  \| lstm ", text, re.M) and re.search(r"^lstm = .*o\.txt; p: two-sided", text, re.M)
     score.main(["--sys", f[0], "--refs", f[1], "--metrics", "bleu", "--compare-to", f[2], "--bootstrap-samples", "20"])
     assert "| o.txt " in capsys.readouterr().out  # default labels: the file names
+
+
+def test_the_standalone_commands_start_without_fairseq_or_torch(tmp_path):
+    """fairseq-wean-score, -report and -align-table import neither fairseq nor torch (importing
+    fairseq imports every task it has, scikit-learn included: about 4 s of CPU per process), and
+    still do their work and give one-line errors; a program that imports the package otherwise gets
+    the plugin registered (the control: without it this test could not fail)."""
+    import sys
+
+    def write(path, lines):
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        return path
+
+    src = write(tmp_path / "train.src", ["a b c d", "b c d e", "a c e", "d e a b"] * 3)
+    tgt = write(tmp_path / "train.tgt", ["a b d", "b d e", "a e", "d a b"] * 3)
+    env = {"PYTHONPROFILEIMPORTTIME": "1"}
+    runs = {
+        "score": ("fairseq-wean-score", ["--sys", tgt, "--orig", src, "--refs", tgt, "--metrics", "sari,bleu"], {}),
+        "score_error": ("fairseq-wean-score", ["--sys", tmp_path / "missing", "--refs", tgt, "--metrics", "bleu"],
+                        {"check": False}),
+        "report": ("fairseq-wean-report", ["--sys", tgt, "--orig", src, "--refs", tgt, "--out", tmp_path / "r.html"],
+                   {}),
+        "align": ("fairseq-wean-align-table", ["--src", src, "--tgt", tgt, "--topk", 2, "--out", tmp_path / "a.tsv"],
+                  {}),
+        "control": (os.path.basename(sys.executable), ["-c", "import fairseq_wean"], {}),
+    }
+    procs = dict(zip(runs, cli_concurrently([(exe, args, dict(kw, env=env)) for exe, args, kw in runs.values()])))
+
+    def imported(proc):
+        return {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+
+    assert {"fairseq", "torch", "fairseq_wean.compat"} <= imported(procs["control"])
+    for name in ("score", "score_error", "report", "align"):
+        assert not {"fairseq", "torch", "sklearn"} & imported(procs[name]), name
+    from fairseq_wean.scoring import score as score_corpus
+
+    expected = score_corpus(read_text_lines(tgt), sources=read_text_lines(src), references=[read_text_lines(tgt)],
+                            metrics="sari")["sari"]
+    assert float(re.search(r"^SARI +([0-9.]+)", procs["score"].stdout, re.M).group(1)) == pytest.approx(expected, abs=0.006)
+    assert (tmp_path / "r.html").exists()
+    assert (tmp_path / "a.tsv").read_text(encoding="utf-8").count("\t") > 0
+    errors = [l for l in procs["score_error"].stderr.splitlines() if not l.startswith("import time:")]
+    assert procs["score_error"].returncode == 1 and errors[-1].startswith("fairseq-wean-score: error: ") \
+        and "missing" in errors[-1] and "Traceback" not in procs["score_error"].stderr

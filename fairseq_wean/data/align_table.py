@@ -19,8 +19,6 @@ import collections
 import logging
 import os
 
-import torch
-
 from fairseq_wean.data.markers import is_position_marker
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.textio import atomic_output, check_input
@@ -93,6 +91,8 @@ def read_align_table(path, dictionary, topk):
     ``dictionary.pad()``. Position markers and special symbols are skipped (markers are
     copy-only). Every other word must be in the dictionary: a table built on other text is refused.
     """
+    import torch  # here, not at the top: fairseq-wean-align-table writes tables without torch
+
     if not path:
         raise FairseqWeanError(
             "--arch core_copy needs --core-align-table TABLE: build it from the tokenized training "

@@ -6,11 +6,7 @@ The library API (lists of strings in, dicts out): ``score`` (corpus scores, what
 the inputs of fairseq-wean-score and fairseq-wean-report (plain file or log, ``S-``/``T-`` lines
 for missing sources and references, one line per test sentence): :mod:`fairseq_wean.scoring.inputs`.
 """
-import importlib
-import os
+from fairseq_wean.scoring.scores import score, sentence_scores  # noqa: F401
 
-for _file in sorted(os.listdir(os.path.dirname(__file__))):
-    if _file.endswith(".py") and not _file.startswith("_"):
-        importlib.import_module("fairseq_wean.scoring." + _file[: -len(".py")])
-
-from fairseq_wean.scoring.scores import score, sentence_scores  # noqa: E402
+# The fairseq scorer (:mod:`fairseq_wean.scoring.rouge`) is imported where fairseq is: by the
+# package's registration (``fairseq_wean/__init__.py``); the rest of scoring needs no fairseq.

@@ -4,7 +4,7 @@ Importing the package registers the architectures, the criterion and the scorers
 applies the fixes in :mod:`fairseq_wean.compat`. Nothing here touches a device.
 
 The commands that need no fairseq (:data:`STANDALONE_COMMANDS`: scoring, the report page, the
-alignment table) skip that when they are the running program and fairseq is not imported yet:
+alignment table, the CPU-distributed launcher) skip that when they are the running program and fairseq is not imported yet:
 importing fairseq imports every task it has (scikit-learn and scipy included), about 4 s of CPU
 per process, against half a second for the command itself.
 """
@@ -13,7 +13,8 @@ import sys
 
 from fairseq_wean import errors
 
-STANDALONE_COMMANDS = ("fairseq-wean-score", "fairseq-wean-report", "fairseq-wean-align-table")
+STANDALONE_COMMANDS = ("fairseq-wean-score", "fairseq-wean-report", "fairseq-wean-align-table",
+                       "fairseq-wean-train-cpu-dist")  # the launcher: its ranks run fairseq-train
 
 errors.install_excepthook()
 

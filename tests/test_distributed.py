@@ -20,7 +20,7 @@ import time
 import pytest
 import torch
 
-from conftest import REPO, USER_DIR, cli
+from conftest import BIN, REPO, USER_DIR, cli
 
 ARCH_SIZES = {
     "wean_lstm": ["--embed-dim", 16, "--encoder-hidden-size", 16, "--decoder-hidden-size", 16],
@@ -32,8 +32,8 @@ ARCH_SIZES = {
 }
 BATCH = 16  # sentences per rank; 400 training pairs -> 25 batches -> 13 updates on 2 ranks
 UPDATES = 13
-# = the console script fairseq-wean-train-cpu-dist (python -m fairseq_wean.cli.train_cpu_dist works too)
-LAUNCHER = [sys.executable, "-c", "from fairseq_wean.cli.train_cpu_dist import cli_main; cli_main()"]
+# the console script, as users run it (python -m fairseq_wean.cli.train_cpu_dist works too)
+LAUNCHER = [os.path.join(BIN, "fairseq-wean-train-cpu-dist")]
 ENV = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
 
 

@@ -640,7 +640,7 @@ def test_the_printed_table_names_systems_and_the_bleu_tokenization(tmp_path, cap
 
 
 def test_the_standalone_commands_start_without_fairseq_or_torch(tmp_path):
-    """fairseq-wean-score, -report and -align-table import neither fairseq nor torch (importing
+    """fairseq-wean-score, -report, -align-table and -train-cpu-dist (its ranks run fairseq-train) import neither fairseq nor torch (importing
     fairseq imports every task it has, scikit-learn included: about 4 s of CPU per process), and
     still do their work and give one-line errors; a program that imports the package otherwise gets
     the plugin registered (the control: without it this test could not fail)."""
@@ -661,6 +661,8 @@ def test_the_standalone_commands_start_without_fairseq_or_torch(tmp_path):
                    {}),
         "align": ("fairseq-wean-align-table", ["--src", src, "--tgt", tgt, "--topk", 2, "--out", tmp_path / "a.tsv"],
                   {}),
+        "launcher_error": ("fairseq-wean-train-cpu-dist", ["--nproc-per-node", 0, "--", tmp_path, "--arch", "lstm"],
+                           {"check": False}),
         "control": (os.path.basename(sys.executable), ["-c", "import fairseq_wean"], {}),
     }
     procs = dict(zip(runs, cli_concurrently([(exe, args, dict(kw, env=env)) for exe, args, kw in runs.values()])))
@@ -669,7 +671,7 @@ def test_the_standalone_commands_start_without_fairseq_or_torch(tmp_path):
         return {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
 
     assert {"fairseq", "torch", "fairseq_wean.compat"} <= imported(procs["control"])
-    for name in ("score", "score_error", "report", "align"):
+    for name in ("score", "score_error", "report", "align", "launcher_error"):
         assert not {"fairseq", "torch", "sklearn"} & imported(procs[name]), name
     from fairseq_wean.scoring import score as score_corpus
 
@@ -681,3 +683,5 @@ def test_the_standalone_commands_start_without_fairseq_or_torch(tmp_path):
     errors = [l for l in procs["score_error"].stderr.splitlines() if not l.startswith("import time:")]
     assert procs["score_error"].returncode == 1 and errors[-1].startswith("fairseq-wean-score: error: ") \
         and "missing" in errors[-1] and "Traceback" not in procs["score_error"].stderr
+    assert procs["launcher_error"].returncode == 1 and procs["launcher_error"].stderr.strip().splitlines()[-1] \
+        .startswith("fairseq-wean-train-cpu-dist: error: --nproc-per-node must be at least 1 (got 0)")

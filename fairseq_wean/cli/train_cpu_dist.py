@@ -50,7 +50,6 @@ import sys
 import threading
 import time
 
-from fairseq_wean.distributed import DUMP_ENV
 
 PROG = "fairseq-wean-train-cpu-dist"
 # The launcher's pid, for a rank to check that it did not die before PR_SET_PDEATHSIG was set.
@@ -240,6 +239,8 @@ def launch(train_args, nproc_per_node=2, nnodes=1, node_rank=0, master_addr="127
     env[LAUNCHER_PID_ENV] = str(os.getpid())
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // nproc_per_node)))
     if dump_rank_params:
+        from fairseq_wean.distributed import DUMP_ENV  # here: the launcher itself needs no torch
+
         env[DUMP_ENV] = os.path.abspath(dump_rank_params)
     if log_dir:
         os.makedirs(log_dir, exist_ok=True)

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Creates ./.venv with everything fairseq-wean needs, on a machine where only Python 3 exists.
+# Creates ./.venv with everything fairseq-wean needs, on a machine where only Python 3.10 or 3.11 exists.
 #
 # torch is installed first, pinned to 2.13.0, because fairseq's build imports torch and an
 # unpinned `torch` would pull a multi-GB CUDA build. fairseq (fairseq-fixed on Python >= 3.11,
 # see setup.py) is then built against that torch with --no-build-isolation: with build
 # isolation pip would build it against a freshly downloaded torch.
 # Re-running is cheap: nothing is reinstalled while setup.py is unchanged.
-#   PYTHON=python3.11   which interpreter creates the venv (default python3)
+#   PYTHON=python3.11   which interpreter creates the venv (default python3; 3.10 or 3.11, checked first)
 #   TORCH_SPEC=...      what to install for torch (default torch==2.13.0)
 #   PIP_EXTRA=...       extra pip options, e.g. "--extra-index-url https://download.pytorch.org/whl/cpu"
 # --with-browser (the test set-up command): also install Debian's chromium when no headless
@@ -22,6 +22,22 @@ for arg in "$@"; do
         *) echo "setup_env.sh: unknown option $arg (known: --with-browser)" >&2; exit 2 ;;
     esac
 done
+venv=.venv
+stamp=$venv/.fairseq-wean-setup
+python="${PYTHON:-python3}"
+# The Pythons setup.py allows (python_requires), checked before any work: else pip fails after
+# installing torch, with "requires a different Python".
+if [ ! -x "$venv/bin/python" ]; then
+    if ! version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null); then
+        echo "fairseq-wean: error: no Python '$python' on PATH: set PYTHON to a Python 3.10 or 3.11 (e.g. PYTHON=python3.11)" >&2
+        exit 1
+    fi
+    case "$version" in
+        3.10|3.11) ;;
+        *) echo "fairseq-wean: error: '$python' is Python $version; fairseq-wean needs 3.10 or 3.11 (fairseq 0.12 does not run on newer ones): PYTHON=python3.11 bash scripts/setup_env.sh" >&2
+           exit 1 ;;
+    esac
+fi
 # the names tests/test_report.py looks for
 browsers=(chromium chromium-browser google-chrome chrome-headless-shell)
 have_browser() {
@@ -39,10 +55,8 @@ if [ "$with_browser" = 1 ] && ! have_browser; then
         echo "fairseq-wean: warning: no headless Chromium on PATH and no root apt-get to install it; the browser tests will skip" >&2
     fi
 fi
-venv=.venv
-stamp=$venv/.fairseq-wean-setup
 if [ ! -x "$venv/bin/python" ]; then
-    "${PYTHON:-python3}" -m venv "$venv"
+    "$python" -m venv "$venv"
 fi
 if [ -f "$stamp" ] && cmp -s "$stamp" setup.py; then
     exit 0

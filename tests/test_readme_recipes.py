@@ -2,7 +2,7 @@
 
 Each test takes a ``bash`` block of README.md (found by its section heading), writes a small
 parallel corpus with rare words into an empty folder (the user's data folder), and runs the
-block's commands there with bash after the README's own set-up line (``export WEAN=...``),
+block's commands there with bash after the README's own set-up lines (activate, ``export WEAN=...``),
 changing only the training budget (``--max-epoch 1 --cpu``) so that the test stays short.
 A README that drifts from the code fails here.
 """
@@ -34,13 +34,15 @@ def readme_block(heading, index=0, document="README.md"):
     return re.findall(r"```bash\n(.*?)```", section, re.S)[index]
 
 
+ACTIVATE = "source /path/to/fairseq-wean/.venv/bin/activate"  # the README's placeholder path
+
+
 def readme_setup_line():
-    """The README's ``export WEAN=...`` line (its first bash block, before the first section)."""
-    text = readme_text()
-    intro = re.findall(r"```bash\n(.*?)```", text[: text.index("\n## ")], re.S)[0]
-    lines = [line for line in intro.splitlines() if line.startswith("export WEAN=")]
-    assert len(lines) == 1, "the README's set-up lines changed"
-    return lines[0]
+    """The README's set-up lines for your own data (the first two lines of the quick start:
+    activate the environment, ``export WEAN=...``), activating the environment that runs the tests."""
+    lines = readme_block("Quick start: your own data").splitlines()[:2]
+    assert lines[0] == ACTIVATE and lines[1].startswith("export WEAN="), "the README's set-up lines changed"
+    return "\n".join([lines[0].replace(ACTIVATE, "source " + os.path.join(BIN, "activate")), lines[1]])
 
 
 def commands(block, until=None):
@@ -123,6 +125,7 @@ def test_quick_start_runs_as_written(tmp_path):
     write_corpus(tmp_path, seed=2)
     block = readme_block("Quick start: your own data")
     assert block.count("--max-epoch 30") == 1
+    block = "\n".join(block.splitlines()[2:]) + "\n"  # its set-up lines: run_bash runs them first
     proc = run_bash(block.replace("--max-epoch 30", "--max-epoch 1 --cpu --num-workers 0 --seed 1"), tmp_path)
     for m in ("wean_lstm", "core_copy", "word_attn_gated", "lstm"):
         assert (tmp_path / "ck" / m / "checkpoint_best.pt").exists(), m

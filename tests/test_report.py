@@ -713,6 +713,33 @@ def test_setup_goes_on_when_apt_get_fails_and_refuses_unknown_options(tmp_path):
     assert proc.stderr == "setup_env.sh: unknown option --with-browsers (known: --with-browser)\n"
 
 
+def test_setup_refuses_a_python_fairseq_does_not_run_on_before_any_work(tmp_path):
+    """A python3 of 3.12 made the venv, installed torch, then failed in pip ("requires a different
+    Python"); now one line names the fix before anything is installed (apt-get included)."""
+    repo = tmp_path / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    shutil.copy(SETUP, repo / "scripts")
+    shutil.copy(os.path.join(REPO, "setup.py"), repo)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for tool in ("bash", "cmp", "id", "dirname"):
+        os.symlink(shutil.which(tool), bindir / tool)
+    for name, body in {"apt-get": "echo called >> {}\n".format(tmp_path / "apt-get.calls"),
+                       "python3": 'echo "3.12"\n', "python3.9": 'echo "3.9"\n'}.items():
+        (bindir / name).write_text("#!" + shutil.which("bash") + "\n" + body)
+        (bindir / name).chmod(0o755)
+    cases = {"python3": "'python3' is Python 3.12; fairseq-wean needs 3.10 or 3.11",
+             "python3.9": "'python3.9' is Python 3.9; fairseq-wean needs 3.10 or 3.11",
+             "python9": "no Python 'python9' on PATH: set PYTHON to a Python 3.10 or 3.11"}
+    for python, message in cases.items():
+        proc = subprocess.run([str(bindir / "bash"), str(repo / "scripts" / "setup_env.sh"), "--with-browser"],
+                              env={"PATH": str(bindir), "PYTHON": python}, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1 and proc.stderr.count("\n") == 1, (python, proc.stderr)
+        assert proc.stderr.startswith("fairseq-wean: error: ") and message in proc.stderr, proc.stderr
+        assert sorted(p.name for p in repo.iterdir()) == ["scripts", "setup.py"]  # no .venv
+        assert not (tmp_path / "apt-get.calls").exists()
+
+
 def test_translation_report_fits_the_task_runaways_are_cut_and_gates_shaded(tmp_path):
     """--metrics bleu: no per-sentence SARI column (issue 38); an output far longer than its source
     shows 2 x source + 20 tokens and a mark (the full text still sorts); G- values underline their

@@ -165,17 +165,13 @@ def install_build_checks():
         def verify_checkpoint_directory(save_dir):
             try:
                 return original(save_dir)
-            except FileNotFoundError as exc:
+            except OSError as exc:
                 # fairseq wrote SAVE_DIR/dummy and another run started into the same folder removed
                 # it first: the folder is writable (the lock on --save-dir refuses the second run
                 # in one line later), so this is not the user's permissions
-                if os.path.isdir(save_dir) and os.path.basename(exc.filename or "") == "dummy":
+                if (isinstance(exc, FileNotFoundError) and os.path.isdir(save_dir)
+                        and os.path.basename(exc.filename or "") == "dummy"):
                     return None
-                raise FairseqWeanError(
-                    "cannot write checkpoints to --save-dir {} ({}): give a directory you can "
-                    "write to".format(save_dir, exc.strerror or exc)
-                ) from None
-            except OSError as exc:
                 raise FairseqWeanError(
                     "cannot write checkpoints to --save-dir {} ({}): give a directory you can "
                     "write to".format(save_dir, exc.strerror or exc)

@@ -640,10 +640,11 @@ def test_the_printed_table_names_systems_and_the_bleu_tokenization(tmp_path, cap
 
 
 def test_the_standalone_commands_start_without_fairseq_or_torch(tmp_path):
-    """fairseq-wean-score, -report, -align-table and -train-cpu-dist (its ranks run fairseq-train) import neither fairseq nor torch (importing
-    fairseq imports every task it has, scikit-learn included: about 4 s of CPU per process), and
-    still do their work and give one-line errors; a program that imports the package otherwise gets
-    the plugin registered (the control: without it this test could not fail)."""
+    """fairseq-wean-score, -report, -align-table and -train-cpu-dist (its ranks run fairseq-train)
+    import neither fairseq nor torch (importing fairseq imports every task it has, scikit-learn
+    included: about 4 s of CPU per process), and still do their work and give one-line errors; a
+    program that imports the package otherwise gets the plugin registered (the control: without it
+    this test could not fail)."""
     import sys
 
     def write(path, lines):

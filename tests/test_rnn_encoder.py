@@ -119,3 +119,32 @@ def test_outputs_and_final_state_match_a_plain_rnn_per_sentence(cell_type, bidir
         if bidirectional:
             backward_last = states[0, hidden:]  # after reading the first word right to left
             torch.testing.assert_close(out["final_state"][b, hidden:], backward_last, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("bidirectional", [True, False], ids=["bidirectional", "unidirectional"])
+@pytest.mark.parametrize("layers", [1, 3])
+def test_gru_on_a_right_padded_batch_equals_gru_on_the_packed_batch(bidirectional, layers):
+    """GRU.forward with lengths (the encoder's path on the CPU) against torch's GRU on the packed
+    sequence: outputs (zeros at padding), every layer's and direction's final state, and the
+    gradients of both for the inputs and every weight, in float64, in training mode."""
+    from fairseq_wean.modules.layers import RNN
+
+    torch.manual_seed(2)
+    gru = RNN("gru", 5, 4, num_layers=layers, bidirectional=bidirectional, batch_first=True).double().train()
+    lengths = torch.tensor([6, 2, 5, 1, 6, 3])
+    x = torch.randn(6, 6, 5, dtype=torch.float64, requires_grad=True)
+    packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    out_packed, final_packed = gru(packed)
+    out_packed, _ = torch.nn.utils.rnn.pad_packed_sequence(out_packed, batch_first=True, total_length=6)
+    out, final = gru(x, lengths=lengths)
+    torch.testing.assert_close(out, out_packed, rtol=0, atol=1e-12)
+    torch.testing.assert_close(final, final_packed, rtol=0, atol=1e-12)
+    assert final.shape == (layers * (2 if bidirectional else 1), 6, 4)
+    gen = torch.Generator().manual_seed(3)
+    g_out = torch.randn(out.shape, generator=gen, dtype=torch.float64)
+    g_final = torch.randn(final.shape, generator=gen, dtype=torch.float64)
+    inputs = [x, *gru.parameters()]
+    got = torch.autograd.grad((out * g_out).sum() + (final * g_final).sum(), inputs)
+    want = torch.autograd.grad((out_packed * g_out).sum() + (final_packed * g_final).sum(), inputs)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)

@@ -2,6 +2,7 @@
 recurrent layers that stay usable under CPU bfloat16 autocast on every CPU."""
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 from torch.nn.utils.rnn import PackedSequence
 
 from fairseq_wean import cpu
@@ -66,7 +67,65 @@ class LSTM(Float32RecurrentUnderEmulatedBF16, nn.LSTM):
 
 
 class GRU(Float32RecurrentUnderEmulatedBF16, nn.GRU):
-    pass
+    def forward(self, input, hx=None, lengths=None):  # noqa: A002 (torch's name)
+        """``nn.GRU.forward``; with ``lengths``, on a right-padded batch without packing it: the
+        same outputs and final states as on ``pack_padded_sequence(input, lengths)``, unpacked.
+        (Through ``forward``, so that the module's hooks see it as any other call.)
+
+        input: B x S x I, batch first, right-padded; lengths: B (each >= 1). Returns the top
+        layer's outputs B x S x (directions * H), zeros at padding, and the final states
+        (layers * directions) x B x H, each the state at the sentence's last real position
+        (the backward direction's at its first), in ``nn.GRU``'s order.
+
+        Why: torch's GRU on a packed sequence slices its precomputed input products step by
+        step, and the backward pass of each slice fills a zero tensor the size of the whole
+        batch (``fill_`` and ``add_`` of B*S x 3H at every step: quadratic in S). Unpacked, each
+        layer and direction is one ``gru`` call on the padded batch, whose backward is linear;
+        the backward direction reads each sentence reversed in place (padding stays at the end),
+        so that padding comes after every real position in both directions and never reaches
+        a real state. The padded positions cost their arithmetic (fairseq batches sentences of
+        similar lengths).
+        """
+        if lengths is None:
+            return super().forward(input, hx)
+        if hx is not None:
+            raise ValueError("a right-padded batch starts from zero states (hx must be None)")
+        if cpu_autocast_without_native_bf16(input):
+            with torch.autocast("cpu", enabled=False):
+                return self._forward_right_padded(input.float(), lengths)
+        return self._forward_right_padded(input, lengths)
+
+    def _forward_right_padded(self, x, lengths):
+        if not self.batch_first:
+            raise ValueError("a right-padded batch must be batch first")
+        bsz, src_len, _ = x.shape
+        lengths = lengths.to(x.device)
+        positions = torch.arange(src_len, device=x.device).unsqueeze(0)  # 1 x S
+        real = positions < lengths.unsqueeze(1)  # B x S
+        # position t of the reversed sentence reads position L - 1 - t; padding keeps its place
+        reverse = torch.where(real, lengths.unsqueeze(1) - 1 - positions, positions)  # B x S
+        rows = torch.arange(bsz, device=x.device)
+        last = (lengths - 1).clamp(min=0)
+        directions = 2 if self.bidirectional else 1
+        names = ("weight_ih", "weight_hh", "bias_ih", "bias_hh") if self.bias else ("weight_ih", "weight_hh")
+        finals = []
+        for layer in range(self.num_layers):
+            index = reverse.unsqueeze(-1).expand(-1, -1, x.size(-1))
+            outputs = []
+            for direction in range(directions):
+                suffix = "_reverse" if direction else ""
+                weights = [getattr(self, "{}_l{}{}".format(name, layer, suffix)) for name in names]
+                inputs = x.gather(1, index) if direction else x
+                h0 = x.new_zeros(1, bsz, self.hidden_size)
+                out, _ = torch._VF.gru(inputs, h0, weights, self.bias, 1, 0.0, self.training, False, True)
+                finals.append(out[rows, last])  # B x H
+                if direction:  # back to the source order (the reversal is its own inverse)
+                    out = out.gather(1, reverse.unsqueeze(-1).expand(-1, -1, out.size(-1)))
+                outputs.append(out)
+            x = torch.cat(outputs, dim=-1) if directions > 1 else outputs[0]
+            if layer < self.num_layers - 1 and self.dropout > 0 and self.training:
+                x = F.dropout(x, self.dropout, training=True)  # between layers, as nn.GRU
+        return x.masked_fill(~real.unsqueeze(-1), 0.0), torch.stack(finals)
 
 
 def RNN(cell_type, input_size, hidden_size, **kwargs):

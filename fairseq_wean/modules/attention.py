@@ -157,10 +157,11 @@ class AdditiveScore(torch.autograd.Function):
     Built whole (``(q + k).tanh().matmul(v)`` under autograd), the tensor and the gradients of it
     are three fresh B x Tq x S x H tensors per training step (~120 MB each for a batch of 2,000
     target tokens with 30-word sources and H = 512): a fresh tensor that size is paged in by
-    the kernel anew every time, which cost more than the arithmetic. Here each block lives in
-    one reused buffer: the forward keeps only q, k and v, and the backward recomputes tanh per
-    block (``tanh`` once more per element; the trade is measured in docs/RESULTS.md, "The additive
-    score in blocks"). Gradients, with t = tanh(q_t + k_s) and g the incoming gradient (B x Tq x S):
+    the kernel anew every time (``q + k``: 76 ms into a fresh tensor, 9 ms into one in use, one
+    thread, AMD EPYC). Here each block lives in one reused buffer: the forward keeps only q, k
+    and v, and the backward recomputes tanh per block (``tanh`` once more per element; measured in docs/RESULTS.md, "Reading the 16:44 run:
+    the additive score in blocks"). Gradients, with t = tanh(q_t + k_s) and g the incoming
+    gradient (B x Tq x S):
 
         d/dq_t = v * sum_s g_ts (1 - t^2),  d/dk_s = v * sum_t g_ts (1 - t^2),  d/dv = sum g_ts t
     """

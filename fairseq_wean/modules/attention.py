@@ -159,9 +159,9 @@ class AdditiveScore(torch.autograd.Function):
     target tokens with 30-word sources and H = 512): a fresh tensor that size is paged in by
     the kernel anew every time (``q + k``: 76 ms into a fresh tensor, 9 ms into one in use, one
     thread, AMD EPYC). Here each block lives in one reused buffer: the forward keeps only q, k
-    and v, and the backward recomputes tanh per block (``tanh`` once more per element; measured in docs/RESULTS.md, "Reading the 16:44 run:
-    the additive score in blocks"). Gradients, with t = tanh(q_t + k_s) and g the incoming
-    gradient (B x Tq x S):
+    and v, and the backward recomputes tanh per block (``tanh`` once more per element; measured
+    in docs/RESULTS.md, "Reading the 16:44 run: the additive score in blocks"). Gradients, with
+    t = tanh(q_t + k_s) and g the incoming gradient (B x Tq x S):
 
         d/dq_t = v * sum_s g_ts (1 - t^2),  d/dk_s = v * sum_t g_ts (1 - t^2),  d/dv = sum g_ts t
     """

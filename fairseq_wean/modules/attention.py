@@ -142,8 +142,8 @@ def _tanh_block(query, keys, rows, cols, buffer):
 
 def tanh_(x):
     """tanh in place. In float32 and float64 as 2 sigmoid(2x) - 1, which is the same function and
-    on the CPUs measured 2.5x faster than ``torch.tanh`` (1.2 against 3.1 ns per float32 element,
-    one thread, AMD EPYC, AVX2); it differs from ``torch.tanh`` by at most 1.8e-7 in float32 (an
+    on the CPU measured 2x faster than ``torch.tanh`` (``python -m bench.additive_parts``; AMD EPYC,
+    AVX2, docs/RESULTS.md); it differs from ``torch.tanh`` by at most 1.8e-7 in float32 (an
     absolute error, 1.5 ulp of 1; tests/test_attention.py). Other dtypes (bfloat16 under
     --cpu-bf16, float16), where 2 sigmoid(2x) - 1 would lose the small values: ``tanh_``."""
     if x.dtype in (torch.float32, torch.float64):
@@ -157,11 +157,10 @@ class AdditiveScore(torch.autograd.Function):
     Built whole (``(q + k).tanh().matmul(v)`` under autograd), the tensor and the gradients of it
     are three fresh B x Tq x S x H tensors per training step (~120 MB each for a batch of 2,000
     target tokens with 30-word sources and H = 512): a fresh tensor that size is paged in by
-    the kernel anew every time (``q + k``: 76 ms into a fresh tensor, 9 ms into one in use, one
-    thread, AMD EPYC). Here each block lives in one reused buffer: the forward keeps only q, k
-    and v, and the backward recomputes tanh per block (``tanh`` once more per element; measured
-    in docs/RESULTS.md, "Reading the 16:44 run: the additive score in blocks"). Gradients, with
-    t = tanh(q_t + k_s) and g the incoming gradient (B x Tq x S):
+    the kernel anew every time. Here each block lives in one reused buffer: the forward keeps
+    only q, k and v, and the backward recomputes tanh per block (``tanh`` once more per element;
+    ``python -m bench.additive_parts`` measures both ways, docs/RESULTS.md "Reading the 16:44
+    run"). Gradients, with t = tanh(q_t + k_s) and g the incoming gradient (B x Tq x S):
 
         d/dq_t = v * sum_s g_ts (1 - t^2),  d/dk_s = v * sum_t g_ts (1 - t^2),  d/dv = sum g_ts t
     """

@@ -54,11 +54,14 @@ def test_the_blocks_cover_every_query_once_and_stay_within_the_limit(monkeypatch
     bsz, tq, src, hidden = shape
     query, keys = torch.zeros(bsz, tq, hidden), torch.zeros(bsz, src, hidden)
     seen = torch.zeros(bsz, tq, dtype=torch.long)
-    for rows, cols in attention._blocks(query, keys):
+    blocks, buffer = attention._blocks(query, keys)
+    sizes = []
+    for rows, cols in blocks:
         seen[rows, cols] += 1
-        size = seen[rows, cols].numel() * src * hidden
-        assert size <= max(block, src * hidden)  # one query's S x H when that alone is larger
+        sizes.append(seen[rows, cols].numel() * src * hidden)
+        assert sizes[-1] <= max(block, src * hidden)  # one query's S x H when that alone is larger
     assert seen.eq(1).all()
+    assert buffer.numel() == max(sizes)  # the buffer holds the largest block, and no more
 
 
 def test_the_forward_keeps_only_its_inputs_for_backward():

@@ -120,15 +120,21 @@ def additive_score(query, keys, v):
 
 
 def _blocks(query, keys):
-    """(batch slice, query slice) pairs covering B x Tq, each block at most
-    ``ADDITIVE_BLOCK_ELEMENTS`` elements of the B x Tq x S x H tensor (at least one query)."""
+    """The (batch slice, query slice) pairs covering B x Tq, each block at most
+    ``ADDITIVE_BLOCK_ELEMENTS`` elements of the B x Tq x S x H tensor (at least one query), and a
+    buffer for the largest block (uninitialised, the dtype of q + k)."""
     bsz, tq, hidden = query.shape
     per_query = max(1, keys.size(-2) * hidden)
     queries = max(1, ADDITIVE_BLOCK_ELEMENTS // per_query)
     if queries >= tq:  # whole sentences per block
         step = max(1, queries // max(tq, 1))
-        return [(slice(b, b + step), slice(0, tq)) for b in range(0, bsz, step)]
-    return [(slice(b, b + 1), slice(t, t + queries)) for b in range(bsz) for t in range(0, tq, queries)]
+        blocks = [(slice(b, b + step), slice(0, tq)) for b in range(0, bsz, step)]
+        largest = min(step, bsz) * tq * per_query
+    else:
+        blocks = [(slice(b, b + 1), slice(t, t + queries)) for b in range(bsz) for t in range(0, tq, queries)]
+        largest = queries * per_query
+    buffer = query.new_empty(max(1, largest), dtype=torch.result_type(query, keys))
+    return blocks, buffer
 
 
 def _tanh_block(query, keys, rows, cols, buffer):
@@ -168,9 +174,7 @@ class AdditiveScore(torch.autograd.Function):
     @staticmethod
     def forward(ctx, query, keys, v):
         ctx.save_for_backward(query, keys, v)
-        blocks = _blocks(query, keys)
-        buffer = torch.empty(_largest_block(query, keys, blocks),
-                             dtype=torch.result_type(query, keys), device=query.device)
+        blocks, buffer = _blocks(query, keys)
         scores = None
         for rows, cols in blocks:
             block = _tanh_block(query, keys, rows, cols, buffer).matmul(v)
@@ -186,9 +190,8 @@ class AdditiveScore(torch.autograd.Function):
     def backward(ctx, grad):
         query, keys, v = ctx.saved_tensors
         need_query, need_keys, need_v = ctx.needs_input_grad[:3]
-        blocks = _blocks(query, keys)
-        dtype = torch.result_type(query, keys)
-        buffer = torch.empty(_largest_block(query, keys, blocks), dtype=dtype, device=query.device)
+        blocks, buffer = _blocks(query, keys)
+        dtype = buffer.dtype
         grad_query = torch.zeros_like(query, dtype=dtype) if need_query else None
         grad_keys = torch.zeros_like(keys, dtype=dtype) if need_keys else None
         grad_v = torch.zeros(v.size(0), dtype=dtype, device=v.device) if need_v else None
@@ -211,13 +214,6 @@ class AdditiveScore(torch.autograd.Function):
             grad_keys.mul_(v_neg).to(keys.dtype) if need_keys else None,
             grad_v.to(v.dtype) if need_v else None,
         )
-
-
-def _largest_block(query, keys, blocks):
-    rows, cols = blocks[0] if blocks else (slice(0, 0), slice(0, 0))
-    b = len(range(*rows.indices(query.size(0))))
-    t = len(range(*cols.indices(query.size(1))))
-    return max(1, b * t * keys.size(-2) * query.size(-1))
 
 
 class SourceAttention(nn.Module):

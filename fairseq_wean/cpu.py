@@ -3,9 +3,10 @@
 * :func:`native_bf16` decides where bfloat16 runs natively (avx512_bf16 or AMX tiles). On such a
   CPU ``--cpu-bf16`` trains under ``torch.autocast("cpu", torch.bfloat16)`` and the recurrent
   layers run in bfloat16 too; elsewhere ``--cpu-bf16`` falls back to float32 and, under a user's
-  own CPU autocast, the recurrent layers run in float32 (:class:`fairseq_wean.modules.layers.LSTM`):
-  oneDNN has no bfloat16 LSTM kernel for an AVX2-only CPU ("could not create a primitive
-  descriptor for the LSTM forward propagation primitive").
+  own CPU autocast, the recurrent layers run in float32
+  (:func:`fairseq_wean.modules.layers.recurrent_dtype`): oneDNN has no bfloat16 LSTM kernel for an
+  AVX2-only CPU ("could not create a primitive descriptor for the LSTM forward propagation
+  primitive").
 * :func:`features` and :func:`describe` name the CPU and its vector features (AVX2, AVX-512,
   avx512_bf16, AMX) beside every timing the project publishes (``bench``, ``scores.json``).
 """

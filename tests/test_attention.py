@@ -1,5 +1,7 @@
 """The additive ('concat') score in blocks: values and gradients against the whole-tensor formula,
 the blocks' cover, what the forward keeps for backward, and the sigmoid form of tanh."""
+import itertools
+
 import pytest
 import torch
 
@@ -39,12 +41,76 @@ def test_the_blocked_score_equals_the_whole_tensor_formula_in_values_and_gradien
     assert torch.autograd.gradcheck(additive_score, (query, keys, v))
 
 
-def test_only_the_inputs_that_need_a_gradient_get_one():
-    query, keys, v, grad = inputs(False)
-    keys = keys.detach()
-    gq, gv = torch.autograd.grad(additive_score(query, keys, v), (query, v), grad)
-    want = torch.autograd.grad(whole_tensor_score(query, keys, v), (query, v), grad)
-    torch.testing.assert_close((gq, gv), want, rtol=0, atol=1e-12)
+NAMES = ("query", "keys", "v")
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["per-sentence-keys", "shared-keys"])
+@pytest.mark.parametrize("needs", [n for n in itertools.product([False, True], repeat=3) if any(n)],
+                         ids=lambda n: "+".join(name for name, need in zip(NAMES, n) if need))
+def test_every_gradient_route_gets_its_gradient_and_only_it(monkeypatch, needs, shared):
+    """Each subset of (query, keys, v) requiring grad: exactly those get a gradient, each the
+    whole-tensor formula's (a backward that computed one gradient under another's flag fails)."""
+    monkeypatch.setattr(attention, "ADDITIVE_BLOCK_ELEMENTS", 7)
+    tensors = [t.detach().requires_grad_(need) for t, need in zip(inputs(shared)[:3], needs)]
+    grad = inputs(shared)[3]
+    wanted = [t for t in tensors if t.requires_grad]
+    got = torch.autograd.grad(additive_score(*tensors), wanted, grad)
+    want = torch.autograd.grad(whole_tensor_score(*tensors), wanted, grad)
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
+    out = additive_score(*tensors)
+    out.backward(grad)
+    for t, need in zip(tensors, needs):
+        assert (t.grad is not None) == need
+
+
+def relative_error(got, reference):
+    return float((got.double() - reference).norm() / reference.norm())
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("blocks", ["one-query-per-block", "16-blocks", "96-blocks"])
+@pytest.mark.parametrize("shared", [True, False], ids=["shared-keys", "per-sentence-keys"])
+def test_low_precision_gradients_are_within_the_whole_tensor_formulas_error(monkeypatch, dtype, blocks, shared):
+    """bfloat16 / float16 inputs (CPU autocast, --fp16 / --amp on a GPU): the blocked gradients'
+    error against float64 is at most the whole-tensor formula's own in that dtype (x1.5), however
+    many blocks are summed (they accumulate in float32, cast once)."""
+    bsz, tq, src, hidden = 4, 24, 200, 32
+    per_query = src * hidden
+    block = {"one-query-per-block": per_query, "16-blocks": bsz * tq * per_query // 16,
+             "96-blocks": per_query}[blocks]
+    if blocks == "96-blocks":
+        assert bsz * tq == 96
+    monkeypatch.setattr(attention, "ADDITIVE_BLOCK_ELEMENTS", block)
+    query, keys, v, grad = inputs(shared, dtype=torch.float64, bsz=bsz, tq=tq, src=src, hidden=hidden)
+    low = [t.detach().to(dtype).requires_grad_() for t in (query, keys, v)]
+    exact = [t.detach().double().requires_grad_() for t in low]  # the same values, in float64
+    g_low = grad.to(dtype)
+    reference = torch.autograd.grad(whole_tensor_score(*exact), exact, g_low.double())
+    blocked = torch.autograd.grad(additive_score(*low), low, g_low)
+    whole = torch.autograd.grad(whole_tensor_score(*low), low, g_low)
+    for name, b, w, r in zip(NAMES, blocked, whole, reference):
+        assert b.dtype == dtype
+        err_blocked, err_whole = relative_error(b, r), relative_error(w, r)
+        assert err_blocked <= 1.5 * err_whole + 1e-3, (name, err_blocked, err_whole)
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["per-sentence-keys", "shared-keys"])
+def test_second_derivatives_are_correct(monkeypatch, shared):
+    """create_graph=True (gradient penalties): the gradient has a graph and its derivatives are
+    right (gradgradcheck), through blocks too."""
+    monkeypatch.setattr(attention, "ADDITIVE_BLOCK_ELEMENTS", 7)
+    query, keys, v, grad = inputs(shared)
+    first = torch.autograd.grad(additive_score(query, keys, v), (query, keys, v), grad, create_graph=True)
+    assert all(g.requires_grad and g.grad_fn is not None for g in first)
+    want = torch.autograd.grad(whole_tensor_score(query, keys, v), (query, keys, v), grad, create_graph=True)
+    second = torch.autograd.grad(sum((g * g).sum() for g in first), (query, keys, v))
+    second_want = torch.autograd.grad(sum((g * g).sum() for g in want), (query, keys, v))
+    torch.testing.assert_close(second, second_want, rtol=0, atol=1e-10)
+    small = [t.detach()[:2, :3].clone().requires_grad_() if t.dim() == 3 else t.detach().clone().requires_grad_()
+             for t in (query, keys, v)]
+    if not shared:
+        small[1] = keys.detach()[:2].clone().requires_grad_()
+    assert torch.autograd.gradgradcheck(additive_score, tuple(small))
 
 
 @pytest.mark.parametrize("block", [1, 7, 24, 40, 1000])

@@ -148,3 +148,48 @@ def test_gru_on_a_right_padded_batch_equals_gru_on_the_packed_batch(bidirectiona
     want = torch.autograd.grad((out_packed * g_out).sum() + (final_packed * g_final).sum(), inputs)
     for a, b in zip(got, want):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("lengths,message", [
+    ([6, 0, 5], "every length must be in 1 .. 6"),  # packing would raise; a junk state otherwise
+    ([6, 7, 5], "every length must be in 1 .. 6"),  # an IndexError otherwise
+    ([6, 5], "one length per sentence (3)"),
+])
+def test_gru_on_a_right_padded_batch_refuses_impossible_lengths(lengths, message):
+    from fairseq_wean.modules.layers import RNN
+
+    gru = RNN("gru", 5, 4, bidirectional=True, batch_first=True)
+    with pytest.raises(ValueError) as error:
+        gru(torch.randn(3, 6, 5), lengths=torch.tensor(lengths))
+    assert message in str(error.value)
+
+
+@pytest.mark.parametrize("path", ["padded", "packed"])
+def test_gru_dropout_acts_between_layers_only(path):
+    """nn.GRU's dropout: on the outputs of every layer but the top one, in training only. So the top
+    layer's outputs have no dropped (exactly zero) element, training differs from eval, and with
+    one layer dropout changes nothing: on the padded path (the encoder's on the CPU) as on torch's."""
+    from fairseq_wean.modules.layers import RNN
+
+    lengths = torch.tensor([6, 2, 5, 1, 6, 3])
+    x = torch.randn(6, 6, 5)
+    real = torch.arange(6).unsqueeze(0) < lengths.unsqueeze(1)
+
+    def outputs(gru):
+        if path == "padded":
+            return gru(x, lengths=lengths)[0]
+        packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        return torch.nn.utils.rnn.pad_packed_sequence(gru(packed)[0], batch_first=True, total_length=6)[0]
+
+    torch.manual_seed(0)
+    gru = RNN("gru", 5, 8, num_layers=3, bidirectional=True, batch_first=True, dropout=0.5)
+    with torch.no_grad():
+        trained = outputs(gru.train())
+        evaluated = outputs(gru.eval())
+    assert (trained[real] == 0).sum() == 0  # the top layer: nothing dropped
+    assert not torch.allclose(trained, evaluated)  # the layers below: dropout acts
+    torch.manual_seed(0)
+    single = RNN("gru", 5, 8, num_layers=1, bidirectional=True, batch_first=True)
+    single.dropout = 0.5  # nn.GRU warns for one layer, and drops nothing
+    with torch.no_grad():
+        assert torch.equal(outputs(single.train()), outputs(single.eval()))

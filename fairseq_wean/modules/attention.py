@@ -186,34 +186,48 @@ class AdditiveScore(torch.autograd.Function):
         return scores
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
         query, keys, v = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph=True: a second derivative is asked for
+            return _additive_score_backward_differentiable(ctx, query, keys, v, grad)
         need_query, need_keys, need_v = ctx.needs_input_grad[:3]
         blocks, buffer = _blocks(query, keys)
         dtype = buffer.dtype
-        grad_query = torch.zeros_like(query, dtype=dtype) if need_query else None
-        grad_keys = torch.zeros_like(keys, dtype=dtype) if need_keys else None
-        grad_v = torch.zeros(v.size(0), dtype=dtype, device=v.device) if need_v else None
+        # sums over blocks in float32 at least (bfloat16 / float16 under autocast), cast once at the end
+        acc = torch.promote_types(dtype, torch.float32)
+        grad_query = torch.zeros_like(query, dtype=acc) if need_query else None
+        grad_keys = torch.zeros_like(keys, dtype=acc) if need_keys else None
+        grad_v = torch.zeros(v.size(0), dtype=acc, device=v.device) if need_v else None
         for rows, cols in blocks:
             t = _tanh_block(query, keys, rows, cols, buffer)  # B' x T' x S x H
             g = grad[rows, cols].to(dtype)  # B' x T' x S
             if need_v:
-                grad_v += g.reshape(1, -1).matmul(t.reshape(-1, t.size(-1))).squeeze(0)
+                grad_v += g.reshape(1, -1).matmul(t.reshape(-1, t.size(-1))).squeeze(0).to(acc)
             d = t.mul_(t).sub_(1).mul_(g.unsqueeze(-1))  # -(1 - t^2) g, in t's place
             if need_query:
-                grad_query[rows, cols] = d.sum(2)
+                grad_query[rows, cols] = d.sum(2, dtype=acc)
             if need_keys:
                 if keys.dim() == 2:
-                    grad_keys += d.sum((0, 1))
+                    grad_keys += d.sum((0, 1), dtype=acc)
                 else:
-                    grad_keys[rows] += d.sum(1)
-        v_neg = -v.to(dtype)
+                    grad_keys[rows] += d.sum(1, dtype=acc)
+        v_neg = -v.to(acc)
         return (
             grad_query.mul_(v_neg).to(query.dtype) if need_query else None,
             grad_keys.mul_(v_neg).to(keys.dtype) if need_keys else None,
             grad_v.to(v.dtype) if need_v else None,
         )
+
+
+def _additive_score_backward_differentiable(ctx, query, keys, v, grad):
+    """The backward pass as a differentiable function of the inputs, for a second derivative
+    (``create_graph=True``: gradient penalties, ``gradgradcheck``): the whole-tensor formula under
+    autograd, so B x Tq x S x H is built (only in this rare case)."""
+    wanted = [x for x, need in zip((query, keys, v), ctx.needs_input_grad[:3]) if need]
+    k = keys.unsqueeze(0).unsqueeze(0) if keys.dim() == 2 else keys.unsqueeze(1)
+    scores = torch.tanh(query.unsqueeze(2) + k).matmul(v)
+    grads = iter(torch.autograd.grad(scores, wanted, grad, create_graph=True))
+    return tuple(next(grads) if need else None for need in ctx.needs_input_grad[:3])
 
 
 class SourceAttention(nn.Module):

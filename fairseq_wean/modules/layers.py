@@ -1,5 +1,7 @@
 """Parameter-initialising constructors, in one place (as in ``fairseq/models/lstm.py``), and the
-recurrent layers that stay usable under CPU bfloat16 autocast on every CPU."""
+recurrent layers, which compute in one precision under CPU autocast on every path and every CPU."""
+import contextlib
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -25,21 +27,15 @@ def Linear(in_features, out_features, bias=True):
     return m
 
 
-def cpu_autocast_without_native_bf16(inputs):
-    """Whether a recurrent layer called on ``inputs`` must leave CPU autocast: autocast is on for
-    the CPU, the inputs are on the CPU, and the CPU has no native bfloat16 (:func:`cpu.native_bf16`).
-
-    There CPU autocast would run ``nn.LSTM`` through oneDNN's bfloat16 LSTM, which has no kernel
-    for an AVX2-only CPU (RuntimeError "could not create a primitive descriptor for the LSTM
-    forward propagation primitive"), and which is emulated, slower than float32, on an AVX-512
-    CPU without avx512_bf16. As torch's autocast notes advise for an op without a low-precision
-    kernel, the layer then runs in float32 inside the autocast region; every other layer keeps
-    autocast's choice.
-    """
-    data = inputs.data if isinstance(inputs, PackedSequence) else inputs
-    return data.device.type == "cpu" and cpu_autocast_enabled() and not cpu.native_bf16()
+def uniform_init(module):
+    """Every weight and bias of ``module`` uniform(-0.1, 0.1), as fairseq's LSTM; returns it."""
+    for name, param in module.named_parameters():
+        if "weight" in name or "bias" in name:
+            param.data.uniform_(-0.1, 0.1)
+    return module
 
 
+# ------------------------------------------------------------------ precision under CPU autocast
 def cpu_autocast_enabled():
     try:
         return torch.is_autocast_enabled("cpu")  # torch >= 2.4
@@ -47,57 +43,132 @@ def cpu_autocast_enabled():
         return torch.is_autocast_cpu_enabled()  # torch 1.13 - 2.3
 
 
-class Float32RecurrentUnderEmulatedBF16:
-    """Mixin for ``nn.LSTM`` / ``nn.GRU``: float32 under CPU autocast where bfloat16 is not native
-    (see :func:`cpu_autocast_without_native_bf16`). Same parameters and state-dict keys as the
-    torch class, so checkpoints are unchanged."""
+def cpu_autocast_dtype():
+    try:
+        return torch.get_autocast_dtype("cpu")  # torch >= 2.4
+    except AttributeError:
+        return torch.get_autocast_cpu_dtype()  # torch 1.13 - 2.3
+
+
+def recurrent_dtype(inputs):
+    """The dtype the plugin's recurrent computations run in on ``inputs``: None (as called) outside
+    CPU autocast; under it, bfloat16 where the CPU computes it natively (:func:`cpu.native_bf16`),
+    float32 elsewhere. One rule for every recurrent path of the three models: ``nn.LSTM`` /
+    ``nn.GRU`` packed, padded (:meth:`GRU.forward` with lengths) or one step at a time
+    (incremental decoding), and the cell updates of stepped decoders (:func:`gru_cell_step`,
+    :func:`lstm_cell_step`). Why (docs/training.md, "bfloat16 on CPU"):
+
+    * torch's own CPU autocast policy is not one rule: it runs an unpacked ``nn.LSTM`` in bfloat16
+      (oneDNN's ``mkldnn_rnn_layer``) but a packed ``nn.LSTM``, every ``nn.GRU`` and the cells in
+      float32; the plugin casts, so that where bfloat16 is native the recurrences run in it like
+      every other matrix product (``--cpu-bf16``'s speed-up);
+    * where it is not native, oneDNN has no bfloat16 LSTM kernel at all (an AVX2-only CPU:
+      "could not create a primitive descriptor for the LSTM forward propagation primitive") and
+      emulates it elsewhere, slower than float32: the recurrences leave autocast and run in float32,
+      as torch's autocast notes advise for an op without a low-precision kernel.
+
+    Autocast with another dtype (float16 on the CPU): float32.
+    """
+    data = inputs.data if isinstance(inputs, PackedSequence) else inputs
+    if data.device.type != "cpu" or not cpu_autocast_enabled():
+        return None
+    return torch.bfloat16 if cpu_autocast_dtype() == torch.bfloat16 and cpu.native_bf16() else torch.float32
+
+
+def _cast(x, dtype):
+    """A tensor, PackedSequence, tuple of them or None, in ``dtype``."""
+    if x is None:
+        return None
+    if isinstance(x, tuple) and not isinstance(x, PackedSequence):
+        return tuple(_cast(part, dtype) for part in x)
+    return x.to(dtype)
+
+
+@contextlib.contextmanager
+def _flat_weights_in(module, dtype):
+    """Runs an ``nn.RNNBase``'s kernel on its weights cast to ``dtype``: torch's forward reads the
+    list ``_flat_weights`` (every version this project supports), which is swapped for the cast
+    copies and restored after. The parameters stay float32 and get their gradients through the
+    cast, as under autocast."""
+    saved = module._flat_weights
+    module._flat_weights = [None if w is None else w.to(dtype) for w in saved]
+    try:
+        yield
+    finally:
+        module._flat_weights = saved
+
+
+class RecurrentUnderAutocast:
+    """Mixin for ``nn.LSTM`` / ``nn.GRU``: every call computes in :func:`recurrent_dtype` (input,
+    initial state and weights cast, autocast left), outside autocast as torch's class. Same
+    parameters and state-dict keys as the torch class, so checkpoints are unchanged."""
 
     def forward(self, input, hx=None):  # noqa: A002 (torch's name)
-        if not cpu_autocast_without_native_bf16(input):
-            return super().forward(input, hx)
-        with torch.autocast("cpu", enabled=False):
-            input = input.float()  # a tensor or a PackedSequence
-            if hx is not None:
-                hx = tuple(h.float() for h in hx) if isinstance(hx, tuple) else hx.float()
-            return super().forward(input, hx)
+        return self._under_autocast_rule(input, hx, super().forward)
+
+    def _under_autocast_rule(self, input, hx, run):  # noqa: A002
+        dtype = recurrent_dtype(input)
+        if dtype is None:
+            return run(input, hx)
+        with torch.autocast("cpu", enabled=False), _flat_weights_in(self, dtype):
+            return run(_cast(input, dtype), _cast(hx, dtype))
 
 
-class LSTM(Float32RecurrentUnderEmulatedBF16, nn.LSTM):
+class LSTM(RecurrentUnderAutocast, nn.LSTM):
     pass
 
 
-class GRU(Float32RecurrentUnderEmulatedBF16, nn.GRU):
+def gru_layer(inputs, weights, *, has_biases, training):
+    """One layer and one direction of torch's GRU kernel (``torch.gru``, as ``nn.GRU`` calls it) on
+    a batch-first B x S x I input from a zero state: the outputs B x S x H. ``weights``: the
+    layer's (weight_ih, weight_hh[, bias_ih, bias_hh])."""
+    h0 = inputs.new_zeros(1, inputs.size(0), weights[1].size(1))
+    out, _ = torch.gru(inputs, h0, list(weights), has_biases=has_biases, num_layers=1, dropout=0.0,
+                       train=training, bidirectional=False, batch_first=True)
+    return out
+
+
+class GRU(RecurrentUnderAutocast, nn.GRU):
     def forward(self, input, hx=None, lengths=None):  # noqa: A002 (torch's name)
         """``nn.GRU.forward``; with ``lengths``, on a right-padded batch without packing it: the
         same outputs and final states as on ``pack_padded_sequence(input, lengths)``, unpacked.
-        (Through ``forward``, so that the module's hooks see it as any other call.)
+        (Through ``forward``, so that the module's hooks see it as any other call; under CPU
+        autocast in :func:`recurrent_dtype`, as every other path.)
 
-        input: B x S x I, batch first, right-padded; lengths: B (each >= 1). Returns the top
-        layer's outputs B x S x (directions * H), zeros at padding, and the final states
-        (layers * directions) x B x H, each the state at the sentence's last real position
+        input: B x S x I, batch first, right-padded; lengths: B, each in 1 .. S (checked).
+        Returns the top layer's outputs B x S x (directions * H), zeros at padding, and the final
+        states (layers * directions) x B x H, each the state at the sentence's last real position
         (the backward direction's at its first), in ``nn.GRU``'s order.
 
         Why: torch's GRU on a packed sequence slices its precomputed input products step by
         step, and the backward pass of each slice fills a zero tensor the size of the whole
         batch (``fill_`` and ``add_`` of B*S x 3H at every step: quadratic in S). Unpacked, each
-        layer and direction is one ``gru`` call on the padded batch, whose backward is linear;
-        the backward direction reads each sentence reversed in place (padding stays at the end),
-        so that padding comes after every real position in both directions and never reaches
-        a real state. The padded positions cost their arithmetic (fairseq batches sentences of
-        similar lengths).
+        layer and direction is one :func:`gru_layer` call on the padded batch, whose backward is
+        linear; the backward direction reads each sentence reversed in place (padding stays at
+        the end), so that padding comes after every real position in both directions and never
+        reaches a real state. The padded positions cost their arithmetic (fairseq batches
+        sentences of similar lengths).
+
+        Dropout between layers (``dropout > 0``, training, several layers) is the same
+        distribution as ``nn.GRU``'s but not the same random stream: with a seed, the masks
+        differ from the packed path's. Without dropout the two paths agree (tests/test_rnn_encoder.py).
         """
         if lengths is None:
             return super().forward(input, hx)
         if hx is not None:
             raise ValueError("a right-padded batch starts from zero states (hx must be None)")
-        if cpu_autocast_without_native_bf16(input):
-            with torch.autocast("cpu", enabled=False):
-                return self._forward_right_padded(input.float(), lengths)
-        return self._forward_right_padded(input, lengths)
-
-    def _forward_right_padded(self, x, lengths):
         if not self.batch_first:
             raise ValueError("a right-padded batch must be batch first")
+        lengths = torch.as_tensor(lengths)
+        if lengths.dim() != 1 or lengths.numel() != input.size(0):
+            raise ValueError("lengths must hold one length per sentence ({}), got shape {}".format(
+                input.size(0), tuple(lengths.shape)))
+        if lengths.numel() and (int(lengths.min()) < 1 or int(lengths.max()) > input.size(1)):
+            raise ValueError("every length must be in 1 .. {} (the padded length), got {} .. {}".format(
+                input.size(1), int(lengths.min()), int(lengths.max())))
+        return self._under_autocast_rule(input, None, lambda x, _hx: self._forward_right_padded(x, lengths))
+
+    def _forward_right_padded(self, x, lengths):
         bsz, src_len, _ = x.shape
         lengths = lengths.to(x.device)
         positions = torch.arange(src_len, device=x.device).unsqueeze(0)  # 1 x S
@@ -105,19 +176,18 @@ class GRU(Float32RecurrentUnderEmulatedBF16, nn.GRU):
         # position t of the reversed sentence reads position L - 1 - t; padding keeps its place
         reverse = torch.where(real, lengths.unsqueeze(1) - 1 - positions, positions)  # B x S
         rows = torch.arange(bsz, device=x.device)
-        last = (lengths - 1).clamp(min=0)
+        last = lengths - 1
         directions = 2 if self.bidirectional else 1
-        names = ("weight_ih", "weight_hh", "bias_ih", "bias_hh") if self.bias else ("weight_ih", "weight_hh")
+        per_direction = 4 if self.bias else 2  # nn.GRU's _flat_weights: per layer and direction
         finals = []
         for layer in range(self.num_layers):
             index = reverse.unsqueeze(-1).expand(-1, -1, x.size(-1))
             outputs = []
             for direction in range(directions):
-                suffix = "_reverse" if direction else ""
-                weights = [getattr(self, "{}_l{}{}".format(name, layer, suffix)) for name in names]
-                inputs = x.gather(1, index) if direction else x
-                h0 = x.new_zeros(1, bsz, self.hidden_size)
-                out, _ = torch._VF.gru(inputs, h0, weights, self.bias, 1, 0.0, self.training, False, True)
+                start = (layer * directions + direction) * per_direction
+                weights = self._flat_weights[start : start + per_direction]  # as cast by the rule
+                out = gru_layer(x.gather(1, index) if direction else x, weights,
+                                has_biases=self.bias, training=self.training)
                 finals.append(out[rows, last])  # B x H
                 if direction:  # back to the source order (the reversal is its own inverse)
                     out = out.gather(1, reverse.unsqueeze(-1).expand(-1, -1, out.size(-1)))
@@ -129,24 +199,15 @@ class GRU(Float32RecurrentUnderEmulatedBF16, nn.GRU):
 
 
 def RNN(cell_type, input_size, hidden_size, **kwargs):
-    """A multi-layer LSTM or GRU (:class:`LSTM`, :class:`GRU`: torch's, float32 under CPU autocast
-    where bfloat16 is not native) with every weight and bias uniform(-0.1, 0.1)."""
-    cls = {"lstm": LSTM, "gru": GRU}[cell_type]
-    m = cls(input_size, hidden_size, **kwargs)
-    for name, param in m.named_parameters():
-        if "weight" in name or "bias" in name:
-            param.data.uniform_(-0.1, 0.1)
-    return m
+    """A multi-layer LSTM or GRU (:class:`LSTM`, :class:`GRU`: torch's, in :func:`recurrent_dtype`
+    under CPU autocast) with every weight and bias uniform(-0.1, 0.1)."""
+    return uniform_init({"lstm": LSTM, "gru": GRU}[cell_type](input_size, hidden_size, **kwargs))
 
 
 def RNNCell(cell_type, input_size, hidden_size):
-    """A single ``nn.LSTMCell`` or ``nn.GRUCell`` with uniform(-0.1, 0.1) parameters."""
-    cls = {"lstm": nn.LSTMCell, "gru": nn.GRUCell}[cell_type]
-    m = cls(input_size, hidden_size)
-    for name, param in m.named_parameters():
-        if "weight" in name or "bias" in name:
-            param.data.uniform_(-0.1, 0.1)
-    return m
+    """A single ``nn.LSTMCell`` or ``nn.GRUCell`` with uniform(-0.1, 0.1) parameters (its products
+    are computed by the decoder; the update by :func:`gru_cell_step` / :func:`lstm_cell_step`)."""
+    return uniform_init({"lstm": nn.LSTMCell, "gru": nn.GRUCell}[cell_type](input_size, hidden_size))
 
 
 def gru_cell_step(gi, gh, h):
@@ -155,7 +216,12 @@ def gru_cell_step(gi, gh, h):
 
         r = sigma(gi_r + gh_r),  z = sigma(gi_z + gh_z),  n = tanh(gi_n + r * gh_n)
         h' = (1 - z) * n + z * h  =  n + z * (h - n)      (torch's order of operations)
-    """
+
+    Under CPU autocast the update and the new state are in :func:`recurrent_dtype`, as every
+    other recurrent path."""
+    dtype = recurrent_dtype(h)
+    if dtype is not None:
+        gi, gh, h = gi.to(dtype), gh.to(dtype), h.to(dtype)
     size = h.size(-1)
     r, z = torch.sigmoid(gi[..., : 2 * size] + gh[..., : 2 * size]).chunk(2, dim=-1)
     n = torch.tanh(gi[..., 2 * size :] + r * gh[..., 2 * size :])
@@ -167,7 +233,10 @@ def lstm_cell_step(gi, gh, c):
 
         c' = sigma(f) * c + sigma(i) * tanh(g),  h' = sigma(o) * tanh(c')
 
-    Returns (h', c')."""
+    Returns (h', c'), under CPU autocast in :func:`recurrent_dtype`."""
+    dtype = recurrent_dtype(c)
+    if dtype is not None:
+        gi, gh, c = gi.to(dtype), gh.to(dtype), c.to(dtype)
     i, f, g, o = (gi + gh).chunk(4, dim=-1)
     c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
     return torch.sigmoid(o) * torch.tanh(c), c

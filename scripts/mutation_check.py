@@ -8,10 +8,13 @@ modified), each mutant is applied there in turn, and the model-level tests of th
 and of their shared encoder and decoder state (``tests/test_wean_lstm.py``,
 ``tests/test_core_copy.py``, ``tests/test_word_attn_gated.py``, ``tests/test_rnn_encoder.py``;
 without the tests that train or decode through fairseq's CLIs) run against that copy with
-``-x``. A mutant is *killed* when a test fails (or errors, or runs past ``TIMEOUT_S``), and
-*survives* when every test passes; every mutant on the list must be killed (exit status 1
-otherwise). The list is short on purpose: about ten seconds per mutant on one core, four to five
-minutes for all of them.
+``-x`` (a mutant may name other test files: the decoder-state, layer and attention mutants name
+the one file that must kill them). A mutant is *killed* when a test fails (or errors, or runs past
+``TIMEOUT_S``), and *survives* when every test passes; every mutant on the list must be killed
+(exit status 1 otherwise). A mutant whose old text is no longer found exactly once is *invalid*:
+the check names it and exits 1 before running any test (the code moved on and the mutant would
+test nothing; tests/test_mutation_check.py checks this in CI). The list is short on purpose:
+about ten seconds per mutant on one core.
 
 The reorder mutants are the reason this exists: a cached decoder tensor left out of
 ``reorder_incremental_state`` once passed every test (batched and single-sentence beam search
@@ -54,12 +57,15 @@ ENCODER = "fairseq_wean/modules/rnn_encoder.py"
 LOSS = "fairseq_wean/criterions/core_mode_loss.py"
 GATE = "fairseq_wean/modules/contextual_gate.py"
 MIXTURE = "fairseq_wean/modules/copy_mixture.py"
+LAYERS = "fairseq_wean/modules/layers.py"
+ATTENTION = "fairseq_wean/modules/attention.py"
+DECODER_STATE = ["tests/test_decoder_state.py"]
 
 _WEAN_REORDER = "reordered = tuple(t.index_select(1, new_order) for t in cached)"
 _GATED_RECURRENT = 'recurrent = {key: cache[key].index_select(1, new_order) for key in ("hidden", "cell") if key in cache}'
 _GATED_REORDERED = "reordered = dict(reorder_per_sentence(per_sentence, new_order), **recurrent)"
 
-# (id, file, old text, new text, what the mistake is)
+# (id, file, old text, new text, what the mistake is[, the test files that must kill it: TESTS otherwise])
 MUTANTS = [
     # --- beam search: every cached tensor reordered with its hypothesis
     ("W1", WEAN, _WEAN_REORDER, "reordered = tuple(cached)", "wean_lstm: (h, c) not reordered"),
@@ -104,8 +110,8 @@ MUTANTS = [
     # --- contextual gate (Wu et al., section 4)
     ("A1", GATE, "return o * c_alpha, (1.0 - o) * word_context, o", "return (1.0 - o) * c_alpha, o * word_context, o",
      "o and 1 - o swapped"),
-    ("A2", GATE, "self.w_o(y_prev) + self.u_o(s_prev) + self.c_alpha_o(c_alpha) + self.c_beta_o(c_beta)",
-     "self.w_o(y_prev) + self.u_o(s_prev) + self.c_alpha_o(c_alpha)", "the gate does not read c^beta"),
+    ("A2", GATE, "o = torch.sigmoid(partial + self.c_alpha_o(c_alpha) + self.c_beta_o(c_beta))",
+     "o = torch.sigmoid(partial + self.c_alpha_o(c_alpha))", "the gate does not read c^beta"),
     # --- CoRe's copy mixture (eq. 7, 11)
     ("M1", MIXTURE, "F.logsigmoid(-gate_logit).unsqueeze(-1) + log_p_gen)", "F.logsigmoid(gate_logit).unsqueeze(-1) + log_p_gen)",
      "eq. 11: lambda weighs both parts"),
@@ -115,6 +121,34 @@ MUTANTS = [
      "eq. 7: repeated source words do not add up"),
     ("M4", MIXTURE, "return (grad / p).masked_fill_(p == 0, 0.0)", "return grad / p",
      "masked log: NaN/inf gradient where p = 0"),
+    # --- decoder state: incremental decoding against the full pass, per option (issue 54); these
+    # name the test file that must kill them (tests/test_decoder_state.py runs every model x
+    # decoder-state option value x 1 and 2 layers x preset)
+    ("S1", CORE, "previous_top = hidden[-1].unsqueeze(1)", "previous_top = hidden[0].unsqueeze(1)",
+     "core_copy --core-attend-previous-state: s_t-1 of the first layer (2 layers: incremental != full)",
+     DECODER_STATE),
+    ("S2", CORE, 'self.set_incremental_state(incremental_state, "cached_state", hidden)',
+     'self.set_incremental_state(incremental_state, "cached_state", hidden[-1:].expand_as(hidden))',
+     "core_copy: every layer's cached state is the top layer's (only with 2 layers)", DECODER_STATE),
+    ("S3", WEAN, 'self.set_incremental_state(incremental_state, "cached_state", (hidden, cell))',
+     'self.set_incremental_state(incremental_state, "cached_state", (hidden, cell[:1].expand_as(cell)))',
+     "wean_lstm: every layer's cached LSTM cell is the first layer's (only with 2 layers)", DECODER_STATE),
+    ("S4", GATED, 'cache["cell"] = torch.stack(cell)', 'cache["cell"] = torch.stack(cell[:1] * len(cell))',
+     "word_attn_gated --rnn-cell lstm: every layer's cached cell is the first layer's (2 layers)",
+     DECODER_STATE),
+    ("S5", GATED, "cache = dict(cache, hidden=torch.stack(hidden))", "cache = dict(cache, hidden=torch.stack(hidden[::-1]))",
+     "word_attn_gated: the cached layers in reverse order (only with 2 layers)", DECODER_STATE),
+    # --- layers and the additive score (issue 54's survivors)
+    ("R1", LAYERS, "if layer < self.num_layers - 1 and self.dropout > 0 and self.training:",
+     "if layer < self.num_layers and self.dropout > 0 and self.training:",
+     "padded GRU: dropout on the top layer's outputs too", ["tests/test_rnn_encoder.py"]),
+    ("R2", LAYERS, "return self._under_autocast_rule(input, None, lambda x, _hx: self._forward_right_padded(x, lengths))",
+     "return self._forward_right_padded(input, lengths)",
+     "padded GRU: skips the precision rule under CPU autocast (issue 53)", ["tests/test_recurrent_precision.py"]),
+    ("V1", ATTENTION, "            if need_v:\n                grad_v +=", "            if need_query:\n                grad_v +=",
+     "additive score: v's gradient computed under the query's flag", ["tests/test_attention.py"]),
+    ("V2", ATTENTION, "acc = torch.promote_types(dtype, torch.float32)", "acc = dtype",
+     "additive score: bfloat16/float16 gradients summed over blocks in their own dtype", ["tests/test_attention.py"]),
 ]
 
 
@@ -129,14 +163,31 @@ def pytest_collection_modifyitems(config, items):
 
 
 # ------------------------------------------------------------------------------ the check
+def unpack(mutant):
+    """(id, file, old, new, what, test files) of a MUTANTS entry."""
+    mid, path, old, new, what = mutant[:5]
+    return mid, path, old, new, what, (mutant[5] if len(mutant) > 5 else TESTS)
+
+
+def invalid_mutants(root, mutants=MUTANTS):
+    """'ID: why' for each mutant whose old text is not found exactly once in its file under ``root``
+    (the code moved on: the mutant would test nothing)."""
+    invalid = []
+    for mid, path, old, _new, _what, _tests in map(unpack, mutants):
+        found = (Path(root) / path).read_text().count(old)
+        if found != 1:
+            invalid.append("{}: old text found {} times in {}".format(mid, found, path))
+    return invalid
+
+
 def copy_tree(dest):
     shutil.copytree(REPO, dest, ignore=shutil.ignore_patterns(".git", "__pycache__", ".venv", "*.pyc"))
 
 
-def run_tests(copy, keyword=None):
+def run_tests(copy, keyword=None, tests=TESTS):
     env = dict(os.environ, OMP_NUM_THREADS="1",
                PYTHONPATH=os.pathsep.join([str(copy), str(copy / "scripts"), os.environ.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "mutation_check"] + TESTS
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "mutation_check"] + list(tests)
     if keyword:
         cmd += ["-k", keyword]
     start = time.time()
@@ -171,33 +222,37 @@ def main(argv=None):
         parser.error("unknown mutant(s) {}; known: {}".format(", ".join(unknown), ", ".join(sorted(known))))
     mutants = [m for m in MUTANTS if not args.ids or m[0] in args.ids]
     if args.list:
-        for mid, path, old, new, what in mutants:
-            print("{}  {}: {}\n     - {}\n     + {}".format(mid, path, what, old, new))
+        for mid, path, old, new, what, tests in map(unpack, mutants):
+            print("{}  {}: {}\n     - {}\n     + {}\n     by {}".format(mid, path, what, old, new, " ".join(tests)))
         return 0
+    invalid = invalid_mutants(REPO, mutants)
+    if invalid:  # before any test: a mutant that no longer applies is a broken check, not a pass
+        for line in invalid:
+            print("invalid mutant " + line, file=sys.stderr)
+        print("mutation_check: {} of {} mutant(s) no longer apply: update their old text".format(
+            len(invalid), len(mutants)), file=sys.stderr)
+        return 1
 
     with tempfile.TemporaryDirectory(prefix="mutation-check-") as tmp:
         copy = Path(tmp) / "repo"
         copy_tree(copy)
         check_import_path(copy)
-        rc, detail, seconds = run_tests(copy, args.keyword)
+        every_file = sorted({t for m in mutants for t in unpack(m)[5]})
+        rc, detail, seconds = run_tests(copy, args.keyword, every_file)
         print("baseline (no mutant): {} ({:.0f} s)".format("pass" if rc == 0 else "FAIL: " + detail, seconds), flush=True)
         if rc != 0:
             return 2
         results = []
-        for mid, path, old, new, what in mutants:
+        for mid, path, old, new, what, tests in map(unpack, mutants):
             target = copy / path
             original = target.read_text()
-            if original.count(old) != 1:
-                results.append((mid, "invalid", "old text found {} times in {}".format(original.count(old), path), 0.0))
-            else:
-                target.write_text(original.replace(old, new))
-                try:
-                    rc, detail, seconds = run_tests(copy, args.keyword)
-                finally:
-                    target.write_text(original)
-                verdict = "survived" if rc == 0 else "killed"
-                results.append((mid, verdict, detail if rc != 0 else "every test passed", seconds))
-            _, verdict, detail, seconds = results[-1]
+            target.write_text(original.replace(old, new))
+            try:
+                rc, detail, seconds = run_tests(copy, args.keyword, tests)
+            finally:
+                target.write_text(original)
+            verdict = "survived" if rc == 0 else "killed"
+            results.append((mid, verdict, detail if rc != 0 else "every test passed", seconds))
             print("{:3s} {:8s} {:4.0f} s  {}  [{}]".format(mid, verdict, seconds, what, detail), flush=True)
         killed = sum(r[1] == "killed" for r in results)
         print("score: {} of {} killed".format(killed, len(results)))

@@ -161,7 +161,7 @@ def test_copy_distribution_sums_repeated_source_words(dictionary, table):
     right_padded = enc["src_tokens"]
     _, _, attn = model.decoder.extract_features(prev, enc)
     vocab, _, copy_index = model.decoder.restricted_vocabulary(right_padded)
-    log_pc = model.decoder.copy_log_probs(attn, copy_index, vocab.numel())
+    log_pc = copy_log_probs(attn, copy_index, vocab.numel())
 
     expected = torch.zeros(2, 3, len(dictionary))
     for b in range(2):
@@ -283,7 +283,7 @@ def test_model_output_is_the_mixture_of_its_two_decoders(dictionary, table):
         psi, gate, attn = dec.extract_features(prev, enc)
         vocab, generative, copy_index = dec.restricted_vocabulary(enc["src_tokens"])
         p_g = dec.generative_log_probs(psi, *dec.output_rows(vocab), generative).double().exp()
-        p_c = dec.copy_log_probs(attn, copy_index, vocab.numel()).double().exp()
+        p_c = copy_log_probs(attn, copy_index, vocab.numel()).double().exp()
         lam = torch.sigmoid(gate.double()).unsqueeze(-1)
         reference = (lam * p_c + (1 - lam) * p_g).log()
         full = model.get_normalized_probs(out, log_probs=True)

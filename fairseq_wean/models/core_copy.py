@@ -15,83 +15,11 @@ attention; a gate mixes them:
     p(y)    = lambda_t p_C + (1 - lambda_t) p_G          (eq. 11) -> copy_mixture.copy_mixture
     loss    = CE (eq. 14) + BCE(lambda_t, lambda*_t) (eq. 12, 15) -> criterion ``core_mode_loss``
 
-Design choices, and why:
-
-* **Attention on s_t, not s_t-1.** The paper follows Bahdanau (eq. 5 scores s_t-1). We score the
-  current state s_t (Luong's order) so that teacher-forced training runs the GRU over the whole
-  target in one call and attends for all steps in one batched product, as ``wean_lstm`` does; the
-  attention still predicts y_t, which is what eq. 7 needs. There is no input feeding. The
-  paper's order is an option: ``--core-attend-previous-state`` queries eq. 5 with s_t-1 (s_0 ..
-  s_T-1, still one GRU call and one batched attention), and ``--core-input-feeding`` adds eq. 3's
-  c_t to the GRU's input (s_t = f(y_t-1, s_t-1, c_t)), which steps the GRU one position at a time.
-* **The restricted softmax is computed over gathered rows only.** For a batch we form
-  E = U u A(X_1..X_B) u X_1..X_B (sorted ids, a few thousand instead of |V|), gather those rows
-  of the output projection and mask, per sentence, the ids of E outside that sentence's V_G. A
-  softmax over E with those -inf is exactly the per-sentence softmax over V_G (eq. 9). In
-  incremental decoding E and the gathered rows are computed once and cached.
-* **The decoder returns mixture log-probs over E** (``B x T x |E|``, with the ids of E in
-  ``extra["vocab"]``); ``get_normalized_probs`` re-normalises (so ``--temperature`` keeps its
-  meaning) and scatters them onto the full vocabulary, -inf elsewhere. Every fairseq consumer
-  (SequenceGenerator, fairseq's criteria, the scorer) goes through ``get_normalized_probs``;
-  ``core_mode_loss`` reads the compact form and never builds a ``B x T x |V|`` tensor.
-* **One full-vocabulary buffer per decoded batch.** fairseq's search wants a ``B x |V|`` row
-  per step. A fresh -inf-filled tensor every step cost 11% of core_copy's generation time at
-  |V| = 50k (``fill_`` in ``python -m bench.profile``; 64 MB per step, above glibc's mmap
-  threshold, so every step page-faults it in anew).
-  E is fixed for a batch, so in incremental decoding the buffer is allocated once and kept in
-  the incremental state; each step refills the rows in use with -inf and writes the E columns.
-  The refill is a write to memory that is already paged in (7 ms against 65 ms for a fresh
-  320 x 50k tensor, one thread), and it is needed: the caller owns the returned tensor and
-  fairseq changes it in place. SequenceGenerator writes -inf into it (pad, n-gram blocking, max
-  length), but ``Sampling.step`` (``--sampling``, alone or with ``--sampling-topp``) runs
-  ``exp_()`` on it, which turns the -inf outside E into 0, a log-probability of 0: without the
-  refill the next step samples words outside V_G, and a few steps later (0 -> 1 -> e -> e^e ->
-  inf) the sampler fails on inf. What remains of the price: the returned tensor is valid until
-  the next decoding step (SequenceGenerator uses each step's row before the next; a caller that
-  keeps rows must clone them).
-* **Log space.** eq. 11 is ``logsumexp(logsigmoid(z) + log p_C, logsigmoid(-z) + log p_G)``; its
-  backward and that of log p_C are written by hand (:mod:`fairseq_wean.modules.copy_mixture`) so
-  that a probability of 0 gives a zero gradient, not NaN, and few B x T x N tensors are kept;
-  every row keeps unk and eos (always in U), so no row is all -inf. p_C is 0 outside the
-  source's words, where eq. 11 is log(1 - lambda_t) + log p_G: the mixture proper is computed
-  at the source positions only (B x T x S) and written into their columns
-  (``copy_mixture.copy_mixture``; docs/RESULTS.md, "Reading the 2026-11-27 run", gives its effect).
-* **The alignment table A ships in the model** as a persistent buffer (``align_table``,
-  ``|V| x topk`` ids, pad = no entry). It is read from ``--core-align-table`` once, when the model
-  is first built for training; ``args.core_align_table_in_checkpoint`` then records that the
-  checkpoint carries it, so fairseq-generate and fairseq-interactive never read the file.
-* **psi and the output bias (eq. 9): a departure, ``--core-psi``.** The paper calls psi "an affine
-  transformation" and scores w_y^T psi. The default, ``tanh``, is psi = tanh(W [y_t-1; s_t; c_t] + b)
-  and the logit w_y psi + b_y: the readout of dl4mt (github.com/nyu-dl/dl4mt-tutorial,
-  ``session2/nmt.py``: ``tanh(ff_logit_lstm + ff_logit_prev + ff_logit_ctx)``, then the ``ff_logit``
-  layer with its bias), on which the paper says its implementation is built. It stays the default
-  so that the published numbers (docs/RESULTS.md) stay valid. ``--core-psi affine`` is eq. 9 as
-  written: no tanh, no b_y (``output_bias`` is then a zero buffer, not a parameter). Evidence: on
-  4,000 simplification pairs (``prepare_simplification --tiny --max-sentences 4000 --max-eval 60
-  --variants word-pg``), ``core_copy_small`` with 1+1 layers, 3 epochs (375 updates), seeds 1 and
-  2: validation loss (bits per token) 3.44 / 3.54 with tanh, 3.25 / 3.40 with affine; SARI on the
-  60 validation sources 33.9 / 33.3 and 35.0 / 33.6. A short run, so no reason to change the
-  default, but no sign that the paper's form is worse; docs/models/core_copy.md gives the command.
-* **U (eq. 8): a departure, ``--core-frequent-from``.** U is the ``--core-num-frequent`` most
-  frequent words, plus unk (the paper's footnote 1) and eos, never markers. The default, ``joined``,
-  takes dictionary ids ``nspecial .. nspecial+N``: fairseq-preprocess sorts the joined dictionary
-  by source + target count, so a word frequent in the sources only can enter U. ``target`` counts
-  the binarized training target side (``DATA/train.SRC-TGT.TGT``, with fairseq's ``train1``...
-  shards) when training starts: the frequent words of the text the generative decoder writes, as a
-  separate target dictionary (dl4mt's) gives them. Both are computed in
-  :mod:`fairseq_wean.modules.restricted_vocab`. That U is saved in the checkpoint (buffer
-  ``frequent_mask``; the joined one is recomputed from the dictionary, so older checkpoints load).
-  Evidence: on 10,000 Gigaword pairs (``prepare_gigaword --tiny --max-sentences 20000 --max-eval
-  500 --variants word-pg``) the two U share 1,525 of 2,002 words (simplification:
-  1,924) and cover 94.01% (joined) and 94.24% (target) of the validation target tokens with X u
-  A(X) u U; 400 updates of ``core_copy_small`` (seed 1) give ROUGE-1/2/L 30.51 / 9.13 / 29.21
-  (joined) and 30.58 / 9.55 / 29.30 (target) on the 500 validation pairs (their validation losses,
-  6.31 and 6.36, differ in which targets are scored as unk, so they do not compare).
-* **Rare and unseen words** are copied through source-position markers ``<unk-N>``
-  (:mod:`fairseq_wean.data.markers`, as in fairseq's pointer-generator recipe;
-  ``preprocess/unk_markers.py`` writes them into the data). Markers are copy-only (never
-  in V_G) and share the ``<unk>`` input embedding, so a marker for a position never seen in
-  training behaves like the trained ones.
+What departs from the paper, with the option that restores it, and why each implementation
+choice was made (attention on s_t, the restricted softmax over gathered rows, mixture log-probs
+over E, one full-vocabulary buffer per decoded batch, log space, the alignment table in the
+checkpoint, psi and U, markers): docs/models/core_copy.md, "Departures from the paper" and
+"Implementation notes". Measurements: docs/RESULTS.md.
 """
 
 import torch
@@ -108,7 +36,6 @@ from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 from fairseq_wean.modules.attention import SCORE_CHOICES, SourceAttention
 from fairseq_wean.modules.copy_mixture import (
-    copy_log_probs,
     copy_mixture,
     restricted_log_softmax,
     source_word_groups,
@@ -363,9 +290,6 @@ class CoreDecoder(RecurrentDecoder):
             features = torch.tanh(features)  # dl4mt's readout (see --core-psi)
         return features
 
-    # eq. 7: attn B x T x S, copy_index B x S, N -> log p_C, B x T x N (-inf: not in the source);
-    # the dense form, which forward() does not build (see copy_mixture)
-    copy_log_probs = staticmethod(copy_log_probs)
     # eq. 9: psi B x T x D, rows N x D and N, V_G mask B x N -> log p_G, B x T x N (-inf: not in V_G)
     generative_log_probs = staticmethod(restricted_log_softmax)
 

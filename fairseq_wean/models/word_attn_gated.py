@@ -429,42 +429,74 @@ def base_architecture(args):
 
 # The presets: one per (ablation row, sizes), each setting --word-attention's default and then
 # its sizes' defaults (getattr: options given on the command line win), then the base's.
-ABLATION_ARCHS = {"none": "word_attn_rnnsearch", "ungated": "word_attn_ungated", "gated": "word_attn_gated"}
-SIZE_PRESETS = {
-    # base_architecture's sizes: one layer each side.
-    "": {},
-    # Table 3 (IWSLT'14 De-En, "2-layer models"). The poster gives no sizes; 256 units and a
-    # 2-layer bidirectional encoder put a word-level RNNsearch near its 24.3M parameters
-    # (see examples/word_attention_parameter_counts.py).
-    "_iwslt": {"dropout": 0.3, "encoder_layers": 2, "decoder_layers": 2},
-    # Table 4 (WMT'14 En-Fr, "4-4 RNNsearch"). Sizes are RNNsearch's (620-dim embeddings,
-    # 1000 units); the poster does not state them. '+Word Attention' is not a row of Table 4.
-    "_wmt": {
-        "dropout": 0.2, "encoder_embed_dim": 620, "encoder_hidden_size": 1000, "encoder_layers": 4,
-        "decoder_embed_dim": 620, "decoder_hidden_size": 1000, "decoder_layers": 4,
-    },
+# base_architecture's sizes: one layer each side.
+BASE_SIZES = {}
+# Table 3 (IWSLT'14 De-En, "2-layer models"). The poster gives no sizes; 256 units and a 2-layer
+# bidirectional encoder put a word-level RNNsearch near its 24.3M parameters
+# (see examples/word_attention_parameter_counts.py).
+IWSLT_SIZES = {"dropout": 0.3, "encoder_layers": 2, "decoder_layers": 2}
+# Table 4 (WMT'14 En-Fr, "4-4 RNNsearch"). Sizes are RNNsearch's (620-dim embeddings, 1000 units);
+# the poster does not state them. '+Word Attention' is not a row of Table 4.
+WMT_SIZES = {
+    "dropout": 0.2, "encoder_embed_dim": 620, "encoder_hidden_size": 1000, "encoder_layers": 4,
+    "decoder_embed_dim": 620, "decoder_hidden_size": 1000, "decoder_layers": 4,
 }
 
 
-def _register_preset(word_attention, suffix, sizes):
-    name = ABLATION_ARCHS[word_attention] + suffix
-
-    def preset(args):
-        args.word_attention = getattr(args, "word_attention", word_attention)
-        for option, value in sizes.items():
-            if option.endswith("_embed_dim") and getattr(args, "embed_dim", None) is not None:
-                continue  # --embed-dim given: it sizes both sides (base_architecture)
-            setattr(args, option, getattr(args, option, value))
-        base_architecture(args)
-
-    preset.__name__ = preset.__qualname__ = name
-    preset.__doc__ = "--word-attention {} with the sizes {} (base_architecture's otherwise).".format(
-        word_attention, sizes or "of base_architecture")
-    # a module attribute too, as fairseq's presets are: from ...word_attn_gated import word_attn_gated_iwslt
-    globals()[name] = register_model_architecture("word_attn_gated", name)(preset)
+def preset_architecture(args, word_attention, sizes):
+    """--word-attention ``word_attention`` and the ``sizes`` where not given, then the base's
+    (--embed-dim, where given, sizes both embeddings instead of the preset's)."""
+    args.word_attention = getattr(args, "word_attention", word_attention)
+    for option, value in sizes.items():
+        if option.endswith("_embed_dim") and getattr(args, "embed_dim", None) is not None:
+            continue  # --embed-dim given: it sizes both sides (base_architecture)
+        setattr(args, option, getattr(args, option, value))
+    base_architecture(args)
 
 
-for _mode in WORD_ATTENTION_CHOICES:
-    for _suffix, _sizes in SIZE_PRESETS.items():
-        if (_mode, _suffix) != ("gated", ""):  # that one is base_architecture itself
-            _register_preset(_mode, _suffix, _sizes)
+@register_model_architecture("word_attn_gated", "word_attn_rnnsearch")
+def word_attn_rnnsearch(args):
+    """--word-attention none (RNNsearch), base_architecture's sizes."""
+    preset_architecture(args, "none", BASE_SIZES)
+
+
+@register_model_architecture("word_attn_gated", "word_attn_ungated")
+def word_attn_ungated(args):
+    """--word-attention ungated (+ word attention), base_architecture's sizes."""
+    preset_architecture(args, "ungated", BASE_SIZES)
+
+
+@register_model_architecture("word_attn_gated", "word_attn_rnnsearch_iwslt")
+def word_attn_rnnsearch_iwslt(args):
+    """--word-attention none with the IWSLT sizes (Table 3)."""
+    preset_architecture(args, "none", IWSLT_SIZES)
+
+
+@register_model_architecture("word_attn_gated", "word_attn_ungated_iwslt")
+def word_attn_ungated_iwslt(args):
+    """--word-attention ungated with the IWSLT sizes (Table 3)."""
+    preset_architecture(args, "ungated", IWSLT_SIZES)
+
+
+@register_model_architecture("word_attn_gated", "word_attn_gated_iwslt")
+def word_attn_gated_iwslt(args):
+    """--word-attention gated with the IWSLT sizes (Table 3)."""
+    preset_architecture(args, "gated", IWSLT_SIZES)
+
+
+@register_model_architecture("word_attn_gated", "word_attn_rnnsearch_wmt")
+def word_attn_rnnsearch_wmt(args):
+    """--word-attention none with the WMT sizes (Table 4)."""
+    preset_architecture(args, "none", WMT_SIZES)
+
+
+@register_model_architecture("word_attn_gated", "word_attn_ungated_wmt")
+def word_attn_ungated_wmt(args):
+    """--word-attention ungated with the WMT sizes (Table 4)."""
+    preset_architecture(args, "ungated", WMT_SIZES)
+
+
+@register_model_architecture("word_attn_gated", "word_attn_gated_wmt")
+def word_attn_gated_wmt(args):
+    """--word-attention gated with the WMT sizes (Table 4)."""
+    preset_architecture(args, "gated", WMT_SIZES)

@@ -147,11 +147,11 @@ def _tanh_block(query, keys, rows, cols, buffer):
 
 
 def tanh_(x):
-    """tanh in place. In float32 and float64 as 2 sigmoid(2x) - 1, which is the same function and
-    on the CPU measured 2x faster than ``torch.tanh`` (``python -m bench.additive_parts``; AMD EPYC,
-    AVX2, docs/RESULTS.md); it differs from ``torch.tanh`` by at most 1.8e-7 in float32 (an
-    absolute error, 1.5 ulp of 1; tests/test_attention.py). Other dtypes (bfloat16 under
-    --cpu-bf16, float16), where 2 sigmoid(2x) - 1 would lose the small values: ``tanh_``."""
+    """tanh in place. In float32 and float64 as 2 sigmoid(2x) - 1, the same function, faster than
+    ``torch.tanh`` on the CPU (``python -m bench.additive_parts``; docs/RESULTS.md); within 1.8e-7 of
+    ``torch.tanh`` in float32 (an absolute error, 1.5 ulp of 1; tests/test_attention.py). Other
+    dtypes (bfloat16 under --cpu-bf16, float16), where 2 sigmoid(2x) - 1 would lose the small
+    values: ``tanh_``."""
     if x.dtype in (torch.float32, torch.float64):
         return torch.sigmoid(x.mul_(2), out=x).mul_(2).sub_(1)
     return x.tanh_()
@@ -161,12 +161,12 @@ class AdditiveScore(torch.autograd.Function):
     """The 'concat' score in blocks, without keeping the B x Tq x S x H tensor for backward.
 
     Built whole (``(q + k).tanh().matmul(v)`` under autograd), the tensor and the gradients of it
-    are three fresh B x Tq x S x H tensors per training step (~120 MB each for a batch of 2,000
-    target tokens with 30-word sources and H = 512): a fresh tensor that size is paged in by
-    the kernel anew every time. Here each block lives in one reused buffer: the forward keeps
-    only q, k and v, and the backward recomputes tanh per block (``tanh`` once more per element;
-    ``python -m bench.additive_parts`` measures both ways, docs/RESULTS.md "Reading the 16:44
-    run"). Gradients, with t = tanh(q_t + k_s) and g the incoming gradient (B x Tq x S):
+    are three fresh B x Tq x S x H tensors per training step, each paged in by the kernel anew.
+    Here each block lives in one reused buffer: the forward keeps only q, k and v, and the backward
+    recomputes tanh per block (``python -m bench.additive_parts`` measures both ways; numbers in
+    docs/RESULTS.md). Sums over blocks are float32 at least (bfloat16 / float16 inputs), cast once
+    at the end; a second derivative (``create_graph=True``) goes through the whole-tensor formula.
+    Gradients, with t = tanh(q_t + k_s) and g the incoming gradient (B x Tq x S):
 
         d/dq_t = v * sum_s g_ts (1 - t^2),  d/dk_s = v * sum_t g_ts (1 - t^2),  d/dv = sum g_ts t
     """

@@ -31,15 +31,21 @@ from fairseq_wean.errors import FairseqWeanError
 logger = logging.getLogger(__name__)
 
 
-def frequent_word_mask(dictionary, num_frequent):
-    """U as a ``|V|`` bool mask: ids ``nspecial .. nspecial+N`` plus unk and eos, no markers."""
+def vocabulary_mask(dictionary, words):
+    """A ``|V|`` bool mask of the ids ``words`` plus unk and eos (always in), never a position
+    marker (markers are copy-only): the one rule of U and of WEAN's candidate sets."""
     mask = torch.zeros(len(dictionary), dtype=torch.bool)
-    mask[dictionary.nspecial : dictionary.nspecial + num_frequent] = True
+    mask[words] = True
+    mask[marker_ids(dictionary)] = False
     mask[dictionary.unk()] = True
     mask[dictionary.eos()] = True
-    for i in marker_ids(dictionary):
-        mask[i] = False
     return mask
+
+
+def frequent_word_mask(dictionary, num_frequent):
+    """U as a ``|V|`` bool mask: ids ``nspecial .. nspecial+N`` plus unk and eos, no markers."""
+    first = dictionary.nspecial
+    return vocabulary_mask(dictionary, torch.arange(first, min(first + num_frequent, len(dictionary))))
 
 
 def count_training_words(args, task, dictionary, side, option, instead):
@@ -102,9 +108,4 @@ def frequent_mask_from_counts(dictionary, counts, num_frequent):
     eligible[marker_ids(dictionary)] = False
     key = torch.where(eligible, counts, counts.new_full((), -1))
     order = torch.sort(key, descending=True, stable=True).indices[:num_frequent]
-    order = order[eligible[order]]
-    mask = torch.zeros(len(dictionary), dtype=torch.bool)
-    mask[order] = True
-    mask[dictionary.unk()] = True
-    mask[dictionary.eos()] = True
-    return mask
+    return vocabulary_mask(dictionary, order[eligible[order]])

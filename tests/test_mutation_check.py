@@ -1,0 +1,40 @@
+"""scripts/mutation_check.py in CI: every mutant still applies to today's code (a mutant whose text
+moved away tests nothing), an invalid one fails the check loudly before any test runs, and the
+decoder-state, layer and attention mutants (issues 53 and 54) are killed by the file they name."""
+import os
+import sys
+
+import pytest
+
+from conftest import REPO
+
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+import mutation_check  # noqa: E402
+
+
+def test_every_mutant_applies_to_todays_code():
+    assert mutation_check.invalid_mutants(mutation_check.REPO) == []
+    assert len({m[0] for m in mutation_check.MUTANTS}) == len(mutation_check.MUTANTS)  # ids unique
+
+
+def test_an_invalid_mutant_fails_the_check_before_any_test(monkeypatch, capsys):
+    bogus = ("X1", mutation_check.CORE, "text that is nowhere", "x", "a mutant of code that moved")
+    monkeypatch.setattr(mutation_check, "MUTANTS", mutation_check.MUTANTS + [bogus])
+    monkeypatch.setattr(mutation_check, "copy_tree", lambda dest: pytest.fail("tests ran"))
+    assert mutation_check.main([]) == 1
+    err = capsys.readouterr().err
+    assert "invalid mutant X1: old text found 0 times in fairseq_wean/models/core_copy.py" in err
+    assert "1 of {} mutant(s) no longer apply".format(len(mutation_check.MUTANTS)) in err
+
+
+TARGETED = [m[0] for m in mutation_check.MUTANTS if len(m) > 5]
+
+
+def test_the_targeted_mutants_are_killed(capsys):
+    """The mutants that name their test file, run as the script runs them (a copy of the tree,
+    the file with -x): each must be killed."""
+    assert len(TARGETED) >= 9
+    rc = mutation_check.main(TARGETED)
+    out = capsys.readouterr().out
+    assert "baseline (no mutant): pass" in out, out
+    assert "score: {0} of {0} killed".format(len(TARGETED)) in out and rc == 0, out

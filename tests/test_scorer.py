@@ -165,7 +165,7 @@ def test_rouge_characters_for_chinese(tmp_path, capsys):
     assert M.CharTokenizer().tokenize("51信用卡 App，2015年") == ["51", "信", "用", "卡", "app", "，", "2015", "年"]
     # rouge-score's own tokenizer drops Chinese entirely: every score would be 0.00, so without
     # --rouge-chars it is an error that names the fix (it printed 0.00 silently)
-    with pytest.raises(FairseqWeanError, match=r"1 of 1 references have no such token .*add --rouge-chars"):
+    with pytest.raises(FairseqWeanError, match=r"100% of the references' letters and digits are outside them .*add --rouge-chars"):
         run_json(capsys, "--sys", f[0], "--refs", f[1], "--metrics", "rouge1")
     # English with a stray Chinese reference line stays scored by words
     g = [write(tmp_path / "h2", ["a b", "c d", "e"]), write(tmp_path / "r2", ["a b", "c x", "今天"])]
@@ -632,7 +632,7 @@ def test_the_printed_table_names_systems_and_the_bleu_tokenization(tmp_path, cap
     score.main(["--sys", f[0], "--refs", f[1], "--metrics", "bleu,chrf", "--compare-to", f[2], "--name", "wean_lstm",
                 "--compare-name", "lstm", "--bleu-tokenize", "none", "--bootstrap-samples", "20"])
     text = capsys.readouterr().out
-    assert "1 sentences, 1 reference(s): wean_lstm (" in text
+    assert "wean_lstm: 1 sentences (" in text and "1 reference(s) (" in text
     assert re.search(r"^BLEU +100\.00 \(sacrebleu, tokenize none\)  \| lstm +[0-9.]+, paired bootstrap p", text, re.M)
     assert re.search(r"^chrF +100\.00  \| lstm ", text, re.M) and re.search(r"^lstm = .*o\.txt; p: two-sided", text, re.M)
     score.main(["--sys", f[0], "--refs", f[1], "--metrics", "bleu", "--compare-to", f[2], "--bootstrap-samples", "20"])

@@ -20,6 +20,7 @@ from fairseq_wean import textio
 from fairseq_wean.errors import run_cli
 from fairseq_wean.report import build, render
 from fairseq_wean.scoring import metrics as M
+from fairseq_wean.scoring import inputs
 from fairseq_wean.scoring import sari as sari_lib
 from fairseq_wean.scoring.scores import parse_metrics
 
@@ -47,6 +48,7 @@ def get_parser():
     p.add_argument("--rouge-chars", action="store_true",
                    help="ROUGE, lengths and token colours on characters (Chinese)")
     p.add_argument("--rouge-no-stemmer", action="store_true", help="no Porter stemming for ROUGE")
+    inputs.add_text_options(p)
     p.add_argument("--view", choices=build.VIEWS, default="auto",
                    help="token colours: monolingual (copied / generated / invented / deleted against the source), "
                         "cross-lingual (translation: in a reference or not); auto (default): cross-lingual when "
@@ -59,7 +61,8 @@ def main(argv=None):
     args = get_parser().parse_args(argv)
     inputs = list(args.sys) + ([args.orig] if args.orig else []) + list(args.refs or [])
     textio.check_output(args.out, inputs)  # refuse before the (slow) scoring
-    systems, orig, refs = build.load_inputs(args.sys, args.names, args.orig, args.refs)
+    systems, orig, refs = build.load_inputs(args.sys, args.names, args.orig, args.refs, args.hyp_lines,
+                                            args.post_process)
     report = build.build_report(systems, orig, refs, metrics=args.metrics, sari_mode=args.sari_mode,
                                 rouge_chars=args.rouge_chars, rouge_stemmer=not args.rouge_no_stemmer,
                                 bootstrap_samples=args.bootstrap_samples, view=args.view,

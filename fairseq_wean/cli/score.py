@@ -27,10 +27,12 @@ from fairseq_wean.scoring import metrics as M
 from fairseq_wean.scoring import sari as sari_lib
 from fairseq_wean.scoring import scores
 from fairseq_wean.scoring.inputs import (
+    add_text_options,
     check_line_counts,
     read_sources_and_references,
     read_system,
     sources_and_references_from_log,
+    words_only,
 )
 from fairseq_wean.scoring.scores import parse_metrics
 
@@ -59,6 +61,7 @@ def get_parser():
                    help="sacrebleu's BLEU tokenization: 13a (default) for detokenized text; none for text that is "
                         "already tokenized (multi-bleu.perl's convention, e.g. Multi30k's tokenized lowercased text: "
                         "13a would split every <unk> into '< unk >'); others: intl, char, zh, ja-mecab, ...")
+    add_text_options(p)
     p.add_argument("--name", metavar="LABEL", help="--sys's label in the output (default: its file name)")
     p.add_argument("--compare-name", metavar="LABEL", help="--compare-to's label (default: its file name)")
     p.add_argument("--rouge-chars", action="store_true", help="ROUGE on characters (Chinese)")
@@ -77,7 +80,7 @@ def _load_inputs(args):
         raise FairseqWeanError("standard input ({}) is given {} times: it can be read only once; give the other "
                                "inputs as files".format(" and ".join(stdin), len(stdin)))
     orig, refs, n = read_sources_and_references(args.orig, args.refs)
-    sys_sents, log = read_system(args.sys, "--sys", n)
+    sys_sents, log = read_system(args.sys, "--sys", n, args.hyp_lines)
     if n is None:
         n = len(sys_sents)
     orig, refs = sources_and_references_from_log(orig, refs, log, n)
@@ -95,14 +98,16 @@ def _load_inputs(args):
             "nothing to score: {} {}: give the files of a test set with at least one sentence".format(
                 ", ".join(name for name, _ in counts), "is empty" if len(counts) == 1 else "are empty"))
 
-    other = None
+    other, other_log = None, None
     if args.compare_to:
-        other, _ = read_system(args.compare_to, "--compare-to", n)
+        other, other_log = read_system(args.compare_to, "--compare-to", n, args.hyp_lines)
         if len(other) != n:
             raise FairseqWeanError(
                 "--compare-to {} has {} lines but --sys has {}: compare outputs of the same test set".format(
                     args.compare_to, len(other), n))
-    return sys_sents, orig, refs, other
+    systems = [(args.sys, sys_sents, log)] + ([(args.compare_to, other, other_log)] if other is not None else [])
+    texts, orig, refs = words_only(systems, orig, args.orig, refs, args.refs, args.post_process)
+    return texts[0], orig, refs, (texts[1] if other is not None else None)
 
 
 def _format_stats(s):
@@ -134,7 +139,9 @@ def main(argv=None):
         extra["bleu"] = " (sacrebleu, tokenize {})".format(args.bleu_tokenize)
     name = args.name or os.path.basename(args.sys)
     other_name = args.compare_name or (os.path.basename(args.compare_to) if args.compare_to else None)
-    print("{} sentences, {} reference(s): {} ({})".format(len(sys_sents), len(refs) if refs else 0, name, args.sys))
+    print("{}: {} sentences ({}), {} reference(s) ({})".format(
+        name, len(sys_sents), args.sys, len(refs) if refs else 0,
+        ", ".join(args.refs) if args.refs else ("the log's T- lines" if refs else "none")))
     for m in args.metrics:
         if m == "stats":
             line = "stats: " + _format_stats(result[m])

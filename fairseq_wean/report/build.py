@@ -70,15 +70,18 @@ def token_values(log):
     return out
 
 
-def read_system_output(path, name, n=None):
+def read_system_output(path, name, n=None, hyp_lines="auto"):
     """A :class:`SystemOutput` from a plain output file or a fairseq-generate log."""
-    sentences, log = inputs.read_system(path, "--sys", n)
+    sentences, log = inputs.read_system(path, "--sys", n, hyp_lines)
     return SystemOutput(name, path, sentences, log, token_values(log) if log is not None else None)
 
 
 def units(text, chars=False):
-    """The page's units of ``text``: words, or with ``chars`` characters (ASCII runs kept whole)."""
-    return [u for u in (_CHAR_UNITS if chars else _WORD_UNITS).findall(text) if not u.isspace()]
+    """The page's units of ``text``: words, or with ``chars`` the characters ROUGE counts
+    (:func:`fairseq_wean.scoring.metrics.character_tokens`: ASCII runs whole, spaces ignored)."""
+    if chars:
+        return M.character_tokens(text)
+    return [u for u in _WORD_UNITS.findall(text) if not u.isspace()]
 
 
 def source_reference_overlap(orig, refs):
@@ -210,8 +213,9 @@ def sentence_columns(metrics):
     return cols + ["len_ratio"]
 
 
-def load_inputs(sys_paths, names, orig_path, ref_paths):
-    """(systems, orig, refs): every input read and checked for one line per test sentence."""
+def load_inputs(sys_paths, names, orig_path, ref_paths, hyp_lines="auto", post_process=None):
+    """(systems, orig, refs): every input read and checked for one line per test sentence and for
+    words, not subword pieces (:func:`fairseq_wean.scoring.inputs.words_only`)."""
     if names is not None and len(names) != len(sys_paths):
         raise FairseqWeanError("--names has {} name(s) but --sys has {} file(s): give one name per "
                                "system".format(len(names), len(sys_paths)))
@@ -219,7 +223,7 @@ def load_inputs(sys_paths, names, orig_path, ref_paths):
     systems = []
     for i, path in enumerate(sys_paths):
         name = names[i] if names else os.path.basename(path)
-        systems.append(read_system_output(path, name, n))
+        systems.append(read_system_output(path, name, n, hyp_lines))
         if n is None:
             n = len(systems[0].sentences)
     first_log = next((s.log for s in systems if s.log is not None), None)
@@ -231,6 +235,10 @@ def load_inputs(sys_paths, names, orig_path, ref_paths):
         raise FairseqWeanError("--refs FILE [FILE ...] is required (or a fairseq-generate log with T- lines "
                                "as the first --sys)")
     inputs.check_line_counts([(s.path, s.sentences) for s in systems], orig, orig_path, refs, ref_paths)
+    texts, orig, refs = inputs.words_only([(s.path, s.sentences, s.log) for s in systems], orig, orig_path, refs,
+                                          ref_paths, post_process)
+    for system, sentences in zip(systems, texts):
+        system.sentences = sentences
     return systems, orig, refs
 
 

@@ -63,6 +63,7 @@ class GenerateLog:
         self.path = path
         self.src, self.tgt, self.hyp, self.detok, self.align = {}, {}, {}, {}, {}
         self.positional, self.gates = {}, {}
+        self.hypothesis_lines = "H"
         first_line = {}  # sentence id -> line number of its block's first line
         current = None
         summary_at = header_at = None
@@ -134,8 +135,22 @@ class GenerateLog:
             )
         return [table[i] for i in range(n)]
 
-    def hypotheses(self, n=None):
-        """The best hypothesis per sentence, in sentence-id order (``n``: expected number)."""
+    def decoded(self):
+        """Whether the log was decoded with ``--bpe`` / ``--tokenizer``: every H- line has its D- line
+        and one differs from it (fairseq prints both; they are equal without a BPE or tokenizer)."""
+        return all(i in self.detok for i in self.hyp) and any(self.detok[i] != text for i, text in self.hyp.items())
+
+    def hypotheses(self, n=None, lines="auto"):
+        """The best hypothesis per sentence, in sentence-id order (``n``: expected number).
+
+        ``lines``: ``H`` (the dictionary's tokens after --post-process), ``D`` (those decoded by
+        --bpe / --tokenizer: words), or ``auto``: D where the log was decoded (:meth:`decoded`),
+        else H. The choice is kept in ``self.hypothesis_lines``."""
         if n is None:
             n = max(self.hyp) + 1 if self.hyp else 0
+        if lines == "auto":
+            lines = "D" if self.decoded() else "H"
+        self.hypothesis_lines = lines
+        if lines == "D":
+            return self.ordered(self.detok, n, "detokenized hypothesis (D- line)")
         return self.ordered(self.hyp, n, "hypothesis (H- line)")

@@ -26,6 +26,8 @@ module in its folder) and must stay cheap and import cleanly.
   (outputs identical to the source, whitespace-normalised); with references also the
   invented-word percentages (see ``invented_words``).
 """
+import re
+
 import numpy as np
 
 from fairseq_wean.scoring import sari as sari_lib
@@ -41,27 +43,43 @@ BOOTSTRAP_SEED = 12345  # sacrebleu's default seed for its paired bootstrap
 
 # ---------------------------------------------------------------------------------------------
 # ROUGE
-class CharTokenizer:
-    """rouge-score tokenizer for Chinese: every non-space character is a token.
+UNK_FORMS = re.compile(r"<<unk>>|<unk(?:-\d+)?>")  # fairseq's target <<unk>>, hypothesis <unk>, markers
+CHARACTER_UNITS = re.compile(r"[A-Za-z0-9]+|.", re.S)
 
-    rouge-score's default tokenizer keeps only [a-z0-9] and would delete Chinese text entirely.
-    Runs of ASCII letters/digits are lowercased and kept as one token (as LCSTS evaluations do).
+
+def character_tokens(text, lower=True):
+    """The one character tokenization of every tool (ROUGE with --rouge-chars / --eval-rouge-chars /
+    fairseq-generate --scoring rouge --rouge-chars, and the report's character units).
+
+    Spaces never matter (the text is read without them: '雅虎 2014年' and '雅 虎 2 0 1 4 年' are
+    the same tokens); every other character is a token, except that a run of ASCII letters and
+    digits is one token, lowercased ('iPhone6' -> 'iphone6', also when written 'i P h o n e 6');
+    fairseq's unknown-word forms are one token each, ``<<unk>>`` (its targets) and ``<unk>``
+    (its hypotheses, markers ``<unk-N>`` too), which never match each other, as in fairseq's BLEU.
+    ``lower=False`` keeps the case (``python -m preprocess.split_characters`` writes data so).
     """
+    tokens = []
+    position = 0
+    for m in UNK_FORMS.finditer(text):
+        tokens += _character_tokens(text[position:m.start()], lower)
+        tokens.append("<<unk>>" if m.group(0) == "<<unk>>" else "<unk>")
+        position = m.end()
+    return tokens + _character_tokens(text[position:], lower)
+
+
+def _character_tokens(text, lower):
+    squeezed = "".join(ch for ch in text if not ch.isspace())
+    if lower:
+        squeezed = "".join(ch.lower() if ch.isascii() else ch for ch in squeezed)
+    return CHARACTER_UNITS.findall(squeezed)
+
+
+class CharTokenizer:
+    """rouge-score tokenizer for Chinese: :func:`character_tokens` (rouge-score's default
+    tokenizer keeps only [a-z0-9] and would delete Chinese text entirely)."""
 
     def tokenize(self, text):
-        tokens, word = [], []
-        for ch in text:
-            if ch.isascii() and ch.isalnum():
-                word.append(ch.lower())
-                continue
-            if word:
-                tokens.append("".join(word))
-                word = []
-            if not ch.isspace():
-                tokens.append(ch)
-        if word:
-            tokens.append("".join(word))
-        return tokens
+        return character_tokens(text)
 
 
 def rouge_scorer(types=ROUGE_TYPES, chars=False, stemmer=True):
@@ -73,21 +91,37 @@ def rouge_scorer(types=ROUGE_TYPES, chars=False, stemmer=True):
     return rs.RougeScorer(list(types), tokenizer=tokenizer)
 
 
-def check_rouge_words(refs_streams):
-    """ROUGE by words keeps only a-z and 0-9 (rouge-score's tokenizer): on Chinese, or any text
-    without such letters, every score is 0.00. Refuse when most non-empty references lose every token."""
-    from rouge_score import tokenizers
+def non_latin_share(texts):
+    """(share, example): the share of the letters and digits of ``texts`` that ROUGE by words loses
+    (rouge-score's tokenizer keeps only a-z and 0-9: Chinese, Cyrillic, Greek, ... vanish; an accent
+    loses its letter only), and a text that loses some."""
+    kept = lost = 0
+    example = None
+    for text in texts:
+        for ch in text:
+            if ch.isalnum():
+                if ch.isascii():
+                    kept += 1
+                else:
+                    lost += 1
+                    example = example or text
+    return (lost / (kept + lost) if kept + lost else 0.0), example
 
-    tokenizer = tokenizers.DefaultTokenizer(use_stemmer=False)
-    refs = [r for stream in refs_streams for r in stream if r.strip()]
-    lost = [r for r in refs if not tokenizer.tokenize(r)]
-    if refs and 2 * len(lost) > len(refs):
-        from fairseq_wean.errors import FairseqWeanError
 
+def check_rouge_words(refs_streams, option="--rouge-chars"):
+    """ROUGE by words keeps only a-z and 0-9 (rouge-score's tokenizer): on text mostly in another
+    script every score is computed on what is left (the digits, the Latin words), e.g. 100 for two
+    different Cyrillic sentences with the same numbers. Refuse when more than half of the
+    references' letters and digits would be lost; ``option`` names the fix (fairseq-train's
+    --eval-rouge-chars)."""
+    from fairseq_wean.errors import FairseqWeanError
+
+    share, example = non_latin_share(r for stream in refs_streams for r in stream)
+    if share > 0.5:
         raise FairseqWeanError(
-            "ROUGE by words keeps only a-z and 0-9 (rouge-score's tokenizer), and {} of {} references have no such "
-            "token (e.g. {!r}): every score would be 0.00; add --rouge-chars to score by character (Chinese, "
-            "e.g. LCSTS)".format(len(lost), len(refs), lost[0][:40]))
+            "ROUGE by words keeps only a-z and 0-9 (rouge-score's tokenizer), and {:.0f}% of the references' letters "
+            "and digits are outside them (e.g. {!r}): the scores would ignore that text; add {} to score by "
+            "character (Chinese, Japanese; e.g. LCSTS)".format(100 * share, example[:40], option))
 
 
 def rouge_sentence_scores(sys_sents, refs_streams, types=ROUGE_TYPES, chars=False, stemmer=True):

@@ -65,7 +65,8 @@ from fairseq_wean import cpu
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.known_words import KnownWordsBeamSearch, KnownWordsConstraint, read_known_words
 from fairseq_wean.scoring import sari as sari_lib
-from fairseq_wean.scoring.metrics import ROUGE_TYPES, rouge_sentence_scores
+from fairseq_wean.scoring.pieces import check_no_pieces
+from fairseq_wean.scoring.metrics import ROUGE_TYPES, check_rouge_words, rouge_sentence_scores
 from fairseq_wean.textio import read_lines
 
 logger = logging.getLogger(__name__)
@@ -277,6 +278,27 @@ class TranslationWithMetricsTask(TranslationTask):
                     "{} has {} lines but the validation subset '{}' has {} sentences: give files line-aligned "
                     "with the text binarized into that subset".format(path, len(lines), split, n)
                 )
+        self._check_validation_text(split)
+
+    def _check_validation_text(self, split):
+        """Before any training: what validation will score is words (the hypotheses and references
+        after --eval-bleu-remove-bpe, as fairseq-wean-score's rule: :mod:`fairseq_wean.scoring.pieces`),
+        and --eval-rouge without --eval-rouge-chars is not asked to score text in another script
+        (every ROUGE would be 0)."""
+        dataset = self.datasets[split]
+        remove_bpe = self.cfg.eval_bleu_remove_bpe
+        targets = [self.tgt_dict.string(dataset.tgt[i], remove_bpe) for i in range(len(dataset))] \
+            if getattr(dataset, "tgt", None) is not None else None
+        what = "validation subset '{}' (decoded with --eval-bleu-remove-bpe {})".format(split, remove_bpe) \
+            if remove_bpe else "validation subset '{}' (the hypotheses are decoded alike)".format(split)
+        named = [(what, targets, "add --eval-bleu-remove-bpe {kind} (fairseq's post-processing of validation "
+                                 "hypotheses and references)" if not remove_bpe else None)]
+        if self.eval_refs is not None:
+            named += [("--eval-refs " + path, lines, "give the references as text (before BPE / sentencepiece)")
+                      for path, lines in zip(self.cfg.eval_refs.split(","), self.eval_refs)]
+        check_no_pieces(named, option="--eval-bleu-remove-bpe")
+        if self.cfg.eval_rouge and not self.cfg.eval_rouge_chars:
+            check_rouge_words(self.eval_refs or [targets or []], option="--eval-rouge-chars")
 
     def build_model(self, cfg, from_checkpoint=False):
         # FairseqTask's, not TranslationTask's: this class builds the generator for every metric

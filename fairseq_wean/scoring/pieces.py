@@ -1,0 +1,86 @@
+"""What is scored is text after fairseq's post-processing: one rule for the scorer, the report and
+validation in fairseq-train.
+
+fairseq-generate prints, per sentence, the ``H-`` line (the dictionary's tokens, after
+``--post-process`` / ``--remove-bpe``) and the ``D-`` line (that, decoded by ``--bpe`` and
+``--tokenizer``). Decoding with ``--bpe subword_nmt --bpe-codes ...`` without ``--remove-bpe``
+leaves the pieces in ``H-`` (``wir@@ es``) and only ``D-`` is words; its ``T-`` lines keep the
+pieces too. Scored as they are, pieces count as words: a perfect output scored BLEU 44.8 instead
+of 100. So:
+
+* :func:`post_process` is fairseq's ``data_utils.post_process`` (the same rules, tested equal;
+  here so that the scorer starts without importing fairseq), plus ``characters`` (fairseq's
+  ``--bpe characters``, whose decoding is sentencepiece's rule);
+* :func:`piece_kind` recognises subword pieces in text: ``@@`` at the end of a token
+  (subword-nmt, fastBPE) or ``▁`` (sentencepiece, and fairseq's ``characters``);
+* :func:`check_no_pieces` refuses, in one line naming the fix, any input that still holds pieces
+  after the post-processing asked for: pieces on one side only are an error, not a score, and so
+  are pieces on both sides (a score of pieces is not a score of words).
+"""
+import re
+
+from fairseq_wean.errors import FairseqWeanError
+
+# the names fairseq's --post-process takes (fairseq/data/data_utils.py), and characters
+POST_PROCESS = ("subword_nmt", "@@ ", "@@", "sentencepiece", "characters", "wordpiece", "letter", "_EOW",
+                "silence", "none")
+SUBWORD_PIECE = re.compile(r"\S@@(?=\s|$)")
+SENTENCEPIECE_MARK = "\u2581"
+
+
+def post_process(sentence, symbol):
+    """fairseq's ``data_utils.post_process(sentence, symbol)``; ``characters``: sentencepiece's rule
+    (fairseq's ``Characters.decode`` escapes spaces as ``▁`` too); None or ``none``: unchanged."""
+    if symbol in ("sentencepiece", "characters"):
+        return sentence.replace(" ", "").replace(SENTENCEPIECE_MARK, " ").strip()
+    if symbol == "wordpiece":
+        return sentence.replace(" ", "").replace("_", " ").strip()
+    if symbol == "letter":
+        return sentence.replace(" ", "").replace("|", " ").strip()
+    if symbol == "silence":
+        return re.sub(" +", " ", sentence.replace("<SIL>", "")).strip()
+    if symbol == "_EOW":
+        return sentence.replace(" ", "").replace("_EOW", " ").strip()
+    if symbol in ("subword_nmt", "@@ ", "@@"):
+        marker = "@@ " if symbol == "subword_nmt" else symbol
+        return (sentence + " ").replace(marker, "").rstrip()
+    if symbol in (None, "none"):
+        return sentence
+    raise FairseqWeanError("unknown --post-process {!r}: choose one of {}".format(symbol, ", ".join(POST_PROCESS)))
+
+
+def piece_kind(lines):
+    """(kind, example) of the first subword piece in ``lines``: kind ``subword_nmt`` (a token
+    ending in ``@@``) or ``sentencepiece`` (``▁``); (None, None) for text without pieces."""
+    for line in lines:
+        m = SUBWORD_PIECE.search(line)
+        if m:
+            return "subword_nmt", line[max(0, m.start() - 20): m.end() + 20].strip()
+        if SENTENCEPIECE_MARK in line:
+            i = line.index(SENTENCEPIECE_MARK)
+            return "sentencepiece", line[max(0, i - 20): i + 20].strip()
+    return None, None
+
+
+def check_no_pieces(named_inputs, option="--post-process"):
+    """Refuse the first input that holds subword pieces. ``named_inputs``: (name, lines, fix) per
+    input, where ``fix`` says how to get words for that input (``{kind}`` is filled in; None: the
+    generic advice)."""
+    for name, lines, fix in named_inputs:
+        if lines is None:
+            continue
+        kind, example = piece_kind(lines)
+        if kind is None:
+            continue
+        raise FairseqWeanError(
+            "{} holds {} pieces ({!r}): scored as they are, pieces count as words; {}, or pass {} {} to score "
+            "every input after fairseq's post-processing".format(
+                name, kind, example, (fix or "give words (the text before BPE / sentencepiece)").format(kind=kind),
+                option, kind))
+
+
+def apply(lines, symbol):
+    """Every line post-processed with ``symbol`` (None: the lines as they are)."""
+    if lines is None or symbol in (None, "none"):
+        return lines
+    return [post_process(line, symbol) for line in lines]

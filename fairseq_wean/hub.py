@@ -32,6 +32,7 @@ two different sources with the same marked form), every hypothesis carries its o
 ``decode`` with no known source (e.g. ``hub.decode(tokens)`` called directly, or fairseq-generate
 decoding its ``S-``/``T-`` strings) leaves the markers as they are.
 """
+import logging
 import os
 from dataclasses import dataclass, field
 from typing import Optional
@@ -45,6 +46,7 @@ from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.patching import same_code, wrap_once
 
 USER_DIR = os.path.dirname(os.path.abspath(__file__))
+logger = logging.getLogger(__name__)
 
 
 def from_pretrained(checkpoint_dir, checkpoint_file="checkpoint_best.pt", data_name_or_path=".", **kwargs):
@@ -66,14 +68,56 @@ def from_pretrained(checkpoint_dir, checkpoint_file="checkpoint_best.pt", data_n
     loaded = hub_utils.from_pretrained(checkpoint_dir, checkpoint_file=checkpoint_file,
                                        data_name_or_path=data_name_or_path, **kwargs)
     cfg = loaded["args"]
-    if ("bpe" not in kwargs and getattr(cfg.bpe, "_name", None) is None
-            and any(is_position_marker(w) for w in loaded["task"].source_dictionary.symbols)):
+    symbols = loaded["task"].source_dictionary.symbols
+    if "bpe" not in kwargs and getattr(cfg.bpe, "_name", None) is None:
         from omegaconf import open_dict
 
-        with open_dict(cfg):
-            cfg.bpe = UnkMarkersBPEConfig()
-            cfg.bpe._name = "unk_markers"
+        if any(is_position_marker(w) for w in symbols):
+            with open_dict(cfg):
+                cfg.bpe = UnkMarkersBPEConfig()
+                cfg.bpe._name = "unk_markers"
+        else:
+            found = subword_model_beside(checkpoint_dir, symbols)
+            if found is not None:  # the dictionary is pieces, and their model lies beside the checkpoint
+                name, option, path = found
+                with open_dict(cfg):
+                    cfg.bpe = {"_name": name, option: path}
     return hub_utils.GeneratorHubInterface(cfg, loaded["task"], loaded["models"])
+
+
+# fairseq's hub_utils.from_pretrained reads these files of a model folder as the BPE's model
+SUBWORD_MODEL_FILES = {"subword_nmt": (("bpecodes", "code"), "bpe_codes"),
+                       "sentencepiece": (("sentencepiece.bpe.model",), "sentencepiece_model")}
+
+
+def dictionary_pieces(symbols):
+    """``subword_nmt`` or ``sentencepiece`` when a dictionary's words are subword pieces (some end in
+    ``@@`` / start with ``▁``: word-level text has neither), else None."""
+    words = [w for w in symbols if not (w.startswith("<") and w.endswith(">"))]
+    if any(len(w) > 2 and w.endswith("@@") for w in words):
+        return "subword_nmt"
+    if any(w.startswith("\u2581") for w in words):
+        return "sentencepiece"
+    return None
+
+
+def subword_model_beside(checkpoint_dir, symbols):
+    """(bpe name, its option, path) when the dictionary is pieces and the folder holds the file fairseq's
+    hub reads for them (``bpecodes``/``code``; ``sentencepiece.bpe.model``); else None. A dictionary of
+    pieces without that file: a warning naming the arguments (raw text would become ``<unk>``)."""
+    kind = dictionary_pieces(symbols)
+    if kind is None:
+        return None
+    files, option = SUBWORD_MODEL_FILES[kind]
+    for name in files:
+        path = os.path.join(checkpoint_dir, name)
+        if os.path.isfile(path) and not os.path.islink(path):
+            return kind, option, path
+    logger.warning(
+        "the model's dictionary is %s pieces, but neither the checkpoint nor %s names their model: raw text "
+        "would be read as <unk>; pass bpe='%s', %s=PATH to from_pretrained, or put the file in the folder as %s",
+        kind, checkpoint_dir, kind, option, files[0])
+    return None
 
 
 def check_pretrained_paths(checkpoint_dir, checkpoint_file, data_name_or_path):
@@ -188,6 +232,15 @@ def _wrapped_hub_binarize(original):
         stays ``</s>``."""
         tokens = original(self, sentence)
         d = self.src_dict
+        words = tokens[:-1]
+        if (self.bpe is None and len(words) >= 3 and 2 * int((words == d.unk()).sum()) > len(words)
+                and not getattr(self, "_warned_unk", False)):  # no BPE, and most words unknown: one was needed?
+            self._warned_unk = True
+            logger.warning(
+                "most words of %r are unknown to the model's dictionary: if it was trained on subword or character "
+                "data, pass the BPE to from_pretrained (bpe='subword_nmt', bpe_codes=...; bpe='sentencepiece', "
+                "sentencepiece_model=...) or split the text as the training data was (python -m "
+                "preprocess.split_characters for Chinese)", sentence[:60])
         controls = {d.pad(), d.bos(), d.eos()}
         body = tokens[:-1] if len(tokens) and int(tokens[-1]) == d.eos() else tokens
         typed = [i for i, t in enumerate(body.tolist()) if t in controls]

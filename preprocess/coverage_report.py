@@ -43,6 +43,7 @@ def coverage(pairs, table, ranked_words, topk=10, num_frequent=2000, vocab_size=
     ranked = [w for w in ranked_words if not is_position_marker(w)]
     frequent = set(ranked[:num_frequent])
     plain_vocab = set(ranked[:vocab_size])
+    vocab_size = len(plain_vocab)  # the row names the vocabulary there is (a 2,296-word dictionary: 2296)
     hits = collections.Counter()
     total = 0
     vg_sizes = []
@@ -89,6 +90,10 @@ def main(argv=None):
     args = p.parse_args(argv)
     if not args.dict and not (args.train_src and args.train_tgt):
         p.error("give --dict, or --train-src and --train-tgt")
+    for flag, value, low in (("--topk", args.topk, 1), ("--num-frequent", args.num_frequent, 0),
+                             ("--vocab-size", args.vocab_size, 1)):
+        if value < low:
+            p.error("{} must be >= {}, got {}".format(flag, low, value))
     train_files = [f for f in (args.train_src, args.train_tgt) if f]
     inputs = [args.dict, args.src, args.tgt, args.table] + train_files
     for path, flag in ((args.dict, "--dict"), (args.train_src, "--train-src"), (args.train_tgt, "--train-tgt"),

@@ -101,6 +101,17 @@ def test_coverage_report_takes_u_from_a_fairseq_dictionary(tmp_path):
                                    "--tgt", str(tmp_path / "t"), "--table", str(tmp_path / "table"),
                                    "--num-frequent", "2"])
     assert report["X+A(X)+U"] == pytest.approx(100.0)  # markers are not in U: U = {b, c}
+    assert "|V|=2" in report and not any(k.startswith("|V|=30000") for k in report)  # the dictionary's size
+
+
+@pytest.mark.parametrize("flag,value", [("--topk", "0"), ("--num-frequent", "-5"), ("--vocab-size", "0")])
+def test_coverage_report_refuses_impossible_sizes(flag, value, tmp_path, capsys):
+    for name in ("table", "s", "t", "dict.txt"):
+        (tmp_path / name).write_text("b 5\n" if name == "dict.txt" else "")
+    with pytest.raises(SystemExit):
+        coverage_report.main(["--dict", str(tmp_path / "dict.txt"), "--src", str(tmp_path / "s"),
+                              "--tgt", str(tmp_path / "t"), "--table", str(tmp_path / "table"), flag, value])
+    assert "{} must be >=".format(flag) in capsys.readouterr().err
 
 
 def test_markers_round_trip():

@@ -238,3 +238,96 @@ def test_validation_refuses_pieces_and_word_rouge_on_chinese_before_training(tra
     assert proc.returncode != 0 and expected in proc.stderr, proc.stderr[-3000:]
     assert "| epoch 001" not in proc.stdout + proc.stderr  # refused before any training
     assert not os.path.exists(tmp_path / "ck" / "checkpoint_last.pt")
+
+
+def test_the_hub_reads_raw_text_of_a_subword_checkpoint(trained, tmp_path, caplog):
+    """from_pretrained(...).translate(raw text): the dictionary is pieces and their model lies in the
+    checkpoint's folder under the name fairseq's hub reads (bpecodes, sentencepiece.bpe.model), so
+    raw text is encoded without <unk> and the output decoded to words; without the file, a warning
+    names the arguments."""
+    import logging
+    import shutil
+
+    from fairseq_wean.hub import from_pretrained
+
+    form, sources, _, decodings, post_process, data, checkpoint, _ = trained
+    if post_process is None:
+        pytest.skip("words and characters: no subword model")
+    folder = tmp_path / "model"
+    folder.mkdir()
+    shutil.copy(checkpoint, folder / "checkpoint_last.pt")
+    with caplog.at_level(logging.WARNING):
+        bare = from_pretrained(str(folder), checkpoint_file="checkpoint_last.pt", data_name_or_path=str(data))
+    assert "pass bpe='{}'".format(post_process) in caplog.text
+    raw_line = read(sources)[0]
+    with caplog.at_level(logging.WARNING):
+        assert bare.encode(raw_line).eq(bare.src_dict.unk()).any()  # raw words unknown without the BPE
+    assert "most words of" in caplog.text and "bpe='subword_nmt', bpe_codes=" in caplog.text
+    model_file = decodings["bpe"][-1]  # the codes / the sentencepiece model
+    shutil.copy(model_file, folder / ("bpecodes" if form == "subword_nmt" else "sentencepiece.bpe.model"))
+    hub = from_pretrained(str(folder), checkpoint_file="checkpoint_last.pt", data_name_or_path=str(data))
+    for line in read(sources):
+        assert not hub.encode(line).eq(hub.src_dict.unk()).any(), line
+        out = hub.translate(line, beam=2)
+        assert "@@" not in out and "\u2581" not in out, out
+
+
+def test_three_ways_of_scoring_characters_agree_to_the_digit(trained, tmp_path):
+    """A real output (not the references): fairseq-generate --scoring rouge --rouge-chars, the
+    scorer on the log's T- lines and on the raw unspaced references, and the report give the same
+    ROUGE-1/2/L to the printed digit."""
+    form, _, refs, _, _, data, checkpoint, _ = trained
+    if form != "characters":
+        pytest.skip("characters only")
+    log_text = cli("fairseq-generate", data, "--user-dir", USER_DIR, "--path", checkpoint, "--gen-subset", "test",
+                   "--beam", "2", "--max-len-a", "0", "--max-len-b", "12", "--batch-size", "4",
+                   "--required-batch-size-multiple", "1", "--scoring", "rouge", "--rouge-chars").stdout
+    generate_scores = [float(v) for v in re.search(r"ROUGE-1/2/L F1 = ([0-9.]+)/([0-9.]+)/([0-9.]+)",
+                                                   log_text).groups()]
+    assert generate_scores != [100.0, 100.0, 100.0]  # a real output
+    log = tmp_path / "gen.log"
+    log.write_text(log_text, encoding="utf-8")
+    ref_file = tmp_path / "test.ref"
+    write_lines(ref_file, refs)
+    for refs_args in ([], ["--refs", ref_file]):
+        result = json.loads(cli("fairseq-wean-score", "--sys", log, *refs_args, "--metrics", "rouge1,rouge2,rougeL",
+                                "--rouge-chars", "--json").stdout)
+        assert [round(result[m], 2) for m in ("rouge1", "rouge2", "rougeL")] == generate_scores, refs_args
+    from fairseq_wean.cli import report as report_cli
+
+    page = report_cli.main(["--sys", str(log), "--refs", str(ref_file), "--metrics", "rouge1,rouge2,rougeL",
+                            "--rouge-chars", "--out", str(tmp_path / "r.html")])
+    assert [round(page["corpus"][0]["values"][m], 2) for m in ("rouge1", "rouge2", "rougeL")] == generate_scores
+
+
+def test_core_copys_alignment_table_on_pieces_and_characters(trained, tmp_path):
+    """fairseq-wean-align-table on the BPE'd / sentencepiece / character training text, with the
+    dictionary fairseq-preprocess wrote: a table of pieces (or characters) that core_copy reads."""
+    form, _, _, _, _, data, _, _ = trained
+    if form == "words":
+        pytest.skip("words: tests/test_align_table.py")
+    text = data.parent / "text"
+    table = tmp_path / "align.table"
+    cli("fairseq-wean-align-table", "--src", text / "train.src", "--tgt", text / "train.tgt",
+        "--dict", data / "dict.src.txt", "--out", table)
+    rows = [line.split("\t") for line in read(table)]
+    assert rows and all(len(r) == 3 for r in rows)
+    words = {r[0] for r in rows}
+    if form == "subword_nmt":
+        assert any(w.endswith("@@") for w in words)
+    elif form == "sentencepiece":
+        assert any(w.startswith("\u2581") for w in words)
+    else:
+        assert all(len(w) == 1 and not w.isascii() or w.isascii() and w.isalnum() for w in words)
+
+
+def test_interactive_print_gates_is_refused_in_one_line(trained):
+    form, sources, _, _, _, data, checkpoint, _ = trained
+    if form != "words":
+        pytest.skip("one form is enough")
+    proc = cli("fairseq-interactive", data, "--user-dir", USER_DIR, "--path", checkpoint, "--print-gates",
+               "--source-lang", "src", "--target-lang", "tgt", input=read(sources)[0] + "\n", check=False)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines()[-1].startswith("fairseq-wean: error: --print-gates is "
+                                                           "fairseq-generate's"), proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr

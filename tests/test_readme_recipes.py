@@ -11,6 +11,8 @@ import random
 import re
 import subprocess
 
+import pytest
+
 from conftest import BIN, REPO
 
 BUDGET = "--max-epoch 1 --cpu --num-workers 0 --seed 1"
@@ -136,3 +138,38 @@ def test_quick_start_runs_as_written(tmp_path):
     hyps = [line for line in proc.stdout.splitlines() if line.startswith("H-")]
     assert len(hyps) == 3  # fairseq-interactive on three lines
     assert proc.stdout.strip().splitlines()[-1]  # the hub's translation printed last
+
+
+def write_chinese_corpus(folder, seed=0):
+    """train/valid/test .src/.tgt in Chinese without spaces, with a number now and then: the source a
+    'text', the target its first half (a 'summary')."""
+    rng = random.Random(seed)
+    chars = [chr(0x4E00 + 53 * i) for i in range(50)]
+    for split, n in (("train", 200), ("valid", 16), ("test", 10)):
+        with open(folder / (split + ".src"), "w", encoding="utf-8") as src, \
+                open(folder / (split + ".tgt"), "w", encoding="utf-8") as tgt:
+            for _ in range(n):
+                text = [rng.choice(chars) for _ in range(rng.randint(8, 16))]
+                if rng.random() < 0.3:
+                    text.insert(rng.randrange(len(text)), rng.choice(["2014", "iPhone6"]))
+                src.write("".join(text) + "\n")
+                tgt.write("".join(text[: len(text) // 2]) + "\n")
+
+
+@pytest.mark.parametrize("heading", ["Subwords (BPE or sentencepiece)", "Chinese characters"])
+def test_quick_start_variants_run_as_written(heading, tmp_path):
+    """The quick start's subword and Chinese-character variants, every line as written, on data they
+    do not know; only the training budget is one epoch. The scorer reads words (the D- lines of the
+    BPE-decoded log; characters against the unspaced references), and the hub decodes raw text."""
+    block = readme_block(heading)
+    assert block.count("--max-epoch 30") == 1
+    (write_chinese_corpus if heading == "Chinese characters" else write_corpus)(tmp_path, seed=3)
+    proc = run_bash(block.replace("--max-epoch 30", "--max-epoch 1 --cpu --num-workers 0 --seed 1"), tmp_path)
+    if heading.startswith("Subwords"):
+        log = (tmp_path / "gen.bpe.log").read_text()
+        assert sum(line.startswith("D-") for line in log.splitlines()) == 12  # every test sentence, decoded
+        assert "BLEU" in proc.stdout and "@@" not in proc.stdout.strip().splitlines()[-1]  # the hub: words
+        assert "most words of" not in proc.stderr and "pass bpe=" not in proc.stderr  # the hub found the BPE
+    else:
+        assert "ROUGE-1" in proc.stdout
+        assert any(re.match(r"H-\d+\t\S+\t", line) for line in (tmp_path / "gen.char.log").read_text().splitlines())

@@ -26,7 +26,10 @@ the output stream) and ``FairseqTask.inference_step`` (to compute and print the 
 without it nothing of fairseq's behaviour changes.
 """
 import argparse
+import os
+import sys
 
+from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.patching import add_generation_argument, note, status, wrap_once
 
 NAME = "report/gate_lines (--print-gates)"
@@ -111,6 +114,12 @@ class _PrintGates(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=False, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
+        if "interactive" in os.path.basename(sys.argv[0] or ""):
+            # fairseq-interactive shares the generation options but numbers its sentences per
+            # input chunk: G- lines would not match its H- lines. Refused, not ignored.
+            raise FairseqWeanError(
+                "--print-gates is fairseq-generate's: fairseq-interactive prints no G- lines; binarize the text "
+                "(fairseq-preprocess) and decode it with fairseq-generate --print-gates to see the gates")
         setattr(namespace, self.dest, True)
         enable()
 

@@ -54,3 +54,23 @@ def _excepthook(exc_type, exc, tb, _previous=sys.excepthook):
 def install_excepthook():
     if sys.excepthook is not _excepthook:
         sys.excepthook = _excepthook
+
+
+def at_least(low, kind=int):
+    """An argparse ``type`` for a number >= ``low`` (``kind``: int or float): a value out of range is
+    argparse's one-line usage error naming the option, before any work."""
+    import argparse
+
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError("expected {} number, got {!r}".format(
+                "a whole" if kind is int else "a", text)) from None
+        if value < low:
+            raise argparse.ArgumentTypeError("must be >= {}, got {}".format(low, text))
+        return value
+
+    parse.__name__ = "{} >= {}".format(kind.__name__, low)
+    parse.minimum = low
+    return parse

@@ -24,7 +24,7 @@ import json
 from fairseq_wean.data.align_table import read_table
 from fairseq_wean.data.dictionary import dictionary_words
 from fairseq_wean.data.markers import is_position_marker
-from fairseq_wean.errors import PROG, FairseqWeanError, run_cli
+from fairseq_wean.errors import PROG, FairseqWeanError, at_least, run_cli
 from fairseq_wean.textio import atomic_output, check_input, check_output, iter_lines, read_lines
 
 
@@ -83,17 +83,13 @@ def main(argv=None):
     p.add_argument("--src", required=True, help="evaluated source, e.g. test.src")
     p.add_argument("--tgt", required=True, help="evaluated target, e.g. test.tgt")
     p.add_argument("--table", required=True, help="alignment table of fairseq-wean-align-table")
-    p.add_argument("--topk", type=int, default=10)
-    p.add_argument("--num-frequent", type=int, default=2000)
-    p.add_argument("--vocab-size", type=int, default=30000)
+    p.add_argument("--topk", type=at_least(1), default=10)
+    p.add_argument("--num-frequent", type=at_least(0), default=2000)
+    p.add_argument("--vocab-size", type=at_least(1), default=30000)
     p.add_argument("--json", help="also write the numbers here")
     args = p.parse_args(argv)
     if not args.dict and not (args.train_src and args.train_tgt):
         p.error("give --dict, or --train-src and --train-tgt")
-    for flag, value, low in (("--topk", args.topk, 1), ("--num-frequent", args.num_frequent, 0),
-                             ("--vocab-size", args.vocab_size, 1)):
-        if value < low:
-            p.error("{} must be >= {}, got {}".format(flag, low, value))
     train_files = [f for f in (args.train_src, args.train_tgt) if f]
     inputs = [args.dict, args.src, args.tgt, args.table] + train_files
     for path, flag in ((args.dict, "--dict"), (args.train_src, "--train-src"), (args.train_tgt, "--train-tgt"),

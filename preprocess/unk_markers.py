@@ -35,6 +35,8 @@ import os
 
 from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker, marker, marker_count
 from fairseq_wean.errors import PROG, FairseqWeanError, run_cli
+from fairseq_wean.data.dictionary import dictionary_words
+from fairseq_wean.errors import at_least
 from fairseq_wean.textio import atomic_output, check_input, check_output, iter_lines, read_lines, same_file
 
 SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")
@@ -57,8 +59,9 @@ def build_vocab(counts, min_count=2, markers=1000):
 
 
 def read_vocab(path, what="--vocab"):
-    """The words of a fairseq dictionary file (first field of each non-empty line)."""
-    return {line.split()[0] for line in iter_lines(path, what) if line.strip()}
+    """The words of a fairseq dictionary file (``WORD COUNT`` lines; anything else is a one-line error,
+    not a vocabulary of first fields that would turn every word into a marker)."""
+    return set(dictionary_words(path, what))
 
 
 def get_parser():
@@ -67,8 +70,8 @@ def get_parser():
     p = sub.add_parser("vocab", help="write a fairseq dictionary: frequent words, then <unk-N> markers")
     p.add_argument("--src", required=True)
     p.add_argument("--tgt", required=True)
-    p.add_argument("--min-count", type=int, default=2, help="words seen fewer times become markers")
-    p.add_argument("--markers", type=int, default=1000, help="number of markers (longest source to cover)")
+    p.add_argument("--min-count", type=at_least(1), default=2, help="words seen fewer times become markers")
+    p.add_argument("--markers", type=at_least(1), default=1000, help="number of markers (longest source to cover)")
     p.add_argument("--out", required=True)
     p = sub.add_parser("encode", help="replace out-of-vocabulary words by <unk-N>")
     p.add_argument("--vocab", required=True, help="dictionary written by 'vocab' (or any dict.txt)")

@@ -111,7 +111,7 @@ def test_coverage_report_refuses_impossible_sizes(flag, value, tmp_path, capsys)
     with pytest.raises(SystemExit):
         coverage_report.main(["--dict", str(tmp_path / "dict.txt"), "--src", str(tmp_path / "s"),
                               "--tgt", str(tmp_path / "t"), "--table", str(tmp_path / "table"), flag, value])
-    assert "{} must be >=".format(flag) in capsys.readouterr().err
+    assert "argument {}: must be >=".format(flag) in capsys.readouterr().err
 
 
 def test_markers_round_trip():

@@ -17,7 +17,7 @@ written to a temporary file and renamed, so an existing page is never left half-
 import argparse
 
 from fairseq_wean import textio
-from fairseq_wean.errors import run_cli
+from fairseq_wean.errors import at_least, run_cli
 from fairseq_wean.report import build, render
 from fairseq_wean.scoring import metrics as M
 from fairseq_wean.scoring import inputs
@@ -53,7 +53,7 @@ def get_parser():
                    help="token colours: monolingual (copied / generated / invented / deleted against the source), "
                         "cross-lingual (translation: in a reference or not); auto (default): cross-lingual when "
                         "under 20%% of the references' words occur in their sources")
-    p.add_argument("--bootstrap-samples", type=int, default=M.BOOTSTRAP_SAMPLES, help=argparse.SUPPRESS)
+    p.add_argument("--bootstrap-samples", type=at_least(1), default=M.BOOTSTRAP_SAMPLES, help=argparse.SUPPRESS)
     return p
 
 

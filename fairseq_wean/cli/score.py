@@ -22,7 +22,7 @@ import json
 import os
 
 from fairseq_wean import textio
-from fairseq_wean.errors import FairseqWeanError, run_cli
+from fairseq_wean.errors import FairseqWeanError, at_least, run_cli
 from fairseq_wean.scoring import metrics as M
 from fairseq_wean.scoring import sari as sari_lib
 from fairseq_wean.scoring import scores
@@ -69,7 +69,7 @@ def get_parser():
     p.add_argument("--json", action="store_true", help="print one JSON object keyed by metric name")
     p.add_argument("--compare-to", metavar="FILE",
                    help="another system's output (or log): adds its scores and paired-bootstrap p-values")
-    p.add_argument("--bootstrap-samples", type=int, default=M.BOOTSTRAP_SAMPLES, help=argparse.SUPPRESS)
+    p.add_argument("--bootstrap-samples", type=at_least(1), default=M.BOOTSTRAP_SAMPLES, help=argparse.SUPPRESS)
     return p
 
 

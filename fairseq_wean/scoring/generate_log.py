@@ -9,7 +9,8 @@ order), one block of tab-separated lines keyed by the sentence id::
     P-<id>  positional scores  A-<id>  alignment (--print-alignment)
     G-<id>  gates (this plugin's models, fairseq_wean.compat)
 
-and ends with a summary line ``Generate <subset> with beam=<k>: <scores>``. ``GenerateLog``
+and ends with a summary line ``Generate <subset> with beam=<k>: <scores>`` (a log with ``T-``
+lines that lacks it is incomplete, and refused). ``GenerateLog``
 keeps the first line of every kind per id (for ``H``: the best of an n-best list) and puts
 them back in sentence-id order with ``ordered``.
 
@@ -100,6 +101,13 @@ class GenerateLog:
             if kind in ("H", "D"):
                 rest = rest.split("\t", 1)[1] if "\t" in rest else ""  # <score>\t<text>
             table[sid] = rest
+        if self.tgt and summary_at is None:
+            # fairseq-generate ends a log of a test set with references with its summary line: without
+            # it the log was cut (a full disk, a killed job, copied while running), and its last
+            # hypothesis may be cut in the middle
+            raise FairseqWeanError(
+                "fairseq-generate log {} has no final 'Generate <subset> with beam=...' line: it is incomplete (cut, "
+                "or fairseq-generate was still running); decode the test set again".format(path))
 
     def _two_runs(self, what):
         raise FairseqWeanError(

@@ -52,7 +52,7 @@ import sys
 import time
 
 from bench import synthetic
-from fairseq_wean.compare.runner import read_train_log_line
+from fairseq_wean.compare.train_log import read_train_log_line
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
@@ -337,7 +337,7 @@ def read_epochs(path, metric="loss"):
     """``({epoch: validation METRIC}, {epoch: training wall seconds at the end of the epoch})``
     from a fairseq-train log.
 
-    The log's ``--log-format json`` records (:func:`fairseq_wean.compare.runner.read_train_log_line`,
+    The log's ``--log-format json`` records (:func:`fairseq_wean.compare.train_log.read_train_log_line`,
     as fairseq-wean-compare and this benchmark write them); a log without any, written before the
     comparison runner switched to json, is read in fairseq's ``simple`` format.
 

@@ -663,7 +663,7 @@ def test_time_left_is_paced_per_unit_of_expected_cost(compare):
 def test_train_log_records_are_read_from_fairseq_json_lines(tmp_path):
     """fairseq-train --log-format json: one record per tagged line; other lines (and a JSON-looking
     config dump, which is not a tagged record) are skipped."""
-    from fairseq_wean.compare.runner import read_train_log, read_train_log_line
+    from fairseq_wean.compare.train_log import read_train_log, read_train_log_line
 
     inner = ('2026-11-23 13:30:29 | INFO | train_inner | {"epoch": 1, "update": 0.091, "loss": "9.397", '
              '"num_updates": "1", "wall": "11"}')
@@ -683,7 +683,7 @@ def test_train_log_records_are_read_from_fairseq_json_lines(tmp_path):
 def test_validation_progress_shows_a_best_score_from_the_first_epoch_on():
     """fairseq's first validation record has no VALID_best_METRIC: the progress line shows that
     epoch's score as the best, not nan; later records show fairseq's best."""
-    from fairseq_wean.compare.runner import ValidationRecords
+    from fairseq_wean.compare.train_log import ValidationRecords
 
     records = ValidationRecords("valid1", "bleu")
     first = records.add("valid1", {"epoch": 1, "valid1_loss": "6.019", "valid1_bleu": "3.47"})

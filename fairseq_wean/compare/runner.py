@@ -19,6 +19,7 @@ import time
 from fairseq_wean import cpu
 from fairseq_wean import textio
 from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.compare.train_log import ValidationRecords, raised_cap, read_train_log, read_train_log_line, resumable
 from fairseq_wean.compare.systems import (BATCH, CONVERGED_BATCH, GEN_ARGS, SYSTEMS, TASKS, VALID_FLAGS,
                                           converged_system_args, keeps_short_settings, system_arch)
 from preprocess import common
@@ -191,102 +192,6 @@ def job_env(args):
     return env
 
 
-def read_train_log_line(line):
-    """``(tag, record)`` of one line of fairseq-train ``--log-format json`` (``tag``: ``train_inner``,
-    ``train``, ``valid``, ``valid1``...; ``record``: the JSON object, values as fairseq formats
-    them, strings), else None.
-
-    fairseq logs each record as ``DATE | INFO | TAG | {...}``; end-of-epoch records prefix every
-    key with the tag (``train_loss``, ``valid_loss``), ``train_inner`` records do not.
-    """
-    parts = line.rstrip("\n").split(" | ", 3)
-    if len(parts) != 4 or not parts[3].startswith("{"):
-        return None
-    try:
-        record = json.loads(parts[3])
-    except ValueError:
-        return None
-    return (parts[2], record) if isinstance(record, dict) else None
-
-
-def read_train_log(path):
-    """``{tag: [record, ...]}`` of a fairseq-train ``--log-format json`` log, in log order."""
-    records = {}
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            parsed = read_train_log_line(line)
-            if parsed:
-                records.setdefault(parsed[0], []).append(parsed[1])
-    return records
-
-
-def split_max_epoch(cmd):
-    """``(cmd without its --max-epoch N, N)`` of a fairseq-train command (N None if absent)."""
-    cmd = list(cmd)
-    if "--max-epoch" not in cmd:
-        return cmd, None
-    i = cmd.index("--max-epoch")
-    return cmd[:i] + cmd[i + 2:], int(cmd[i + 1])
-
-
-def same_run(cmd_a, cmd_b):
-    """Whether two fairseq-train commands train the same run: equal but for ``--max-epoch``, so a
-    run resumes under a raised (or lowered) cap."""
-    return split_max_epoch(cmd_a)[0] == split_max_epoch(cmd_b)[0]
-
-
-def resumable(run_dir, cmd):
-    """The saved state (``{"command": [...], "seconds": s, "finished": bool}``) of an earlier
-    invocation of the same command (:func:`same_run`) whose checkpoints are there
-    (``checkpoint_last.pt`` to go on training; ``checkpoint_best.pt`` when it finished), else None."""
-    state_path = os.path.join(run_dir, "train_state.json")
-    if not os.path.exists(state_path):
-        return None
-    try:
-        with open(state_path, encoding="utf-8") as f:
-            state = json.load(f)
-    except ValueError:
-        return None
-    needed = "checkpoint_best.pt" if state.get("finished") else "checkpoint_last.pt"
-    if not os.path.exists(os.path.join(run_dir, "checkpoints", needed)) or not same_run(state.get("command", []), cmd):
-        return None
-    return state
-
-
-def raised_cap(old_cmd, cmd, epochs_done):
-    """Whether ``cmd`` lets a run that ended after ``epochs_done`` epochs under ``old_cmd`` train
-    on: it ended at its old ``--max-epoch`` (not by ``--patience``) and the new cap is higher."""
-    old_cap, new_cap = split_max_epoch(old_cmd)[1], split_max_epoch(cmd)[1]
-    return old_cap is not None and new_cap is not None and epochs_done >= old_cap and new_cap > old_cap
-
-
-class ValidationRecords:
-    """The validation loss and score per epoch of one run, from its fairseq-train records."""
-
-    def __init__(self, subset, metric):
-        self.subset, self.metric = subset, metric
-        self.valid_loss, self.curve = {}, []
-
-    def add(self, tag, record):
-        """Take one ``(tag, record)`` of :func:`read_train_log_line`; returns a progress text for
-        a validation record of the decoded subset, else None. A repeated epoch (logged again
-        after a restart) replaces the earlier record."""
-        if tag != self.subset or self.subset + "_loss" not in record:
-            return None
-        epoch = int(record["epoch"])
-        self.valid_loss[epoch] = float(record[self.subset + "_loss"])
-        text = "valid loss {:.3f}".format(self.valid_loss[epoch])
-        key = self.subset + "_" + self.metric
-        if key in record:
-            self.curve = [r for r in self.curve if r["epoch"] != epoch]
-            self.curve.append({"epoch": epoch, self.metric: float(record[key])})
-            # fairseq logs VALID_best_METRIC only from the second validation on (its best is set
-            # after the first record is written): until then the best is this epoch's score
-            best = record.get(self.subset + "_best_" + self.metric, self.curve[-1][self.metric])
-            text += ", {} {:.2f} (best {:.2f})".format(self.metric, self.curve[-1][self.metric], float(best))
-        return text
-
-
 def train(args, recipe, system, variant, run_dir, label, seed=None):
     """fairseq-train, streaming progress; returns (wall seconds, {epoch: valid loss}, validation
     curve, command). The curve is ``[{"epoch": e, METRIC: score}, ...]`` from the validation
@@ -297,7 +202,7 @@ def train(args, recipe, system, variant, run_dir, label, seed=None):
     and the wall time spent until the last validation. When both are there and the command is the
     same (but for ``--max-epoch``), the checkpoints are kept, ``train.log`` is appended to and read
     back for the epochs already done, and the wall seconds add up; ``--patience`` counts across
-    the restart (:func:`fairseq_wean.compat.install_patience_survives_restart`). The epochs
+    the restart (:func:`fairseq_wean.fixes_training.install_patience_survives_restart`). The epochs
     trained after the last checkpoint of the interrupted invocation are trained again.
     """
     cmd = train_command(args, recipe, system, variant, run_dir, seed)

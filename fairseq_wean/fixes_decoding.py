@@ -1,0 +1,278 @@
+"""fairseq fixes for decoding (fairseq-generate, fairseq-interactive, validation's decoding): fixes
+8-11 and 15 of :mod:`fairseq_wean.compat`, which applies them (docs/fairseq-patches.md)."""
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.patching import found, note, replace_method_once, wrap_once
+
+
+def install_interactive_input_reader():
+    """fairseq-interactive ``--input``: every line before a non-UTF-8 line gets its hypothesis.
+
+    fairseq reads the input through a text decoder that decodes ahead of the lines it hands
+    out, so a non-UTF-8 byte raises ``UnicodeDecodeError`` before the valid lines before it
+    are translated. Lines are decoded one at a time instead (:func:`fairseq_wean.textio.iter_lines`);
+    at the bad line, the lines read so far are translated, then a one-line error names the
+    file and the line. Only patched inside fairseq-interactive.
+    """
+    import sys
+
+    name = "compat 8 (interactive non-UTF-8 input)"
+    interactive = sys.modules.get("fairseq_cli.interactive")
+    if interactive is None:
+        note(name, False, "applied in fairseq-interactive's own process only (not this one)")
+        return
+    from fairseq_wean.textio import iter_lines
+
+    def wrap_buffered_read(original):
+        def buffered_read(input, buffer_size):
+            buffer = []
+            try:
+                for line in iter_lines(input, "fairseq-interactive --input"):
+                    buffer.append(line.strip())
+                    if len(buffer) >= buffer_size:
+                        yield buffer
+                        buffer = []
+            except FairseqWeanError:
+                if buffer:
+                    yield buffer
+                raise
+            if buffer:
+                yield buffer
+
+        return buffered_read
+
+    note(name, True, "fairseq-interactive's buffered_read raises "
+              "UnicodeDecodeError before decoding the lines read")
+    wrap_once(interactive, "buffered_read", wrap_buffered_read)
+
+
+def install_diverse_beam_search_fixes():
+    """``--diverse-beam-groups``: fairseq's ``DiverseBeamSearch`` made to run, and run right.
+
+    fairseq-fixed's ``DiverseBeamSearch`` (from fairseq PR #5069) has two bugs, both seen with
+    every model, fairseq's own ``lstm`` included:
+
+    1. *Overlap rows indexed by dataset ids.* ``step`` keeps ``group_overlap``, one row per
+       sentence of the batch as it was at step 0 (``bsz x groups x groups``), and reads and
+       updates it as ``group_overlap[original_batch_idxs]``. ``SequenceGenerator._generate``
+       passes as ``original_batch_idxs`` the sentences' dataset ids (``sample["id"]``; only a
+       sample without ids gets ``arange(bsz)``), narrowed to the sentences still decoded when
+       finished ones leave the batch. Ids are not row numbers: fairseq-generate and
+       fairseq-interactive stopped at step 1 with ``IndexError: index 16 is out of bounds for
+       dimension 0 with size 4``, and where a batch's ids happened to be ``0..bsz-1`` in some
+       order, each sentence was penalised with another sentence's overlap, silently. Fix: at
+       step 0 remember the batch's ids in row order; at later steps translate the ids fairseq
+       passes into those rows (ids are unique within a batch; for ``arange(bsz)`` this is the
+       identity) and call fairseq's ``step`` with them.
+    2. *Half the candidates the generator needs.* It returns ``beam`` candidates per sentence
+       (``candidate_multiple=1``), but ``SequenceGenerator`` asks every search for ``2 x beam``:
+       each beam can end in </s> at most once, so ``2 x beam`` candidates always hold ``beam``
+       that continue. With ``beam`` only, candidates that end in </s> are finalized *and* kept
+       as live beams, which go on decoding after their </s> and are finalized again later:
+       hypotheses with a </s> inside them (fairseq-generate prints them without it, and their
+       positional scores no longer match their words). Fix: ``candidate_multiple=2``, the
+       setting the class's own docstring gives for its earlier behaviour; the cumulative
+       diversity penalty is unchanged.
+
+    Applied to ``__init__`` (bug 2, and the two tensors that bug 1's fix keeps) and ``step``
+    (:func:`diverse_beam_search_step`; the search object serves every batch of a run; step 0 of
+    each batch starts over, as ``group_overlap`` does); idempotent. fairseq scripts the search
+    with its ``SequenceGenerator`` (``torch.jit.script``), so ``step`` is a method TorchScript
+    compiles (:func:`fairseq_wean.patching.replace_method_once`): the scripted generator runs
+    the fixed search too.
+    """
+    from fairseq.search import DiverseBeamSearch
+
+    bugs = _DIVERSE_BEAM_SEARCH_BUGS  # filled by the check, which runs once per process
+
+    def check():
+        from fairseq.data import Dictionary
+
+        search = DiverseBeamSearch(Dictionary(), num_groups=2, diversity_strength=0.5)
+        bugs[1] = hasattr(search, "group_overlap")  # rows indexed by original_batch_idxs
+        bugs[2] = getattr(search, "candidate_multiple", 2) < 2
+        if not (bugs[1] or bugs[2]):
+            return False, ("this fairseq's DiverseBeamSearch keeps no per-sentence overlap and returns "
+                           "2 x beam candidates (0.12.2's search)")
+        return True, "DiverseBeamSearch has " + " and ".join(
+            what for bug, what in ((1, "overlap rows indexed by dataset ids"),
+                                   (2, "candidate_multiple=1")) if bugs[bug])
+
+    if not found("compat 9 (--diverse-beam-groups)", check):
+        return
+
+    def wrap_init(original_init):
+        def __init__(self, *args, **kwargs):
+            original_init(self, *args, **kwargs)
+            if bugs[2]:
+                self.candidate_multiple = max(self.candidate_multiple, 2)
+            if bugs[1]:
+                # the batch's ids at step 0, sorted, and the rows they were in. Attributes
+                # from __init__ on: TorchScript types a module's attributes when it scripts it.
+                self._fairseq_wean_batch_ids = torch.empty(0, dtype=torch.long)
+                self._fairseq_wean_batch_rows = torch.empty(0, dtype=torch.long)
+
+        __init__.__doc__ = original_init.__doc__
+        return __init__
+
+    wrap_once(DiverseBeamSearch, "__init__", wrap_init)
+    if bugs[1]:
+        replace_method_once(DiverseBeamSearch, "step", diverse_beam_search_step, original_as="_fairseq_step")
+
+
+# which of fix 9's two bugs this process's DiverseBeamSearch has: {1: bool, 2: bool}
+_DIVERSE_BEAM_SEARCH_BUGS = {}
+
+
+@torch.jit.export
+def diverse_beam_search_step(
+    self,
+    step: int,
+    lprobs,
+    scores,
+    prev_output_tokens: Optional[Tensor] = None,
+    original_batch_idxs: Optional[Tensor] = None,
+):
+    """``DiverseBeamSearch.step`` with the sentences' ids turned into their rows at step 0 (bug 1
+    of :func:`install_diverse_beam_search_fixes`), then fairseq's own ``step``.
+
+    A method TorchScript compiles (fairseq scripts its generator with the search in it).
+    """
+    if original_batch_idxs is not None:
+        if step == 0:
+            order = original_batch_idxs.argsort()
+            self._fairseq_wean_batch_ids = original_batch_idxs.index_select(0, order)
+            self._fairseq_wean_batch_rows = order
+        else:
+            at = torch.searchsorted(self._fairseq_wean_batch_ids, original_batch_idxs)
+            original_batch_idxs = self._fairseq_wean_batch_rows.index_select(0, at)
+    return self._fairseq_step(step, lprobs, scores, prev_output_tokens, original_batch_idxs)
+
+
+def install_no_repeat_ngram_on_cpu():
+    """``--no-repeat-ngram-size N`` blocks repeated n-grams on CPU (fairseq's was a no-op there).
+
+    fairseq's bug: ``SequenceGenerator`` hands ``NGramRepeatBlock`` the whole ``tokens`` buffer
+    (``bsz*beam x max_len+2``, pad after the current step) together with ``step``. The CUDA
+    extension reads only the first ``step + 1`` columns; the Python path used on CPU
+    (``_no_repeat_ngram``) takes "the last n-1 tokens" from the end of the buffer, i.e. pads,
+    which no earlier n-gram starts with: nothing was ever banned and fairseq-generate printed
+    ``w27 w27 w27 ...`` with ``--no-repeat-ngram-size 2``. Fix: give it the tokens decoded so
+    far, ``tokens[:, :step + 1]`` (the first column is the </s> that starts every hypothesis,
+    as fairseq's n-gram positions assume). Idempotent.
+
+    fairseq scripts ``SequenceGenerator`` with its ``NGramRepeatBlock`` (``torch.jit.script``),
+    so the fix is a method TorchScript compiles (:func:`no_repeat_ngram_of_decoded_tokens`, through
+    :func:`fairseq_wean.patching.replace_method_once`); fairseq's algorithm itself is unchanged
+    (kept as ``_fairseq_no_repeat_ngram``). The CUDA extension's path does not go through it.
+    """
+    from fairseq.ngram_repeat_block import NGramRepeatBlock
+
+    def check():
+        # after "a b a" (step 3) the 2-gram "a b" bans b; fairseq's CPU path is handed the whole
+        # buffer, pads after the step
+        block, pad = NGramRepeatBlock(2, use_extension=False), 1
+        buffer = torch.tensor([[2, 5, 6, 5, pad, pad, pad]])
+        banned = block._no_repeat_ngram(buffer, torch.zeros(1, 8), 1, 1, 3)[0, 6] == float("-inf")
+        if banned:
+            return False, "this fairseq's NGramRepeatBlock bans repeated n-grams from the whole token buffer"
+        return True, "NGramRepeatBlock's CPU path reads the last n-1 tokens of the buffer (pads): bans nothing"
+
+    if not found("compat 10 (--no-repeat-ngram-size on CPU)", check):
+        return
+    replace_method_once(NGramRepeatBlock, "_no_repeat_ngram", no_repeat_ngram_of_decoded_tokens,
+                        original_as="_fairseq_no_repeat_ngram")
+
+
+def no_repeat_ngram_of_decoded_tokens(self, tokens, lprobs, bsz: int, beam_size: int, step: int):
+    """``NGramRepeatBlock._no_repeat_ngram`` on the tokens decoded so far, ``tokens[:, :step + 1]``
+    (see :func:`install_no_repeat_ngram_on_cpu`). A method TorchScript compiles."""
+    return self._fairseq_no_repeat_ngram(tokens[:, : step + 1], lprobs, bsz, beam_size, step)
+
+
+def install_generator_never_chooses_bos():
+    """Decoding never outputs ``<s>``: it is added to ``SequenceGenerator``'s suppressed tokens.
+
+    fairseq's bug: ``SequenceGenerator`` bans pad at every step (and </s> before ``--min-len``),
+    never ``<s>``, with any search (beam search just about never picks it). With ``--sampling``
+    (alone, ``--sampling-topk``, ``--sampling-topp``), ``wean_lstm`` and ``word_attn_gated``,
+    whose softmax covers the whole dictionary, gave ``<s>`` a small probability and it was
+    sampled; fairseq-generate prints the hypothesis without it, so its positional scores no
+    longer matched its words. Fix: after ``__init__``, ``<s>`` joins
+    ``token_indices_to_suppress``, which ``_generate`` sets to -inf at every step before the
+    search step (the mechanism of fairseq's own ``tokens_to_suppress`` argument). Forced
+    ``--prefix-size`` tokens and ``--score-reference`` are unaffected.
+    """
+    import inspect
+
+    from fairseq.sequence_generator import SequenceGenerator
+
+    def check():
+        code = inspect.getsource(SequenceGenerator)
+        if "token_indices_to_suppress" not in code:
+            return False, "this fairseq's SequenceGenerator has no token_indices_to_suppress to add <s> to"
+        return True, "SequenceGenerator bans pad (and </s> before --min-len), never <s>"
+
+    if not found("compat 11 (never <s>)", check):
+        return
+
+    def wrap_init(original_init):
+        def __init__(self, models, tgt_dict, *args, **kwargs):
+            original_init(self, models, tgt_dict, *args, **kwargs)
+            bos = tgt_dict.bos() if hasattr(tgt_dict, "bos") else None
+            if bos is None or bos in (self.eos, self.pad, self.unk):
+                return
+            bos = torch.tensor([bos], dtype=torch.long)
+            suppressed = self.token_indices_to_suppress
+            self.token_indices_to_suppress = bos if suppressed is None else torch.cat([suppressed, bos]).unique()
+
+        __init__.__doc__ = original_init.__doc__
+        return __init__
+
+    wrap_once(SequenceGenerator, "__init__", wrap_init)
+
+
+
+def install_transformer_without_fast_path():
+    """fairseq 0.12.2's ``transformer`` decodes on torch >= 1.13 (fairseq-generate, validation with
+    --eval-bleu): its encoder layer's fast path is turned off.
+
+    fairseq's bug: 0.12.2's ``TransformerEncoderLayerBase.forward`` takes, at inference on a loaded
+    checkpoint, a "BetterTransformer" fast path that calls ``torch._transformer_encoder_layer_fwd``
+    without the ``mask_type`` argument torch 1.13 added: every fairseq-generate of a transformer
+    stops with ``RuntimeError: Mask Type should be defined`` (fairseq's own
+    ``test_binaries.py::TestTranslation::test_transformer`` fails there too). Fix: after
+    ``__init__``, ``can_use_fastpath = False``, which both the layer and ``TransformerEncoder``
+    (it makes the batch batch-first for that path) read, so that the layer takes its standard
+    path, the only one fairseq's main branch (fairseq-fixed) has. Applied only where the layer
+    calls that op without ``mask_type``.
+    """
+    import inspect
+
+    from fairseq.modules import transformer_layer
+
+    layer = getattr(transformer_layer, "TransformerEncoderLayerBase", None)
+
+    def check():
+        code = inspect.getsource(layer.forward) if layer is not None else ""
+        if "_transformer_encoder_layer_fwd(" in code and "mask_type" not in code:
+            return True, ("TransformerEncoderLayerBase's fast path calls torch._transformer_encoder_layer_fwd "
+                          "without mask_type (torch {})".format(torch.__version__.split("+")[0]))
+        return False, "this fairseq's transformer encoder layer has no fast path without mask_type"
+
+    if not found("compat 15 (transformer fast path)", check):
+        return
+
+    def wrap_init(original_init):
+        def __init__(self, *args, **kwargs):
+            original_init(self, *args, **kwargs)
+            self.can_use_fastpath = False  # read by the layer and by the encoder (which transposes for it)
+
+        __init__.__doc__ = original_init.__doc__
+        return __init__
+
+    wrap_once(layer, "__init__", wrap_init)

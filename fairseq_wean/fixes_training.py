@@ -1,0 +1,156 @@
+"""fairseq fixes for training runs (fairseq-train's restarts and --help): fixes 12-14 of
+:mod:`fairseq_wean.compat`, which applies them (docs/fairseq-patches.md)."""
+import sys
+
+from fairseq.data import data_utils
+
+from fairseq_wean.patching import found, same_code, wrap_once
+
+
+def install_patience_survives_restart():
+    """``--patience`` counts the epochs without a better validation score across a restart.
+
+    fairseq's bug: ``fairseq_cli.train.should_stop_early`` keeps the best score and the count
+    of epochs since it as attributes of the function, which no checkpoint holds. A run resumed
+    from ``checkpoint_last.pt`` starts counting anew, and the first validation after the restart
+    becomes the "best" whatever its score: with ``--patience 3``, a run interrupted two epochs
+    after its best epoch trained four more epochs instead of one. Fix: ``Trainer.save_checkpoint``
+    also writes the counter into the checkpoint's ``extra_state`` (key ``patience``; fairseq
+    calls ``should_stop_early`` before it saves, so the counter includes the epoch being saved),
+    and ``Trainer.load_checkpoint`` puts it back. Checkpoints without the key load as before.
+    """
+    from fairseq.trainer import Trainer
+
+    def counter():
+        # fairseq-train's module; None outside fairseq-train (nothing counts epochs there)
+        train = sys.modules.get("fairseq_cli.train")
+        return getattr(train, "should_stop_early", None)
+
+    def wrap_save(original_save):
+        def save_checkpoint(self, filename, extra_state):
+            stop = counter()
+            if stop is not None and getattr(stop, "best", None) is not None:
+                extra_state = dict(extra_state, patience={"best": stop.best, "num_runs": stop.num_runs})
+            return original_save(self, filename, extra_state)
+
+        save_checkpoint.__doc__ = original_save.__doc__
+        return save_checkpoint
+
+    def wrap_load(original_load):
+        def load_checkpoint(self, *args, **kwargs):
+            extra_state = original_load(self, *args, **kwargs)
+            stop = counter()
+            saved = (extra_state or {}).get("patience")
+            if stop is not None and saved:
+                stop.best, stop.num_runs = saved["best"], saved["num_runs"]
+            return extra_state
+
+        load_checkpoint.__doc__ = original_load.__doc__
+        return load_checkpoint
+
+    same_code("compat 12 (--patience across a restart)", "should_stop_early keeps its counter in "
+              "function attributes no checkpoint holds")
+    wrap_once(Trainer, "save_checkpoint", wrap_save)
+    wrap_once(Trainer, "load_checkpoint", wrap_load)
+
+
+def install_resume_keeps_the_batches():
+    """A run resumed from ``checkpoint_last.pt`` trains on the same batches as the uninterrupted run.
+
+    fairseq's main branch (so ``fairseq-fixed``) builds the training batches in
+    ``FairseqTask.get_batch_iterator`` under ``numpy_seed(seed + epoch)``, ``epoch`` being the
+    epoch the iterator is created at (fairseq 0.12.2 used ``numpy_seed(seed)``). The seed breaks
+    the ties of ``ordered_indices``' sort by length, so it decides which sentences share a batch.
+    An uninterrupted run creates its iterator at epoch 1 and reuses it for every epoch; a run
+    resumed at epoch 3 created it at epoch 3: other batches, another training (epoch 3 of a resumed
+    ``wean_lstm`` ended at validation loss 9.424 against 8.889; with dropout 0 too). Where fairseq
+    reuses the iterator (the default; not with ``--rebuild-batches``, nor where the task cannot
+    reuse it, when every epoch builds its own batches anyway), the batches are now built under the
+    seed of epoch 1 whatever the start epoch; ``dataset.set_epoch`` and the iterator's epoch are
+    unchanged. Installed only where fairseq's code seeds with the epoch.
+    """
+    import inspect
+
+    from fairseq.tasks import FairseqTask
+
+    def seeds_with_the_epoch():
+        if "numpy_seed(seed + epoch)" in inspect.getsource(FairseqTask.get_batch_iterator):
+            return True, "get_batch_iterator orders the batches under numpy_seed(seed + epoch)"
+        return False, "this fairseq's get_batch_iterator does not seed with the epoch (0.12.2: numpy_seed(seed))"
+
+    if not found("compat 13 (resumed run, same batches)", seeds_with_the_epoch):
+        return
+
+    def wrap(original):
+        def get_batch_iterator(self, dataset, *args, **kwargs):
+            bound = inspect.signature(original).bind(self, dataset, *args, **kwargs)
+            bound.apply_defaults()
+            a = bound.arguments
+            epoch, seed = a["epoch"], a["seed"]
+            reusable = (not a["disable_iterator_cache"] and not a.get("update_epoch_batch_itr", False)
+                        and self.can_reuse_epoch_itr(dataset) and not getattr(self.cfg, "rebuild_batches", False))
+            if not reusable or epoch == 1 or "ordered_indices" in vars(dataset):
+                return original(self, dataset, *args, **kwargs)
+            ordered_indices = dataset.ordered_indices
+
+            def ordered_indices_of_epoch_1():
+                with data_utils.numpy_seed(seed + 1):
+                    return ordered_indices()
+
+            dataset.ordered_indices = ordered_indices_of_epoch_1
+            try:
+                return original(self, dataset, *args, **kwargs)
+            finally:
+                del dataset.ordered_indices
+
+        get_batch_iterator.__doc__ = original.__doc__
+        return get_batch_iterator
+
+    wrap_once(FairseqTask, "get_batch_iterator", wrap)
+
+
+HELP_FLAGS = ("-h", "--help")
+
+
+def install_help_lists_model_options():
+    """``fairseq-train --arch X --help`` lists the model's options (and the task's, the criterion's, ...).
+
+    fairseq's bug: ``options.parse_args_and_arch`` parses twice, the second time after adding the
+    options of the chosen ``--arch``, ``--task``, ``--criterion``, optimizer, ... . ``--help`` is
+    handled by the first parse, which prints the help of the generic parser and exits: no model's
+    options are ever listed (fairseq's ``lstm`` no more than the plugin's models), and a user had
+    to read the source to find them. Fix: when ``-h``/``--help`` is given, the first parse runs
+    without it, and the second, which fairseq's code reaches with every option added, prints the
+    help and exits. Nothing changes without ``--help``.
+    """
+    from fairseq import options
+
+    def wrap(original):
+        def parse_args_and_arch(parser, input_args=None, parse_known=False, suppress_defaults=False,
+                                modify_parser=None):
+            argv = sys.argv[1:] if input_args is None else list(input_args)
+            if suppress_defaults or not any(a in HELP_FLAGS for a in argv):
+                # (suppress_defaults: fairseq calls this again without it, which comes here)
+                return original(parser, input_args, parse_known, suppress_defaults, modify_parser)
+            without_help = [a for a in argv if a not in HELP_FLAGS]
+            plain = parser.parse_known_args
+            calls = []
+
+            def parse_known_args(args=None, namespace=None):  # argparse's parse_args calls it too
+                calls.append(args)
+                if len(calls) == 1:  # fairseq's first parse: find --arch, --task, ...
+                    return plain(without_help, namespace)
+                parser.print_help()  # the second: every option is in the parser now
+                parser.exit()
+
+            parser.parse_known_args = parse_known_args
+            try:
+                return original(parser, input_args, parse_known, suppress_defaults, modify_parser)
+            finally:
+                del parser.parse_known_args
+
+        return parse_args_and_arch
+
+    same_code("compat 14 (--help with --arch)", "parse_args_and_arch answers --help in its first "
+              "parse, before the model's options are added")
+    wrap_once(options, "parse_args_and_arch", wrap)

@@ -233,7 +233,7 @@ def _wrapped_hub_binarize(original):
         tokens = original(self, sentence)
         d = self.src_dict
         words = tokens[:-1]
-        if (self.bpe is None and len(words) >= 3 and 2 * int((words == d.unk()).sum()) > len(words)
+        if (getattr(self, "bpe", None) is None and len(words) >= 3 and 2 * int((words == d.unk()).sum()) > len(words)
                 and not getattr(self, "_warned_unk", False)):  # no BPE, and most words unknown: one was needed?
             self._warned_unk = True
             logger.warning(

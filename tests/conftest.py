@@ -22,7 +22,8 @@ def pytest_xdist_auto_num_workers(config):
 
 # The files that take longest (minutes each on 2 cores: they train and decode with the real CLIs)
 # go to the workers first, so that no worker is left with one long file at the end.
-LONGEST_FIRST = ["test_recipes.py", "test_readme_recipes.py", "test_decoding_options.py", "test_hub.py",
+LONGEST_FIRST = ["test_recipes.py", "test_readme_recipes.py", "test_decoding_options.py", "test_mutation_check.py",
+                 "test_hub.py", "test_data_forms.py",
                  "test_errors.py", "test_distributed.py", "test_valid_metrics.py", "test_cli_wean.py",
                  "test_known_words.py", "test_markers.py"]
 

@@ -74,6 +74,10 @@ def test_low_precision_gradients_are_within_the_whole_tensor_formulas_error(monk
     """bfloat16 / float16 inputs (CPU autocast, --fp16 / --amp on a GPU): the blocked gradients'
     error against float64 is at most the whole-tensor formula's own in that dtype (x1.5), however
     many blocks are summed (they accumulate in float32, cast once)."""
+    try:
+        torch.zeros(1, dtype=dtype).tanh()
+    except RuntimeError:  # torch 1.13 has no float16 tanh on the CPU
+        pytest.skip("this torch ({}) computes no {} tanh on the CPU".format(torch.__version__, dtype))
     bsz, tq, src, hidden = 4, 24, 200, 32
     per_query = src * hidden
     block = {"one-query-per-block": per_query, "16-blocks": bsz * tq * per_query // 16,

@@ -8,7 +8,8 @@ made small): ``test_the_variants_cover_every_option_value_and_preset`` fails whe
 option value or a preset that no variant runs, unless ``NOT_DECODER_STATE`` says why it cannot
 change the decoder's state. Each variant is checked three ways:
 
-* step by step through ``incremental_state`` against the full teacher-forced pass (eval mode);
+* step by step through ``incremental_state`` against the full teacher-forced pass (eval mode), as
+  given and with one and with two decoder layers;
 * a batched beam search whose batch reorders and shrinks, each hypothesis's positional scores
   against a teacher-forced pass of its words (a cache entry left out of the reorder shows here);
 * under CPU autocast, the recurrences' precision (tests/test_recurrent_precision.py).
@@ -94,10 +95,12 @@ def model_of(arch):
     return next(m for m in MODELS if ARCH_MODEL_REGISTRY[arch] is ARCH_MODEL_REGISTRY[m])
 
 
-def build_variant(name, dictionary, tmp_path):
+def build_variant(name, dictionary, tmp_path, extra=()):
     """The variant's model as fairseq-train builds it: its add_args (argparse.SUPPRESS defaults, as
-    fairseq's model-specific group), the architecture function, then build_model; seed 0."""
+    fairseq's model-specific group), the architecture function, then build_model; seed 0. ``extra``:
+    options after the variant's (the last value of an option wins, as on a command line)."""
     arch, options = STATE_VARIANTS[name]
+    options = list(options) + list(extra)
     model = model_of(arch)
     cls = ARCH_MODEL_REGISTRY[arch]
     parser = argparse.ArgumentParser(argument_default=argparse.SUPPRESS)
@@ -162,10 +165,14 @@ def test_the_variants_cover_every_option_value_and_preset():
     assert not missing, "decoder-state variants missing: " + "; ".join(missing)
 
 
+@pytest.mark.parametrize("layers", [None, 1, 2], ids=["as-given", "1-layer", "2-layers"])
 @pytest.mark.parametrize("variant", list(STATE_VARIANTS))
-def test_incremental_decoding_equals_the_teacher_forced_pass(variant, tmp_path):
+def test_incremental_decoding_equals_the_teacher_forced_pass(variant, layers, tmp_path):
+    """Every variant as given, and with one and with two decoder layers (an option's mistake may show
+    with one depth only: the first layer's state where the top layer's is meant)."""
     dictionary = make_dictionary(N_WORDS)
-    model = scale_parameters(build_variant(variant, dictionary, tmp_path), 4.0)  # away from the linear regime
+    extra = [] if layers is None else ["--decoder-layers", layers]
+    model = scale_parameters(build_variant(variant, dictionary, tmp_path, extra), 4.0)  # away from the linear regime
     assert_incremental_equals_full(model, random_batch(dictionary, bsz=4, src_len=7, tgt_len=6), atol=1e-5)
 
 

@@ -1,6 +1,6 @@
 """scripts/mutation_check.py in CI: every mutant still applies to today's code (a mutant whose text
-moved away tests nothing), an invalid one fails the check loudly before any test runs, and the
-decoder-state, layer and attention mutants (issues 53 and 54) are killed by the file they name."""
+moved away tests nothing), an invalid one fails the check loudly before any test runs, and every
+mutant is killed (the whole check, about 3 minutes on one core)."""
 import os
 import sys
 
@@ -27,14 +27,12 @@ def test_an_invalid_mutant_fails_the_check_before_any_test(monkeypatch, capsys):
     assert "1 of {} mutant(s) no longer apply".format(len(mutation_check.MUTANTS)) in err
 
 
-TARGETED = [m[0] for m in mutation_check.MUTANTS if len(m) > 5]
-
-
-def test_the_targeted_mutants_are_killed(capsys):
-    """The mutants that name their test file, run as the script runs them (a copy of the tree,
-    the file with -x): each must be killed."""
-    assert len(TARGETED) >= 9
-    rc = mutation_check.main(TARGETED)
+def test_every_mutant_is_killed(capsys):
+    """``python scripts/mutation_check.py`` as it runs by hand: a copy of the tree, each mutant
+    applied in turn, its tests with -x; every mutant must be killed."""
+    n = len(mutation_check.MUTANTS)
+    assert n >= 33
+    rc = mutation_check.main([])
     out = capsys.readouterr().out
     assert "baseline (no mutant): pass" in out, out
-    assert "score: {0} of {0} killed".format(len(TARGETED)) in out and rc == 0, out
+    assert "score: {0} of {0} killed".format(n) in out and rc == 0, out

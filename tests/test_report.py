@@ -80,7 +80,10 @@ def generate_log(hyps, positional, order):
         for text, scores in ((hyps[i], positional[i]), ("worse", [-9.0, -9.0])):
             lines += ["H-{}\t-1.5\t{}".format(i, text), "D-{}\t-1.5\t{}".format(i, text),
                       "P-{}\t{}".format(i, " ".join("{:.4f}".format(v) for v in scores))]
-    return lines + ["Generate test with beam=2: BLEU4 = 10.00"]
+    return lines + [SUMMARY]
+
+
+SUMMARY = "Generate test with beam=2: BLEU4 = 10.00"  # a complete log ends with it
 
 
 POSITIONAL_B = [[-0.25 * (j + 1) - 0.01 * i for j in range(len(h.split()) + 1)] for i, h in enumerate(SYS_B)]
@@ -296,8 +299,9 @@ def hovered_titles(path, tmp_path):
 
 def test_gate_lines_are_shown_when_the_log_has_them(files, tmp_path):
     gates = [[0.5 + 0.01 * j for j in range(len(h.split()) + 1)] for h in SYS_B]
-    lines = generate_log(SYS_B, POSITIONAL_B, order=range(len(SYS_B)))
+    lines = generate_log(SYS_B, POSITIONAL_B, order=range(len(SYS_B)))[:-1]  # G- lines come before the summary
     lines += ["G-{}\t{}".format(i, " ".join("{:.4f}".format(g) for g in gs)) for i, gs in enumerate(gates)]
+    lines.append(SUMMARY)
     path = write(files["dir"] / "gates.log", lines)
     report, html_text = make_page(files, sys=[path], out="gates.html", metrics="bleu")
     (cell,) = out_cells(html_text, 0)
@@ -751,7 +755,7 @@ def test_translation_report_fits_the_task_runaways_are_cut_and_gates_shaded(tmp_
            "D-0\t-0.5\ta small house", "P-0\t-0.1 -0.2 -0.3 -0.4", "G-0\t0.9000 0.1000 0.5000 0.0000",
            "S-1\t{}".format(src[1]), "T-1\t{}".format(ref[1]), "H-1\t-9.0\t{}".format(runaway),
            "D-1\t-9.0\t{}".format(runaway), "P-1\t{}".format(" ".join(["-0.1"] * 41)),
-           "G-1\t{}".format(" ".join(["0.2000"] * 41))]
+           "G-1\t{}".format(" ".join(["0.2000"] * 41)), SUMMARY]
     files = {"log": write(tmp_path / "gen.log", log), "src": write(tmp_path / "src", src),
              "ref": write(tmp_path / "ref", ref)}
     page = tmp_path / "page.html"

@@ -19,9 +19,14 @@ behaviour on a small input), and says what it found with :func:`note`: applied, 
 and why, in one line. ``python -m fairseq_wean.cli.patches`` prints those lines, one per patch
 (docs/fairseq-patches.md lists the patches with their bugs, versions and tests).
 
-Imports nothing from the project, so that every patching module may import it.
+Imports nothing from the project but ``errors`` (which imports nothing), so that every patching module
+may import it.
 """
+import argparse
+import os
 import types
+
+from fairseq_wean.errors import FairseqWeanError
 
 MARK = "_fairseq_wean_fixed"
 
@@ -138,29 +143,60 @@ def _renamed(function, name):
     return copy
 
 
-# The plugin's own generation options, in the order they were added: (flags, add_argument kwargs).
+# The plugin's own generation options, in the order they were added:
+# (flags, add_argument kwargs, why fairseq-interactive refuses it or None).
 _GENERATION_ARGUMENTS = []
 
 
-def add_generation_argument(*flags, **kwargs):
+def add_generation_argument(*flags, not_interactive=None, **kwargs):
     """Add an option to fairseq's generation options (``options.add_generation_args``: what
     fairseq-generate and fairseq-interactive accept), after fairseq's own.
 
     fairseq imports ``--user-dir`` before it builds its parser, so an option added when the plugin
     is imported is in every parser fairseq builds afterwards. Adding the same flags again does
-    nothing.
+    nothing. ``not_interactive``: why the option does nothing in fairseq-interactive, which shares
+    the generation options; there it is refused in one line before any work, not ignored.
     """
     from fairseq import options
 
-    if all(known != flags for known, _ in _GENERATION_ARGUMENTS):
-        _GENERATION_ARGUMENTS.append((flags, kwargs))
+    if all(known != flags for known, _, _ in _GENERATION_ARGUMENTS):
+        _GENERATION_ARGUMENTS.append((flags, kwargs, not_interactive))
     wrap_once(options, "add_generation_args", _with_plugin_generation_arguments)
+
+
+def generation_arguments():
+    """The plugin's generation options: [(flags, why fairseq-interactive refuses it or None)]."""
+    return [(flags, why) for flags, _, why in _GENERATION_ARGUMENTS]
+
+
+def running_interactive():
+    """Whether this process is fairseq-interactive (its console script or ``fairseq_cli.interactive``)."""
+    import sys
+
+    return "interactive" in os.path.basename(sys.argv[0] or "")
+
+
+class _RefusedInInteractive(argparse.Action):
+    """The action of a generation option fairseq-interactive cannot use: a one-line error."""
+
+    def __init__(self, option_strings, dest, why, takes_value, **kwargs):
+        kwargs.pop("nargs", None)
+        super().__init__(option_strings, dest, nargs=None if takes_value else 0, **kwargs)
+        self.why = why
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        raise FairseqWeanError("{} is fairseq-generate's: {}".format(option_string, self.why))
 
 
 def _with_plugin_generation_arguments(original):
     def add_generation_args(parser):
         group = original(parser)
-        for flags, kwargs in _GENERATION_ARGUMENTS:
+        interactive = running_interactive()
+        for flags, kwargs, why in _GENERATION_ARGUMENTS:
+            if interactive and why:
+                takes_value = "metavar" in kwargs or kwargs.get("nargs") not in (0, None)
+                kwargs = {"action": _RefusedInInteractive, "why": why, "takes_value": takes_value,
+                          "help": kwargs.get("help")}
             parser.add_argument(*flags, **kwargs)
         return group
 

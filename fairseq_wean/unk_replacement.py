@@ -285,6 +285,8 @@ def install():
     wrap_once(fairseq_cli.interactive, "make_batches", _wrapped_make_batches)
     add_generation_argument(
         "--replace-unk-source", action=_ReplaceUnkSource, metavar="FILE",
+        not_interactive="fairseq-interactive --replace-unk takes the source words from its input; "
+                        "--replace-unk-source is for fairseq-generate on binarized data",
         help="fairseq-generate --replace-unk on binarized data (fairseq-wean plugin): the source text "
              "given to fairseq-preprocess for --gen-subset; <unk> is replaced by the word of this file "
              "that the model attends to most")

@@ -65,3 +65,21 @@ def test_unk_markers_refuses_a_vocab_that_is_not_a_dictionary(tmp_path):
 def test_counts_out_of_range_are_refused_before_any_work(args, flag, tmp_path):
     proc = cli(*args, check=False)
     assert proc.returncode == 2 and "argument {}: must be >=".format(flag) in proc.stderr
+
+
+@pytest.mark.parametrize("tool", ["fairseq-wean-score", "fairseq-wean-report"])
+def test_an_unknown_bleu_tokenization_is_refused_before_any_work(tool):
+    """A KeyError traceback from sacrebleu before (issue 57, class 6)."""
+    extra = ["--out", "never.html"] if tool.endswith("report") else []
+    proc = cli(tool, "--sys", "x", "--metrics", "bleu", "--bleu-tokenize", "bogus", *extra, check=False)
+    assert proc.returncode == 2 and "unknown BLEU tokenization 'bogus': choose one of" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_run_named_twice_is_refused(tmp_path):
+    """fairseq-wean-compare --runs lstm:word,lstm:word started both into one folder, clobbered
+    train.log and ended in a traceback (issue 57, class 7)."""
+    proc = cli("fairseq-wean-compare", "translation", tmp_path, "--runs", "lstm:word,lstm:word", "--out",
+               tmp_path / "out", check=False)
+    assert proc.returncode == 2 and "--runs names lstm:word twice" in proc.stderr
+    assert not (tmp_path / "out").exists()

@@ -257,6 +257,7 @@ def test_validation_and_criterion_mistakes_are_one_line_errors_before_training(d
         (["--eval-sari", "--eval-bleu-args", '{"beam": 0}'], "beam must be a whole number >= 1, got 0"),
         (["--eval-bleu", "--eval-bleu-args", '{"beem": 5}'], "unknown generation option(s) beem"),
         (["--eval-bleu", "--eval-bleu-args", "beam=5"], "--eval-bleu-args beam=5: not JSON"),  # a traceback before
+        (["--eval-bleu", "--eval-bleu-detok-args", "{bad"], "--eval-bleu-detok-args is not JSON"),  # the same
         # settings that change a metric that is off (accepted and ignored before)
         (["--eval-sari", "--eval-rouge-chars"], "--eval-rouge-chars changes only --eval-rouge, which is off"),
         (["--eval-rouge", "--eval-sari-mode", "legacy"], "--eval-sari-mode changes only --eval-sari, which is off"),

@@ -42,7 +42,7 @@ def get_parser():
                    help="corpus metrics, comma list of {} (default: {}); any rouge* shows per-sentence "
                         "ROUGE-L".format(",".join(M.METRICS), ",".join(build.DEFAULT_METRICS)))
     p.add_argument("--sari-mode", choices=sari_lib.MODES, default="default", help="as fairseq-wean-score")
-    p.add_argument("--bleu-tokenize", default=M.BLEU_TOKENIZE, metavar="TOK",
+    p.add_argument("--bleu-tokenize", default=M.BLEU_TOKENIZE, metavar="TOK", type=M.bleu_tokenize_option,
                    help="sacrebleu's BLEU tokenization, as fairseq-wean-score: 13a (default) for detokenized text, "
                         "none for tokenized text (multi-bleu's convention)")
     p.add_argument("--rouge-chars", action="store_true",

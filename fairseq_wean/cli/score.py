@@ -57,7 +57,7 @@ def get_parser():
     p.add_argument("--sari-mode", choices=sari_lib.MODES, default="default",
                    help="default: EASSE corpus_sari (lowercase + 13a everywhere); legacy: EASSE legacy=True "
                         "(reproduces published TurkCorpus numbers); paper: the paper's micro-averaged equations")
-    p.add_argument("--bleu-tokenize", default=M.BLEU_TOKENIZE, metavar="TOK",
+    p.add_argument("--bleu-tokenize", default=M.BLEU_TOKENIZE, metavar="TOK", type=M.bleu_tokenize_option,
                    help="sacrebleu's BLEU tokenization: 13a (default) for detokenized text; none for text that is "
                         "already tokenized (multi-bleu.perl's convention, e.g. Multi30k's tokenized lowercased text: "
                         "13a would split every <unk> into '< unk >'); others: intl, char, zh, ja-mecab, ...")

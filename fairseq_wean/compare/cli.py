@@ -84,6 +84,8 @@ def parse_args(argv=None):
             system, _, variant = item.partition(":")
             if system not in SYSTEMS or not variant:
                 p.error("--runs: {!r} is not SYSTEM:VOCAB with SYSTEM in {}".format(item, ", ".join(SYSTEMS)))
+            if (system, variant) in runs:  # both would train into one folder and clobber each other's log
+                p.error("--runs names {} twice: each run once (extra seeds: --seeds)".format(item))
             runs.append((system, variant))
         args.run_list = runs
     else:

@@ -26,10 +26,7 @@ the output stream) and ``FairseqTask.inference_step`` (to compute and print the 
 without it nothing of fairseq's behaviour changes.
 """
 import argparse
-import os
-import sys
 
-from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.patching import add_generation_argument, note, status, wrap_once
 
 NAME = "report/gate_lines (--print-gates)"
@@ -114,12 +111,6 @@ class _PrintGates(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=False, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        if "interactive" in os.path.basename(sys.argv[0] or ""):
-            # fairseq-interactive shares the generation options but numbers its sentences per
-            # input chunk: G- lines would not match its H- lines. Refused, not ignored.
-            raise FairseqWeanError(
-                "--print-gates is fairseq-generate's: fairseq-interactive prints no G- lines; binarize the text "
-                "(fairseq-preprocess) and decode it with fairseq-generate --print-gates to see the gates")
         setattr(namespace, self.dest, True)
         enable()
 
@@ -130,6 +121,9 @@ def install():
         note(NAME, False, "switched on by fairseq-generate --print-gates")
     add_generation_argument(
         "--print-gates", action=_PrintGates,
+        # fairseq-interactive numbers its sentences per input chunk: G- lines would not match its H- lines
+        not_interactive="fairseq-interactive prints no G- lines; binarize the text (fairseq-preprocess) and "
+                        "decode it with fairseq-generate --print-gates to see the gates",
         help="fairseq-generate (fairseq-wean plugin): print a G-<id> line per sentence with every "
              "token's gate in the best hypothesis (core_copy: copy gate lambda_t; word_attn_gated: "
              "mean contextual gate), for fairseq-wean-report")

@@ -35,6 +35,19 @@ from fairseq_wean.scoring import sari as sari_lib
 METRICS = ("bleu", "chrf", "ter", "sari", "fkgl", "rouge1", "rouge2", "rougeL", "stats")
 SACREBLEU_METRICS = ("bleu", "chrf", "ter")
 BLEU_TOKENIZE = "13a"  # sacrebleu's default: for detokenized text
+
+
+def bleu_tokenize_option(name):
+    """An argparse ``type`` for ``--bleu-tokenize``: one of sacrebleu's BLEU tokenizers (a name it
+    does not know was a KeyError traceback from sacrebleu, after the inputs were read)."""
+    import argparse
+
+    from sacrebleu.metrics.bleu import BLEU
+
+    known = sorted(getattr(BLEU, "TOKENIZERS", ()))
+    if known and name not in known:
+        raise argparse.ArgumentTypeError("unknown BLEU tokenization {!r}: choose one of {}".format(name, ", ".join(known)))
+    return name
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 UNK_TOKENS = frozenset(["<unk>", "UNK"])
 BOOTSTRAP_SAMPLES = 1000

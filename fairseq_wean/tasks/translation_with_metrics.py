@@ -239,6 +239,14 @@ class TranslationWithMetricsTask(TranslationTask):
             )
         if cfg.eval_refs is not None and not [p for p in cfg.eval_refs.split(",") if p]:
             raise FairseqWeanError("--eval-refs is empty: give reference files separated by commas")
+        try:  # read when the model is built, after the data: a JSON traceback then
+            detok_args = json.loads(cfg.eval_bleu_detok_args or "{}")
+        except ValueError as exc:
+            raise FairseqWeanError("--eval-bleu-detok-args is not JSON ({}): give a JSON object of the "
+                                   "--eval-bleu-detok tokenizer's options, e.g. '{{\"source_lang\": \"en\"}}'".format(exc))
+        if not isinstance(detok_args, dict):
+            raise FairseqWeanError("--eval-bleu-detok-args must be a JSON object ({{...}}), got {}".format(
+                cfg.eval_bleu_detok_args))
 
     def check_training_options(self, checkpoint_cfg):
         """Mistakes fairseq-train would report after the first epoch, or never; called by the plugin's

@@ -2,10 +2,13 @@
 
     fairseq-wean-score --sys FILE --orig FILE --refs FILE [FILE ...] --metrics LIST
                        [--sari-mode {default,legacy,paper}] [--json] [--compare-to FILE]
+                       [--hyp-lines {auto,H,D}] [--post-process NAME]
 
 ``--sys`` (and ``--compare-to``) is a plain output file (one sentence per line) or a
 fairseq-generate log, recognised by its ``H-<id>`` lines: hypotheses are put back in sentence-id
-order (the first ``H-`` line per id, i.e. the best of an n-best list). If ``--orig`` or ``--refs``
+order (the best of an n-best list; its ``D-`` line where the log was decoded with ``--bpe`` or
+``--tokenizer``, ``--hyp-lines`` chooses). Text that still holds subword pieces is refused
+(``--post-process`` removes them from every input: docs/tools.md, "What is scored"). If ``--orig`` or ``--refs``
 is left out for a log, the log's ``S-`` / ``T-`` lines are used (these are fairseq's view of the
 data, e.g. with ``<unk>``; pass the raw files for official numbers).
 

@@ -72,5 +72,4 @@ def at_least(low, kind=int):
         return value
 
     parse.__name__ = "{} >= {}".format(kind.__name__, low)
-    parse.minimum = low
     return parse

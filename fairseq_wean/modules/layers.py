@@ -210,6 +210,13 @@ def RNNCell(cell_type, input_size, hidden_size):
     return uniform_init({"lstm": nn.LSTMCell, "gru": nn.GRUCell}[cell_type](input_size, hidden_size))
 
 
+def _under_recurrent_dtype(gi, gh, state):
+    """A cell update's products and state in :func:`recurrent_dtype` of the state (as given outside
+    CPU autocast)."""
+    dtype = recurrent_dtype(state)
+    return (gi, gh, state) if dtype is None else _cast((gi, gh, state), dtype)
+
+
 def gru_cell_step(gi, gh, h):
     """``nn.GRUCell``'s update from its two products, computed by the caller (so that they can be
     fused with other products): gi = W_ih x + b_ih and gh = W_hh h + b_hh, rows (r, z, n)::
@@ -219,9 +226,7 @@ def gru_cell_step(gi, gh, h):
 
     Under CPU autocast the update and the new state are in :func:`recurrent_dtype`, as every
     other recurrent path."""
-    dtype = recurrent_dtype(h)
-    if dtype is not None:
-        gi, gh, h = gi.to(dtype), gh.to(dtype), h.to(dtype)
+    gi, gh, h = _under_recurrent_dtype(gi, gh, h)
     size = h.size(-1)
     r, z = torch.sigmoid(gi[..., : 2 * size] + gh[..., : 2 * size]).chunk(2, dim=-1)
     n = torch.tanh(gi[..., 2 * size :] + r * gh[..., 2 * size :])
@@ -234,9 +239,7 @@ def lstm_cell_step(gi, gh, c):
         c' = sigma(f) * c + sigma(i) * tanh(g),  h' = sigma(o) * tanh(c')
 
     Returns (h', c'), under CPU autocast in :func:`recurrent_dtype`."""
-    dtype = recurrent_dtype(c)
-    if dtype is not None:
-        gi, gh, c = gi.to(dtype), gh.to(dtype), c.to(dtype)
+    gi, gh, c = _under_recurrent_dtype(gi, gh, c)
     i, f, g, o = (gi + gh).chunk(4, dim=-1)
     c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
     return torch.sigmoid(o) * torch.tanh(c), c

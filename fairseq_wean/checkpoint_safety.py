@@ -1,17 +1,17 @@
 """Safe checkpoint loading on every torch the plugin accepts (>= 1.13).
 
-Before fairseq's ``load_checkpoint_to_cpu`` calls ``torch.load``, the checkpoint's pickle is
-read by :func:`scan_checkpoint`, an unpickler that builds nothing: every global it names must be
-on the allow-list (torch's own weights-only list plus :func:`safe_globals`), else loading stops
-with a one-line error before torch reads the file. That is what makes a crafted checkpoint inert
-on torch < 2.6, whose ``torch.load`` defaults to ``weights_only=False`` and would run the pickle's
-``os.system``. torch >= 2.6 also loads with ``weights_only=True``: an unpickler that only builds
-tensors, containers and classes on an allow-list, and refuses any other global. fairseq's checkpoints also hold a few plain-data
-classes (``argparse.Namespace`` for the training arguments; omegaconf containers and numpy
-scalars in checkpoints written by other fairseq versions), so ``fairseq-generate`` fails on
-them until those exact classes are allowed. We add them to torch's allow-list
-(``torch.serialization.add_safe_globals``) instead of switching weights-only loading off,
-and turn torch's refusal into a one-line error that names the refused global.
+Every ``torch.load`` of ``fairseq.checkpoint_utils`` (``load_checkpoint_to_cpu``: ``--path``,
+``--restore-file``, ``--finetune-from-model``, resuming, the hub; ``load_ema_from_checkpoint``:
+``--ema-seed-model``) is :func:`safe_load`: the allow-list (torch's own weights-only list plus
+:func:`safe_globals`) is enforced by the unpickler torch itself uses, so there is no second
+parser that could read the file another way than torch does. On torch >= 2.4 that is
+``weights_only=True``, with :func:`safe_globals` added to torch's allow-list
+(``torch.serialization.add_safe_globals``); on older torch (1.13, whose ``torch.load`` defaults
+to ``weights_only=False`` and whose weights-only list cannot be extended) it is torch's unpickler
+over a ``pickle_module`` whose ``find_class`` refuses any other global before importing it.
+fairseq's checkpoints hold a few plain-data classes besides tensors (``argparse.Namespace`` for
+the training arguments; omegaconf containers and numpy scalars in checkpoints written by other
+fairseq versions); a refused global is a one-line error naming it.
 
 ``safe_globals()`` below is the whole allow-list; docs/troubleshooting.md ("Safe checkpoints") lists it.
 
@@ -32,7 +32,9 @@ Also here, because they are about checkpoint files:
 """
 import argparse
 import collections
+import io
 import re
+import types
 import typing
 
 import torch
@@ -96,82 +98,90 @@ def allowed_global_names():
     return names
 
 
-class _Stub:
-    """What the scanning unpickler builds for every allowed global: it accepts any call, item,
-    state and list append, so the whole pickle is walked without building anything."""
+class CheckpointRefused(Exception):
+    """Raised by the allow-list unpickler for a global outside :func:`allowed_global_names`."""
 
-    def __new__(cls, *args, **kwargs):
-        return object.__new__(cls)
-
-    def __init__(self, *args, **kwargs):
-        pass
-
-    def __call__(self, *args, **kwargs):
-        return _Stub()
-
-    def __setstate__(self, state):
-        pass
-
-    def __setitem__(self, key, value):
-        pass
-
-    def append(self, value):
-        pass
-
-    def extend(self, values):
-        pass
+    def __init__(self, name):
+        super().__init__("unsupported GLOBAL {}".format(name))
+        self.name = name
 
 
-class _Refused(Exception):
-    pass
-
-
-def _scan_unpickler(file, allowed):
+def _allow_list_pickle_module():
+    """A ``pickle_module`` for ``torch.load`` whose ``Unpickler`` (which torch subclasses for its
+    own reading of both formats) and ``load`` (its legacy format's headers) refuse every global
+    outside the allow-list before importing it. torch's own unpickler enforces it: no second
+    parser reads the file another way."""
     import pickle
-
-    class ScanUnpickler(pickle.Unpickler):
-        def find_class(self, module, name):  # the one way a pickle reaches code; nothing is imported
-            full = "{}.{}".format(module, name)
-            if full not in allowed:
-                raise _Refused(full)
-            return _Stub
-
-        def persistent_load(self, pid):  # torch's tensor storages
-            return _Stub()
-
-    return ScanUnpickler(file)
-
-
-def scan_checkpoint(path):
-    """Refuse (FairseqWeanError, before anything is built) a checkpoint whose pickle names a global
-    outside :func:`allowed_global_names`. Reads the pickle(s) of torch's zip format (``*/data.pkl``)
-    or of its legacy format (five pickles in a row). A file whose pickle cannot be walked (truncated,
-    another format) is refused as damaged: torch never gets a pickle that was not checked."""
-    import pickle
-    import zipfile
+    import types
 
     allowed = allowed_global_names()
-    try:
-        if zipfile.is_zipfile(path):
-            with zipfile.ZipFile(path) as archive:
-                for member in archive.namelist():
-                    if member == "data.pkl" or member.endswith("/data.pkl"):
-                        with archive.open(member) as f:
-                            _scan_unpickler(f, allowed).load()
-        else:
-            # legacy format: magic number, protocol, system info, the object, the storage keys
-            with open(path, "rb") as f:
-                for _ in range(5):
-                    _scan_unpickler(f, allowed).load()
-    except _Refused as refused:
-        raise refused_error(path, str(refused)) from None
-    except OSError:
-        return  # missing, unreadable, a directory: fairseq's own message names the path
-    except (EOFError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError, TypeError, AttributeError,
-            IndexError, KeyError, RecursionError, MemoryError) as exc:
-        # never hand torch a pickle that could not be checked
-        raise damaged_error(path, "its pickle cannot be read: {}: {}".format(
-            type(exc).__name__, (str(exc).splitlines() or [""])[0][:200])) from None
+
+    class AllowListUnpickler(pickle.Unpickler):
+        def find_class(self, module, name):
+            if "{}.{}".format(module, name) not in allowed:
+                raise CheckpointRefused("{}.{}".format(module, name))
+            return super().find_class(module, name)
+
+    module = types.ModuleType("fairseq_wean_allow_list_pickle")
+    module.Unpickler = AllowListUnpickler
+    module.UnpicklingError = pickle.UnpicklingError
+    module.load = lambda file, **kwargs: AllowListUnpickler(file, **kwargs).load()
+    module.loads = lambda data, **kwargs: AllowListUnpickler(io.BytesIO(data), **kwargs).load()
+    return module
+
+
+def loading_mechanism():
+    """How :func:`safe_load` keeps a checkpoint's pickle from running code on this torch:
+    ``"weights_only"`` (torch >= 2.4: torch's weights-only unpickler, extended by
+    ``add_safe_globals`` with :func:`safe_globals`) or ``"pickle_module"`` (torch 1.13-2.3, whose
+    weights-only list cannot be extended: torch's unpickler over :func:`_allow_list_pickle_module`)."""
+    return "weights_only" if hasattr(torch.serialization, "add_safe_globals") else "pickle_module"
+
+
+def safe_load(f, map_location=None, *args, **kwargs):
+    """``torch.load`` for checkpoints: the allow-list enforced by the unpickler torch itself uses,
+    whatever the caller or torch's default asks (``weights_only``/``pickle_module`` are replaced)."""
+    kwargs.pop("weights_only", None)
+    kwargs.pop("pickle_module", None)
+    if loading_mechanism() == "weights_only":
+        return torch.load(f, map_location, weights_only=True, **kwargs)
+    return _load_with_pickle_module(f, map_location, _allow_list_pickle_module(), **kwargs)
+
+
+def _load_with_pickle_module(f, map_location, pickle_module, **pickle_load_args):
+    """What ``torch.load(f, map_location, pickle_module)`` does, through the same torch functions
+    (``_load``: torch's zip format, ``_legacy_load``: its older one; both subclass
+    ``pickle_module.Unpickler``): torch 1.13's ``torch.load`` replaces any ``pickle_module`` by
+    ``pickle`` when ``weights_only`` is false, so it cannot be given one. A TorchScript archive,
+    which ``torch.load`` hands to ``torch.jit.load``, is no checkpoint and is refused."""
+    from torch import serialization
+
+    pickle_load_args.setdefault("encoding", "utf-8")
+    with serialization._open_file_like(f, "rb") as opened:
+        if serialization._is_zipfile(opened):
+            with serialization._open_zipfile_reader(opened) as archive:
+                if serialization._is_torchscript_zip(archive):
+                    raise CheckpointRefused("torch.jit.load (a TorchScript archive, not a checkpoint)")
+                return serialization._load(archive, map_location, pickle_module, **pickle_load_args)
+        return serialization._legacy_load(opened, map_location, pickle_module, **pickle_load_args)
+
+
+class _CheckpointTorch(types.ModuleType):
+    """``fairseq.checkpoint_utils``'s name ``torch``: torch itself, except that ``load`` is
+    :func:`safe_load`. Every checkpoint fairseq reads (``load_checkpoint_to_cpu``: --path,
+    --restore-file, --finetune-from-model, resume, the hub; ``load_ema_from_checkpoint``:
+    --ema-seed-model) goes through it; fairseq's other ``torch.load`` calls (rank-to-rank objects
+    in distributed/utils.py) are untouched."""
+
+    def __init__(self):
+        super().__init__("torch")
+
+    def __getattr__(self, name):
+        return getattr(torch, name)
+
+    @staticmethod
+    def load(f, map_location=None, *args, **kwargs):
+        return safe_load(f, map_location, **kwargs)  # a positional pickle_module is replaced too
 
 
 def install():
@@ -179,8 +189,8 @@ def install():
     version = torch.__version__.split("+")[0]
     weights_only_default = tuple(int(part) for part in version.split(".")[:2]) >= (2, 6)  # torch's default flipped in 2.6
     same_code("compat 2 / checkpoint_safety", "fairseq's load_checkpoint_to_cpu calls torch.load on any "
-              "file (torch {} loads with weights_only={} by default): every checkpoint is scanned before it "
-              "is unpickled".format(version, weights_only_default))
+              "file (torch {} loads with weights_only={} by default): the allow-list is enforced by torch's "
+              "own unpickler ({})".format(version, weights_only_default, loading_mechanism()))
     if hasattr(torch.serialization, "add_safe_globals"):  # torch >= 2.4: an allow-list for weights-only loading
         torch.serialization.add_safe_globals(safe_globals())
     _wrap_fairseq_loader()
@@ -189,20 +199,15 @@ def install():
 
 
 def _wrap_fairseq_loader():
-    """Scan before loading; one line for a refused global (instead of torch's multi-paragraph
-    advice) or a damaged file."""
+    """Every ``torch.load`` of ``fairseq.checkpoint_utils`` is :func:`safe_load`; a refused global
+    or a damaged file is one line naming the file (instead of torch's multi-paragraph advice)."""
     from fairseq import checkpoint_utils
+
+    wrap_once(checkpoint_utils, "torch", lambda original: _CheckpointTorch(), key="checkpoint_safety.safe_load")
 
     def wrap_load_checkpoint_to_cpu(original):
         def load_checkpoint_to_cpu(path, *args, **kwargs):
-            scan_checkpoint(path)  # before torch.load: an unsafe pickle never runs, whatever torch's default
-            try:
-                state = original(path, *args, **kwargs)
-            except Exception as exc:  # torch raises pickle.UnpicklingError; fairseq may wrap it
-                error = checkpoint_error(path, exc)
-                if error is exc:
-                    raise  # not ours to explain (``raise exc from exc`` would make a cycle)
-                raise error from exc
+            state = _explained(path, original, path, *args, **kwargs)
             # torch reads the zip archive without checking its CRCs: damaged tensor data would
             # load as wrong weights. One pass over the file (about 1 s per GB) catches it.
             problem = archive_problem(path, require_zip=False)  # legacy (non-zip) checkpoints: no CRCs
@@ -214,16 +219,81 @@ def _wrap_fairseq_loader():
 
         return load_checkpoint_to_cpu
 
+    def wrap_load_ema_from_checkpoint(original):  # --store-ema --ema-seed-model PATH
+        def load_ema_from_checkpoint(fpath):
+            try:
+                state = _explained(fpath, original, fpath)
+            except (KeyError, TypeError, AttributeError, ValueError) as exc:
+                if isinstance(exc, ValueError) and "ema" not in str(exc).lower():
+                    raise
+                raise FairseqWeanError(
+                    "--ema-seed-model {}: not a checkpoint of a run with --store-ema (it has no EMA weights "
+                    "in extra_state['ema']); name one such checkpoint, or leave --ema-seed-model out".format(fpath)
+                ) from exc
+            problem = archive_problem(fpath, require_zip=False)
+            if problem is not None:
+                raise damaged_error(fpath, problem)
+            return state
+
+        return load_ema_from_checkpoint
+
     wrap_once(checkpoint_utils, "load_checkpoint_to_cpu", wrap_load_checkpoint_to_cpu)
+    wrap_once(checkpoint_utils, "load_ema_from_checkpoint", wrap_load_ema_from_checkpoint)
 
 
-# Options of the plugin whose value is a file that building the task or the model would open. A
+def _explained(path, load, *args, **kwargs):
+    try:
+        return load(*args, **kwargs)
+    except Exception as exc:  # torch raises pickle.UnpicklingError; fairseq may wrap it
+        error = checkpoint_error(path, exc)
+        if error is exc:
+            raise  # not ours to explain (``raise exc from exc`` would make a cycle)
+        raise error from exc
+
+
+# Options whose value is a file that building the task, the model or the BPE would open. A
 # checkpoint stores them with the rest of its configuration; loading it must not open them: the
 # file may be gone, another machine's, or planted (/dev/zero, a named pipe that never answers).
-STORED_PATH_OPTIONS = (
-    "eval_refs", "eval_orig", "known_words",  # tasks/translation_with_metrics.py (read at task set-up)
-    "core_align_table",  # models/core_copy.py (read when built for training; the table is a buffer)
-)
+# The plugin's are found by construction (stored_path_options): a dataclass field declared with
+# metadata {"path": True}, a model argument with metavar PATH or FILE. fairseq's own: the
+# hub opens generation.replace_unk (an alignment dictionary) when it is a string.
+FAIRSEQ_STORED_PATHS = {"generation": ("replace_unk",)}
+PATH_METAVARS = ("PATH", "FILE")
+
+
+def plugin_options():
+    """``[(component, dest, declaration)]`` of every option a plugin component declares: the
+    dataclass fields of its tasks, criteria, BPEs, tokenizers and scorers (``declaration``: the
+    ``dataclasses.Field``) and the ``add_args`` arguments of its models (an argparse action)."""
+    import dataclasses
+
+    from fairseq import models, tasks
+    from fairseq.registry import REGISTRIES
+
+    found = []
+    configs = [("task " + name, config) for name, config in tasks.TASK_DATACLASS_REGISTRY.items()]
+    for kind, registry in REGISTRIES.items():
+        configs += [("{} {}".format(kind, name), config) for name, config in registry["dataclass_registry"].items()]
+    for component, config in configs:
+        if config is not None and config.__module__.startswith("fairseq_wean"):
+            found += [(component, field.name, field) for field in dataclasses.fields(config)]
+    for name, model in models.MODEL_REGISTRY.items():
+        if model.__module__.startswith("fairseq_wean"):
+            parser = argparse.ArgumentParser(add_help=False)
+            model.add_args(parser)
+            found += [("model " + name, action.dest, action) for action in parser._actions]
+    return found
+
+
+def is_path_option(declaration):
+    if isinstance(declaration, argparse.Action):
+        return declaration.metavar in PATH_METAVARS
+    return bool((declaration.metadata or {}).get("path"))
+
+
+def stored_path_options():
+    """The names of the plugin's options whose value is a file (see :data:`PATH_METAVARS`)."""
+    return sorted({dest for _component, dest, declaration in plugin_options() if is_path_option(declaration)})
 
 
 # Model options whose data a model reads once, when first built for training, and keeps in its
@@ -236,35 +306,40 @@ BUILT_FROM_CHECKPOINT = {
 
 
 def forget_stored_paths(state, arg_overrides):
-    """Set the :data:`STORED_PATH_OPTIONS` of a loaded checkpoint's configuration (``args`` and
-    ``cfg``'s sections) to None, except those the caller gives again in ``arg_overrides`` (the
-    hub's keyword arguments), and mark a ``core_copy`` checkpoint as holding its alignment table
-    and a ``wean_lstm`` one as holding its candidate words (:data:`BUILT_FROM_CHECKPOINT`), so that
-    building its model reads neither the table nor the training data (``--core-frequent-from
-    target``, ``--wean-candidates``). Nothing of a checkpoint's own becomes a path that loading it
-    opens."""
+    """Set the :func:`stored_path_options` (and :data:`FAIRSEQ_STORED_PATHS`) of a loaded
+    checkpoint's configuration (``args`` and every section of ``cfg``) to None, except those the
+    caller gives again in ``arg_overrides`` (the hub's keyword arguments), and mark a ``core_copy``
+    checkpoint as holding its alignment table and a ``wean_lstm`` one as holding its candidate
+    words (:data:`BUILT_FROM_CHECKPOINT`), so that building its model reads neither the table nor
+    the training data (``--core-frequent-from target``, ``--wean-candidates``). Nothing of a
+    checkpoint's own becomes a path that loading it opens."""
     from omegaconf import OmegaConf, open_dict
 
+    paths = stored_path_options()
     cfg = state.get("cfg")
-    sections = [state.get("args")]
+    sections = [(None, state.get("args"))]
     if cfg is not None:
-        sections += [cfg.get(name) for name in ("task", "model")]
-    for section in sections:
+        sections += [(name, cfg.get(name)) for name in cfg.keys() if OmegaConf.is_config(cfg.get(name))]
+    for name, section in sections:
         if section is None:
             continue
         is_config = OmegaConf.is_config(section)
-        present = (lambda name: name in section) if is_config else (lambda name: hasattr(section, name))
-        changes = {name: None for name in STORED_PATH_OPTIONS if present(name) and name not in arg_overrides}
+        present = (lambda key: key in section) if is_config else (lambda key: hasattr(section, key))
+        value = (lambda key: section.get(key)) if is_config else (lambda key: getattr(section, key))
+        changes = {key: None for key in paths if present(key) and key not in arg_overrides}
+        for key in FAIRSEQ_STORED_PATHS.get(name, ()) if name else [k for v in FAIRSEQ_STORED_PATHS.values() for k in v]:
+            if present(key) and isinstance(value(key), str) and key not in arg_overrides:
+                changes[key] = None
         for option, flag in BUILT_FROM_CHECKPOINT.items():
             if present(flag) or present(option):
                 changes[flag] = True
         if is_config:
             with open_dict(section):
-                for name, value in changes.items():
-                    section[name] = value
+                for key, new in changes.items():
+                    section[key] = new
         else:
-            for name, value in changes.items():
-                setattr(section, name, value)
+            for key, new in changes.items():
+                setattr(section, key, new)
 
 
 def checkpoint_error(path, exc):
@@ -273,13 +348,15 @@ def checkpoint_error(path, exc):
 
     message = str(exc)
     refused = re.search(r"(?:Unsupported global: GLOBAL|unsupported GLOBAL) ([\w.]+)", message)
+    if isinstance(exc, CheckpointRefused):
+        return refused_error(path, exc.name)
     if refused:
         return refused_error(path, refused.group(1))
     if isinstance(exc, FairseqWeanError):
         return exc
     if isinstance(exc, OSError) and exc.errno in (errno.ENOENT, errno.EACCES, errno.EPERM, errno.EISDIR):
         return exc  # the path, not the file's contents: the message says so already
-    problem = archive_problem(path)
+    problem = archive_problem(path, require_zip=_starts_as_zip(path))
     if problem is not None or any(text in message for text in DAMAGED_MESSAGES):
         first = (message.splitlines() or [""])[0][:200]
         return damaged_error(path, problem or "{}: {}".format(type(exc).__name__, first))
@@ -304,15 +381,25 @@ def damaged_error(path, problem):
 
 
 DAMAGED_MESSAGES = ("PytorchStreamReader", "Ran out of input", "zip archive", "unexpected EOF",
-                    "invalid load key", "central directory")
+                    "invalid load key", "central directory", "Invalid magic number", "could not find MARK",
+                    "pickle data was truncated")
+
+
+def _starts_as_zip(path):
+    """What torch asks to choose its reader: does the file begin with a zip entry?"""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"PK\x03\x04"
+    except OSError:
+        return False
 
 
 def archive_problem(path, require_zip=True):
     """None if PATH is a zip archive (torch's format since 1.6) whose members pass their CRC checks."""
     import zipfile
 
-    if not require_zip and not zipfile.is_zipfile(path):
-        return None
+    if not require_zip and not _starts_as_zip(path):
+        return None  # torch read it as its legacy format
     try:
         with zipfile.ZipFile(path) as archive:
             bad = archive.testzip()

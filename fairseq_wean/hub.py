@@ -144,7 +144,7 @@ def check_pretrained_paths(checkpoint_dir, checkpoint_file, data_name_or_path):
 class UnkMarkersBPEConfig(FairseqDataclass):
     unk_markers_dict: Optional[str] = field(
         default=None,
-        metadata={"help": "fairseq dictionary whose words stay words (others become <unk-N>, up to its "
+        metadata={"path": True, "help": "fairseq dictionary whose words stay words (others become <unk-N>, up to its "
                           "number of markers); default: the model's source dictionary"})
 
 

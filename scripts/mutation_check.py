@@ -60,6 +60,7 @@ MIXTURE = "fairseq_wean/modules/copy_mixture.py"
 LAYERS = "fairseq_wean/modules/layers.py"
 ATTENTION = "fairseq_wean/modules/attention.py"
 DECODER_STATE = ["tests/test_decoder_state.py"]
+SAFETY = "fairseq_wean/checkpoint_safety.py"
 
 _WEAN_REORDER = "reordered = tuple(t.index_select(1, new_order) for t in cached)"
 _GATED_RECURRENT = 'recurrent = {key: cache[key].index_select(1, new_order) for key in ("hidden", "cell") if key in cache}'
@@ -149,6 +150,12 @@ MUTANTS = [
      "additive score: v's gradient computed under the query's flag", ["tests/test_attention.py"]),
     ("V2", ATTENTION, "acc = torch.promote_types(dtype, torch.float32)", "acc = dtype",
      "additive score: bfloat16/float16 gradients summed over blocks in their own dtype", ["tests/test_attention.py"]),
+    # --- checkpoints: the allow-list in torch's own unpickler
+    ("U1", SAFETY, 'raise CheckpointRefused("{}.{}".format(module, name))', "pass",
+     "the allow-list pickle_module (torch < 2.4) lets every global through", ["tests/test_crafted_checkpoints.py"]),
+    ("U2", SAFETY, "return torch.load(f, map_location, weights_only=True, **kwargs)",
+     "return torch.load(f, map_location, weights_only=False, **kwargs)",
+     "checkpoints loaded with torch's unrestricted unpickler (torch >= 2.4)", ["tests/test_crafted_checkpoints.py"]),
 ]
 
 

@@ -100,88 +100,69 @@ def test_the_runner_exits_with_one_line_on_a_hostile_scores_json(results, tmp_pa
 
 
 # ------------------------------------------------------------------ checkpoints
-def exploit_checkpoint(path, marker, **save_kwargs):
-    """A checkpoint whose pickle calls os.system("touch MARKER") when torch unpickles it freely."""
-    import torch
-
-    class Exploit:
-        def __reduce__(self):
-            return (os.system, ("touch {}".format(marker),))
-
-    torch.save({"model": {"w": torch.zeros(2)}, "args": Exploit(), "cfg": None}, path, **save_kwargs)
-    return path
-
-
-@pytest.fixture
-def old_torch_default(monkeypatch):
-    """torch < 2.6: ``torch.load`` unpickles anything unless told ``weights_only=True``."""
-    import torch
-
-    load = torch.load
-    monkeypatch.setattr(torch, "load", lambda *a, **k: load(*a, **dict(k, weights_only=False)))
-
-
-@pytest.mark.parametrize("zip_format", [True, False], ids=["zip", "legacy"])
-def test_a_crafted_checkpoint_is_refused_before_torch_unpickles_it(old_torch_default, tmp_path, zip_format):
-    from fairseq import checkpoint_utils
-
-    import fairseq_wean  # noqa: F401  (installs the checkpoint checks)
-
-    marker = tmp_path / "PWNED"
-    path = exploit_checkpoint(tmp_path / "evil.pt", marker, _use_new_zipfile_serialization=zip_format)
-    with pytest.raises(FairseqWeanError, match=r"refusing to load checkpoint .*evil.pt: its pickle calls posix.system"):
-        checkpoint_utils.load_checkpoint_to_cpu(str(path))
-    assert not marker.exists(), "the checkpoint's code ran"
-
-
-def test_a_plain_checkpoint_passes_the_scan_in_both_formats(old_torch_default, tmp_path):
-    import torch
-    from fairseq import checkpoint_utils
-
-    import fairseq_wean  # noqa: F401
-
-    state = {"model": {"w": torch.arange(4.0)}, "args": argparse.Namespace(arch="wean_lstm", lr=[0.1]),
-             "extra_state": {"epoch": 3}, "optimizer_history": [{"num_updates": 7, "best_loss": 2.5, "lr_scheduler_state": {"best": 2.5}}], "last_optimizer_state": None}
-    for zip_format in (True, False):
-        path = tmp_path / "plain-{}.pt".format(zip_format)
-        torch.save(state, path, _use_new_zipfile_serialization=zip_format)
-        loaded = checkpoint_utils.load_checkpoint_to_cpu(str(path))
-        assert torch.equal(loaded["model"]["w"], state["model"]["w"]) and loaded["args"].lr == [0.1]
-
-
-def test_a_pickle_that_cannot_be_walked_is_refused_as_damaged(old_torch_default, tmp_path):
-    from fairseq import checkpoint_utils
-
-    import fairseq_wean  # noqa: F401
-
-    path = tmp_path / "odd.pt"
-    path.write_bytes(b"\x80\x02K\x0a.not a pickle at all")  # a legacy-looking first pickle, then garbage
-    with pytest.raises(FairseqWeanError, match="truncated or corrupted .*its pickle cannot be read"):
-        checkpoint_utils.load_checkpoint_to_cpu(str(path))
-
-
+# Crafted checkpoints (code in the pickle): tests/test_crafted_checkpoints.py.
 LOAD_WITH_AUDIT = r"""
 import json, os, sys
 planted = set(json.loads(sys.argv[2]))
 opened = []
 sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == "open" and str(args[0]) in planted else None)
 import fairseq_wean  # noqa: F401
-from fairseq import checkpoint_utils, tasks
+from fairseq import checkpoint_utils, tasks, utils
+from fairseq.data import encoders
 overrides = json.loads(sys.argv[3])
 state = checkpoint_utils.load_checkpoint_to_cpu(sys.argv[1], arg_overrides=overrides)
-task = tasks.setup_task(state["cfg"].task)  # what the hub does with a checkpoint's configuration
-print(json.dumps({"opened": opened, "known_words": state["cfg"].task.known_words,
-                  "eval_refs": state["cfg"].task.eval_refs, "model_table": state["cfg"].model.core_align_table,
-                  "in_checkpoint": state["cfg"].model.core_align_table_in_checkpoint}))
+cfg = state["cfg"]
+# what the hub does with a checkpoint's configuration (fairseq.hub_utils.GeneratorHubInterface)
+task = tasks.setup_task(cfg.task)
+bpe = encoders.build_bpe(cfg.bpe)
+utils.load_align_dict(cfg.generation.replace_unk)
+print(json.dumps({"opened": opened, "known_words": cfg.task.known_words, "eval_refs": cfg.task.eval_refs,
+                  "model_table": cfg.model.core_align_table, "bpe_dict": cfg.bpe.unk_markers_dict,
+                  "in_checkpoint": cfg.model.core_align_table_in_checkpoint}))
 """
+
+# Every plugin option that takes free text is either a path (declared so where it is defined:
+# metadata {"path": True} or metavar PATH) or one of these, with what it holds instead.
+NOT_A_PATH = {
+    "_name": "a registered name", "source_lang": "a language code", "target_lang": "a language code",
+    "train_subset": "a split's name", "valid_subset": "a split's name", "best_checkpoint_metric": "a metric's name",
+    "eval_bleu_args": "JSON", "eval_bleu_detok": "a tokenizer's name", "eval_bleu_detok_args": "JSON",
+    "eval_bleu_remove_bpe": "a post-processing rule's name",
+    "data": "a folder every loader gives again (fairseq-generate's DATA, the hub's data_name_or_path)",
+}
+
+
+def test_every_free_text_option_of_the_plugin_is_declared_a_path_or_not():
+    """A new option that takes a file must be declared a path (then loading a checkpoint forgets
+    its stored value); this fails until it is declared one way or the other."""
+    import dataclasses
+    import typing
+
+    import fairseq_wean  # noqa: F401
+    from fairseq_wean.checkpoint_safety import is_path_option, plugin_options
+
+    undeclared = []
+    for component, dest, declaration in plugin_options():
+        if isinstance(declaration, argparse.Action):
+            free_text = declaration.nargs != 0 and not declaration.choices and declaration.type in (None, str) \
+                and not isinstance(declaration, argparse._HelpAction)
+        else:
+            assert isinstance(declaration, dataclasses.Field)
+            free_text = declaration.type in (str, typing.Optional[str])
+        if free_text and not is_path_option(declaration) and dest not in NOT_A_PATH:
+            undeclared.append("{} {}".format(component, dest))
+    assert not undeclared, "free-text options neither declared a path nor listed in NOT_A_PATH: {}".format(undeclared)
 
 
 def test_loading_a_checkpoint_opens_no_path_stored_in_it(tmp_path):
-    """The issue's case: a checkpoint whose task names ``known_words=/dev/zero`` (or a named pipe,
-    which would hang) and whose core_copy model names a table it would read."""
+    """Every path option of every plugin component (task, model, BPE: found by construction),
+    and fairseq's generation.replace_unk, planted in a checkpoint: loading it and building what the
+    hub builds opens none of them (a named pipe would hang, /dev/zero exhaust memory)."""
     import torch
     from omegaconf import OmegaConf
 
+    import fairseq_wean  # noqa: F401
+    from fairseq_wean.checkpoint_safety import is_path_option, plugin_options
     from fairseq_wean.tasks.translation_with_metrics import TranslationWithMetricsConfig
 
     data = tmp_path / "data"
@@ -191,8 +172,8 @@ def test_loading_a_checkpoint_opens_no_path_stored_in_it(tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     refs, known = tmp_path / "refs.txt", tmp_path / "known.txt"
-    for planted in (refs, known):
-        planted.write_text("w1\n")
+    for planted_file in (refs, known):
+        planted_file.write_text("w1\n")
     task = OmegaConf.structured(TranslationWithMetricsConfig(
         data=str(data), source_lang="src", target_lang="tgt", eval_sari=True, known_words=str(fifo),
         eval_refs=str(refs), eval_orig="/dev/zero"))
@@ -200,8 +181,18 @@ def test_loading_a_checkpoint_opens_no_path_stored_in_it(tmp_path):
     task.update(_name="translation_with_metrics", train_subset="train", valid_subset="valid", dataset_impl=None,
                 required_seq_len_multiple=1, best_checkpoint_metric="loss")  # as a saved checkpoint has them
     model = {"_name": "core_copy", "core_align_table": "/dev/zero", "core_align_table_in_checkpoint": False}
+    bpe = {"_name": "unk_markers", "unk_markers_dict": str(fifo)}
+    sections = {"task": task, "model": model, "bpe": bpe}
+    for component, dest, declaration in plugin_options():  # any other path option: planted too
+        kind = component.split(" ")[0]
+        if is_path_option(declaration) and kind in sections and component.split(" ")[1] == sections[kind]["_name"]:
+            sections[kind].setdefault(dest, str(refs))
+    from fairseq.dataclass.configs import GenerationConfig
+
+    sections["generation"] = OmegaConf.to_container(OmegaConf.structured(GenerationConfig(replace_unk=str(fifo))),
+                                                    resolve=False, enum_to_str=True)
     path = tmp_path / "planted.pt"
-    torch.save({"model": {}, "args": None, "cfg": {"task": task, "model": model}, "extra_state": {},
+    torch.save({"model": {}, "args": None, "cfg": sections, "extra_state": {},
                 "optimizer_history": [{"num_updates": 0, "best_loss": 1.0, "lr_scheduler_state": {}}],
                 "last_optimizer_state": None}, path)
     planted = [str(fifo), str(refs), str(known), "/dev/zero"]
@@ -213,7 +204,8 @@ def test_loading_a_checkpoint_opens_no_path_stored_in_it(tmp_path):
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
     seen = load({"data": str(data)})
-    assert seen == {"opened": [], "known_words": None, "eval_refs": None, "model_table": None, "in_checkpoint": True}
+    assert seen == {"opened": [], "known_words": None, "eval_refs": None, "model_table": None, "bpe_dict": None,
+                    "in_checkpoint": True}
     # what the caller gives again (the hub's keyword arguments) is the caller's, and is read
     seen = load({"data": str(data), "known_words": str(known)})
     assert seen["known_words"] == str(known) and seen["opened"] == [str(known)]

@@ -115,13 +115,13 @@ class TranslationWithMetricsConfig(TranslationConfig):
     )
     eval_refs: Optional[str] = field(
         default=None,
-        metadata={"help": "comma-separated reference text files, line i = a reference of validation "
+        metadata={"path": True, "help": "comma-separated reference text files, line i = a reference of validation "
                           "sentence i, used instead of the binarized target by every --eval-* metric "
                           "(multi-reference SARI/ROUGE/BLEU); needs a single --valid-subset"},
     )
     eval_orig: Optional[str] = field(
         default=None,
-        metadata={"help": "source text file, line i = validation sentence i, used as SARI's original "
+        metadata={"path": True, "help": "source text file, line i = validation sentence i, used as SARI's original "
                           "sentences instead of the binarized source; needs a single --valid-subset"},
     )
     cpu_bf16: bool = field(
@@ -132,7 +132,7 @@ class TranslationWithMetricsConfig(TranslationConfig):
     )
     known_words: Optional[str] = field(
         default=None,
-        metadata={"help": "decoding (fairseq-generate, fairseq-interactive, validation): a text file; beam search "
+        metadata={"path": True, "help": "decoding (fairseq-generate, fairseq-interactive, validation): a text file; beam search "
                           "writes only words that are whitespace tokens of it or of the sentence's source "
                           "(lowercased), spelled from sentencepiece pieces (fairseq_wean.known_words)"},
     )

@@ -1,0 +1,354 @@
+"""A crafted checkpoint runs no code, on every torch the plugin supports, through every entry point.
+
+The allow-list is enforced by the unpickler torch itself uses (``checkpoint_safety.safe_load``:
+``weights_only=True`` on torch >= 2.4, torch's unpickler over an allow-list ``pickle_module`` on
+older torch), so no second parser can read a file another way than torch does. Here: every
+container variant (legacy, zip, polyglot, renamed members, every zip compression, objects nested
+in allowed ones, Python 2 module names) under both mechanisms (the older one forced on this
+torch; ``.venv-fairseq0122``'s torch 1.13 runs it for real), and every fairseq option that names a
+checkpoint, derived from fairseq's configs so that a new one fails the coverage test.
+"""
+import argparse
+import dataclasses
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+
+import pytest
+import torch
+
+from conftest import REPO, USER_DIR
+from fairseq_wean import checkpoint_safety
+from fairseq_wean.errors import FairseqWeanError
+
+REFUSED = r"refusing to load checkpoint .*: its pickle calls |truncated or corrupted"
+
+
+class Exploit:
+    """Unpickled freely, it creates MARKER (``os.system('touch MARKER')``)."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, ("touch {}".format(self.marker),))
+
+
+def saved(state, zip_format=True):
+    buffer = io.BytesIO()
+    torch.save(state, buffer, _use_new_zipfile_serialization=zip_format)
+    return buffer.getvalue()
+
+
+def plain_state():
+    return {"model": {"w": torch.arange(4.0)}, "args": argparse.Namespace(arch="wean_lstm", lr=[0.1]),
+            "cfg": None, "extra_state": {"epoch": 3, "ema": {"w": torch.arange(4.0)}}, "last_optimizer_state": None,
+            "optimizer_history": [{"num_updates": 7, "best_loss": 2.5, "lr_scheduler_state": {"best": 2.5}}]}
+
+
+def evil_state(marker):
+    return dict(plain_state(), args=Exploit(marker))
+
+
+def rezipped(data, rename=None, compression=zipfile.ZIP_STORED, replace=None, add=None):
+    """The zip archive DATA rewritten: members renamed, recompressed, replaced or added."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w", compression) as target:
+        for info in source.infolist():
+            body = source.read(info.filename)
+            name = info.filename
+            if replace and name.endswith("/data.pkl"):
+                body = replace
+            if rename:
+                name = rename(name)
+            target.writestr(name, body)
+        for name, body in (add or {}).items():
+            target.writestr(source.namelist()[0].split("/")[0] + "/" + name, body)
+    return out.getvalue()
+
+
+def python2_eval_pickle(marker):
+    """A protocol-0 pickle naming ``__builtin__.eval`` (pickle maps it to ``builtins.eval``)."""
+    code = "__import__('os').system('touch {}')".format(marker)
+    return "c__builtin__\neval\n(V{}\ntR.".format(code).encode()
+
+
+def variants(marker):
+    """{name: (file bytes, loads)}: ``loads`` is True where the file holds no exploit torch reads."""
+    evil_zip, evil_legacy = saved(evil_state(marker)), saved(evil_state(marker), zip_format=False)
+    plain_zip = saved(plain_state())
+    nested = dict(plain_state(), extra_state={"epoch": 3, "ema": {}, "deep": [{"x": (1, [Exploit(marker)])}]})
+    return {
+        "zip": (evil_zip, False),
+        "legacy": (evil_legacy, False),
+        # a legacy pickle that is also a zip archive (Python's zipfile finds the appended archive)
+        "polyglot-legacy-then-zip": (evil_legacy + plain_zip, False),
+        "renamed-data-pkl": (rezipped(evil_zip, rename=lambda n: n.replace("data.pkl", "DATA.PKL")), False),
+        "deflated": (rezipped(evil_zip, compression=zipfile.ZIP_DEFLATED), False),
+        "bzip2": (rezipped(evil_zip, compression=zipfile.ZIP_BZIP2), False),
+        "lzma": (rezipped(evil_zip, compression=zipfile.ZIP_LZMA), False),
+        "nested-in-allowed-containers": (saved(nested), False),
+        "python2-module-name": (rezipped(plain_zip, replace=python2_eval_pickle(marker)), False),
+        "legacy-python2-module-name": (python2_eval_pickle(marker), False),
+        # a second pickle beside data.pkl: torch never reads it, the checkpoint loads
+        "extra-pickle-member": (rezipped(plain_zip, add={"extra.pkl": python2_eval_pickle(marker)}), True),
+    }
+
+
+@pytest.fixture(params=["weights_only", "pickle_module"])
+def mechanism(request, monkeypatch):
+    """Both ways of enforcing the allow-list, whatever this torch would choose."""
+    if request.param == "weights_only" and not hasattr(torch.serialization, "add_safe_globals"):
+        pytest.skip("torch {} cannot extend its weights-only allow-list".format(torch.__version__))
+    monkeypatch.setattr(checkpoint_safety, "loading_mechanism", lambda: request.param)
+    return request.param
+
+
+VARIANTS = sorted(variants("M"))
+
+
+@pytest.mark.parametrize("loader", ["load_checkpoint_to_cpu", "load_ema_from_checkpoint"])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_no_container_variant_runs_code(mechanism, tmp_path, variant, loader):
+    from fairseq import checkpoint_utils
+
+    import fairseq_wean  # noqa: F401  (installs the checkpoint checks)
+
+    marker = tmp_path / "PWNED"
+    data, loads = variants(marker)[variant]
+    path = tmp_path / "crafted.pt"
+    path.write_bytes(data)
+    load = getattr(checkpoint_utils, loader)
+    if loads:
+        state = load(str(path))
+        assert torch.equal(state["model"]["w"], torch.arange(4.0))
+    else:
+        with pytest.raises(FairseqWeanError, match=REFUSED) as info:
+            load(str(path))
+        assert str(path) in str(info.value) and "\n" not in str(info.value)
+    assert not marker.exists(), "the checkpoint's code ran"
+
+
+def test_refusal_names_the_global(mechanism, tmp_path):
+    from fairseq import checkpoint_utils
+
+    import fairseq_wean  # noqa: F401
+
+    path = tmp_path / "evil.pt"
+    for zip_format in (True, False):
+        path.write_bytes(saved(evil_state(tmp_path / "PWNED"), zip_format=zip_format))
+        with pytest.raises(FairseqWeanError, match=r"evil.pt: its pickle calls posix.system, which is not on"):
+            checkpoint_utils.load_checkpoint_to_cpu(str(path))
+
+
+def test_a_plain_checkpoint_loads_in_both_formats(mechanism, tmp_path):
+    from fairseq import checkpoint_utils
+
+    import fairseq_wean  # noqa: F401
+
+    for zip_format in (True, False):
+        path = tmp_path / "plain-{}.pt".format(zip_format)
+        path.write_bytes(saved(plain_state(), zip_format=zip_format))
+        loaded = checkpoint_utils.load_checkpoint_to_cpu(str(path))
+        assert torch.equal(loaded["model"]["w"], torch.arange(4.0)) and loaded["args"].lr == [0.1]
+
+
+def test_the_enforcing_unpickler_is_torchs_own(mechanism, tmp_path, monkeypatch):
+    """No scan beside torch: the only reading of the pickle is torch's, and it gets the allow-list."""
+    from torch import serialization
+    from fairseq import checkpoint_utils
+
+    import fairseq_wean  # noqa: F401
+
+    calls = []
+
+    def spy(name):
+        real = getattr(serialization, name)
+        monkeypatch.setattr(serialization, name, lambda *a, **k: calls.append((name, a, k)) or real(*a, **k))
+
+    for name in ("load", "_load", "_legacy_load"):
+        spy(name)
+    monkeypatch.setattr(torch, "load", serialization.load)
+    path = tmp_path / "plain.pt"
+    path.write_bytes(saved(plain_state()))
+    checkpoint_utils.load_checkpoint_to_cpu(str(path))
+    if mechanism == "weights_only":
+        assert [c[0] for c in calls] == ["load", "_load"] and calls[0][2]["weights_only"] is True
+    else:
+        assert [c[0] for c in calls] == ["_load"]
+        unpickler = calls[0][1][2].Unpickler
+        assert unpickler.find_class is not __import__("pickle").Unpickler.find_class
+
+
+def test_a_damaged_pickle_is_one_line(mechanism, tmp_path):
+    from fairseq import checkpoint_utils
+
+    import fairseq_wean  # noqa: F401
+
+    path = tmp_path / "odd.pt"
+    path.write_bytes(b"\x80\x02K\x0a.not a pickle at all")  # a legacy-looking first pickle, then garbage
+    with pytest.raises(FairseqWeanError, match="odd.pt is truncated or corrupted"):
+        checkpoint_utils.load_checkpoint_to_cpu(str(path))
+
+
+# ------------------------------------------------------------------ every entry point
+# fairseq options whose value is a checkpoint that fairseq loads, and the other string options
+# whose help speaks of checkpoints or loading: together, what the coverage test derives.
+LOADS_A_CHECKPOINT = {"path", "restore_file", "continue_once", "finetune_from_model", "lm_path", "ema_seed_model"}
+NOT_A_CHECKPOINT = {"save_dir": "a folder: its checkpoint_last.pt is the resume entry point below",
+                    "optimizer_overrides": "a dict literal", "best_checkpoint_metric": "a metric's name",
+                    "checkpoint_suffix": "a file-name suffix"}
+
+
+def fairseq_string_options():
+    from fairseq.dataclass.configs import FairseqConfig
+
+    def walk(config):
+        for field in dataclasses.fields(config):
+            if isinstance(field.type, type) and dataclasses.is_dataclass(field.type):
+                yield from walk(field.type)
+            else:
+                yield field
+
+    for field in walk(FairseqConfig):
+        text = ((field.metadata or {}).get("help") or "").lower()
+        if "str" in str(field.type) and re.search(r"\bload|checkpoint|model file|pretrained|seed to", text):
+            yield field.name
+
+
+def test_every_option_that_names_a_checkpoint_is_an_entry_point():
+    found = set(fairseq_string_options())
+    assert found == LOADS_A_CHECKPOINT | set(NOT_A_CHECKPOINT), (
+        "a fairseq option that may name a checkpoint is not tried here: {}".format(
+            sorted(found - LOADS_A_CHECKPOINT - set(NOT_A_CHECKPOINT))))
+    assert {option for _name, option, _argv in ENTRY_POINTS} >= LOADS_A_CHECKPOINT
+
+
+def test_every_torch_load_of_fairseq_is_safe_or_not_a_file():
+    """The mechanism sits where fairseq calls torch.load: checkpoint_utils's torch is the safe one.
+    Every other torch.load call in fairseq is listed with why a plugin run never reaches it with a
+    file (a new one fails here)."""
+    import fairseq
+    from fairseq import checkpoint_utils
+
+    import fairseq_wean  # noqa: F401
+
+    assert isinstance(checkpoint_utils.torch, checkpoint_safety._CheckpointTorch)
+    elsewhere = {
+        "checkpoint_utils.py": "the safe torch (asserted above)",
+        "distributed/utils.py": "objects sent between ranks of one run, in memory",
+        "data/codedataset.py": "speech-to-speech data statistics (no task of the plugin)",
+        "models/text_to_speech/vocoder.py": "a TTS vocoder (no model of the plugin)",
+        "models/speech_to_text/xm_transformer.py": "a speech model's pretrained decoder (no model of the plugin)",
+        "modules/quantization/pq/em.py": "iterative PQ quantization's own dumps (not a checkpoint option)",
+    }
+    root = os.path.dirname(fairseq.__file__)
+    calls = set()
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8") as f:
+                    if "torch.load(" in f.read():
+                        calls.add(os.path.relpath(path, root).replace(os.sep, "/"))
+    calls = {c for c in calls if not c.startswith(("examples/", "model_parallel/"))}
+    assert calls <= set(elsewhere), sorted(calls - set(elsewhere))
+
+
+# (name, option, argv): each loads CRAFTED (a checkpoint whose pickle would touch a marker)
+ENTRY_POINTS = [
+    ("fairseq-generate --path", "path", ["generate", "{data}", "--path", "{crafted}", "--user-dir", "{user_dir}",
+                                         "--cpu", "--beam", "2"]),
+    ("fairseq-generate --path (ensemble)", "path", ["generate", "{data}", "--path", "{good}:{crafted}",
+                                                    "--user-dir", "{user_dir}", "--cpu"]),
+    ("fairseq-generate --lm-path", "lm_path", ["generate", "{data}", "--path", "{good}", "--lm-path", "{crafted}",
+                                               "--user-dir", "{user_dir}", "--cpu"]),
+    ("fairseq-interactive --path", "path", ["interactive", "{data}", "--path", "{crafted}", "--user-dir",
+                                            "{user_dir}", "--cpu", "--source-lang", "src", "--target-lang", "tgt"]),
+    ("fairseq-validate --path", "path", ["validate", "{data}", "--path", "{crafted}", "--user-dir", "{user_dir}",
+                                         "--cpu", "--task", "translation", "--max-tokens", "2000"]),
+    ("fairseq-train --restore-file", "restore_file", ["train", "--restore-file", "{crafted}"]),
+    ("fairseq-train --finetune-from-model", "finetune_from_model", ["train", "--finetune-from-model", "{crafted}"]),
+    ("fairseq-train --continue-once", "continue_once", ["train", "--continue-once", "{crafted}"]),
+    ("fairseq-train resume (--save-dir's checkpoint_last.pt)", "save_dir", ["train", "--resume"]),
+    ("fairseq-train --store-ema --ema-seed-model", "ema_seed_model", ["train", "--store-ema", "--ema-seed-model",
+                                                                      "{crafted}"]),
+    ("hub from_pretrained", "path", ["hub"]),
+]
+
+DRIVER = r"""
+import contextlib, io, json, os, shutil, sys, traceback
+jobs, marker = json.load(open(sys.argv[1])), sys.argv[2]
+results = []
+for job in jobs:
+    argv = job["argv"]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            if argv[0] == "hub":
+                from fairseq_wean.hub import from_pretrained
+                from_pretrained(job["folder"], checkpoint_file=os.path.basename(job["crafted"]),
+                                data_name_or_path=job["data"])
+            else:
+                from fairseq_cli import generate, interactive, train, validate
+                main = {"generate": generate, "interactive": interactive, "train": train,
+                        "validate": validate}[argv[0]].cli_main
+                sys.argv = ["fairseq-" + argv[0]] + argv[1:]
+                sys.stdin = io.StringIO("w11 w12\n")
+                main()
+        outcome = "ran to the end"
+    except BaseException as exc:
+        outcome = "{}: {}".format(type(exc).__name__, exc)
+    results.append({"name": job["name"], "outcome": outcome, "code_ran": os.path.exists(marker)})
+    if os.path.exists(marker):
+        os.remove(marker)
+print(json.dumps(results))
+"""
+
+
+def train_argv(data, save_dir, *extra):
+    return ["train", str(data), "--user-dir", USER_DIR, "--arch", "wean_lstm", "--cpu", "--optimizer", "adam",
+            "--lr", "0.005", "--max-tokens", "2000", "--max-update", "1", "--save-dir", str(save_dir),
+            "--num-workers", "0", "--encoder-layers", "1", "--decoder-layers", "1", *extra]
+
+
+def run_driver(jobs, tmp_path, marker, python=sys.executable):
+    spec = tmp_path / "jobs.json"
+    spec.write_text(json.dumps(jobs))
+    proc = subprocess.run([python, "-c", DRIVER, str(spec), str(marker)], capture_output=True, text=True,
+                          cwd=REPO, timeout=600, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_every_entry_point_refuses_a_crafted_checkpoint(data_bin, tmp_path):
+    marker = tmp_path / "PWNED"
+    good_dir = tmp_path / "good"
+    first = run_driver([{"name": "train a good model", "argv": train_argv(data_bin, good_dir)}], tmp_path, marker)
+    assert first[0]["outcome"] == "ran to the end", first
+    folder = tmp_path / "hub"
+    folder.mkdir()
+    crafted = folder / "crafted.pt"
+    crafted.write_bytes(saved(evil_state(marker)))
+    jobs = []
+    for name, _option, argv in ENTRY_POINTS:
+        save_dir = tmp_path / "save" / str(len(jobs))
+        if argv[0] == "train":
+            save_dir.mkdir(parents=True)
+            extra = [a.format(crafted=crafted) for a in argv[1:] if a != "--resume"]
+            if "--resume" in argv:
+                (save_dir / "checkpoint_last.pt").write_bytes(crafted.read_bytes())
+            argv = train_argv(data_bin, save_dir, *extra)
+        else:
+            argv = [a.format(data=data_bin, crafted=crafted, good=good_dir / "checkpoint_last.pt", user_dir=USER_DIR)
+                    for a in argv]
+        jobs.append({"name": name, "argv": argv, "folder": str(folder), "crafted": str(crafted), "data": str(data_bin)})
+    results = run_driver(jobs, tmp_path, marker)
+    assert [r["name"] for r in results] == [name for name, _o, _a in ENTRY_POINTS]
+    wrong = [r for r in results if r["code_ran"] or not (
+        r["outcome"].startswith("FairseqWeanError: refusing to load checkpoint ")
+        and re.search(r"(crafted|checkpoint_last)\.pt: its pickle calls posix\.system", r["outcome"]))]
+    assert not wrong, json.dumps(wrong, indent=1)

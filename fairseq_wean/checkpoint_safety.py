@@ -467,6 +467,7 @@ def _wrap_training_start():
                         "fix the path, or leave --restore-file out to resume from --save-dir's "
                         "checkpoint_last.pt".format(path)
                     )
+            _check_checkpoint_files(cfg, suffix)
             from fairseq_wean.tasks.translation_with_metrics import TranslationWithMetricsTask
 
             task = getattr(trainer, "task", None)
@@ -483,13 +484,41 @@ def _wrap_training_start():
                         "--overwrite-best-checkpoint".format(cfg.save_dir, os.path.basename(best),
                                                              os.path.basename(last), best))
                 task.check_training_options(cfg)
-                if getattr(trainer, "is_data_parallel_master", True) and cfg.save_dir and "://" not in cfg.save_dir:
-                    # one training run per --save-dir (rank 0 writes the checkpoints): two runs into one
-                    # folder replaced each other's checkpoints and both exited 0
-                    os.makedirs(cfg.save_dir, exist_ok=True)
-                    lock_folder(cfg.save_dir, "--save-dir", "fairseq-train")
+            save_dir = getattr(cfg, "save_dir", None)
+            # any task: one training run per --save-dir (rank 0 writes the checkpoints): two runs into one
+            # folder replaced each other's checkpoints and both exited 0. `is True`: a real trainer's
+            # property, not fairseq's tests' MagicMock
+            if getattr(trainer, "is_data_parallel_master", None) is True and isinstance(save_dir, str) \
+                    and save_dir and "://" not in save_dir and not getattr(cfg, "no_save", False):
+                os.makedirs(save_dir, exist_ok=True)
+                lock_folder(save_dir, "--save-dir", "fairseq-train")
             return original(cfg, trainer, **passthrough_args)
 
         return load_checkpoint
 
     wrap_once(checkpoint_utils, "load_checkpoint", wrap_load_checkpoint)
+
+
+def _check_checkpoint_files(cfg, suffix):
+    """Every checkpoint file fairseq-train may read or replace at its start is a regular file where
+    it exists: a directory (or a pipe) named checkpoint_last.pt made fairseq log "No existing
+    checkpoint found", train from scratch and replace checkpoint_best.pt before failing."""
+    import os
+
+    save_dir = getattr(cfg, "save_dir", None)
+    if not isinstance(save_dir, str):
+        return  # fairseq's own tests: a MagicMock configuration
+    restore = getattr(cfg, "restore_file", "checkpoint_last.pt")
+    candidates = [("--save-dir", os.path.join(save_dir, "checkpoint_{}{}.pt".format(name, suffix)))
+                  for name in ("last", "best")]
+    if restore and restore != "checkpoint_last.pt":
+        candidates.append(("--restore-file", restore.replace(".pt", suffix + ".pt")))
+    for option in ("finetune_from_model", "continue_once"):
+        if isinstance(getattr(cfg, option, None), str):
+            candidates.append(("--" + option.replace("_", "-"), getattr(cfg, option)))
+    for option, path in candidates:
+        if "://" not in path and os.path.lexists(path) and not os.path.isfile(path):
+            kind = "a directory" if os.path.isdir(path) else "not a regular file"
+            raise FairseqWeanError("{} {}: {} is {}, not a checkpoint file; nothing was trained (fairseq would start "
+                                   "from scratch and replace the checkpoints); move it away".format(
+                                       option, save_dir if option == "--save-dir" else path, path, kind))

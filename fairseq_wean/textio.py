@@ -10,7 +10,11 @@ them agree on what a usable input is and none of them can lose data:
 * an output is written to a temporary file beside it and renamed over the target only when
   the whole output was written (``atomic_output``), so a failure leaves the previous file,
   or none, never a partial one; an output path equal to one of the inputs, a directory, or a
-  path in a directory that does not exist is refused before anything is read or written.
+  path in a directory that does not exist is refused before anything is read or written;
+* a file the tools find in a folder (a published results folder, a --save-dir, a comparison's
+  --out) rather than one the user named is opened with :func:`open_in_folder`: never through a
+  symbolic link, only a regular file, only inside that folder (git stores symlinks, so a
+  contributed results folder can hold one that points at a secret).
 """
 import contextlib
 import os
@@ -38,6 +42,38 @@ def check_input(path, what="input"):
         raise FairseqWeanError("{} {}: permission denied".format(what, path))
 
 
+def open_in_folder(path, mode="r", folder=None, what="file"):
+    """Open ``path``, a file found in ``folder`` (default: its own directory), refusing with one
+    line (``FairseqWeanError``) a symbolic link (``O_NOFOLLOW``: no check-then-open race), a path
+    through a linked directory that leaves ``folder``, and anything but a regular file (a named
+    pipe is refused before it could block). ``mode``: ``"r"``, ``"rb"``, ``"w"``, ``"a+"``;
+    text is UTF-8."""
+    import stat
+
+    folder = os.path.realpath(folder or os.path.dirname(os.path.abspath(path)))
+    parent = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    if os.path.commonpath([parent, folder]) != folder:
+        raise FairseqWeanError("{} {} is outside {} (through a symbolic link): refused".format(what, path, folder))
+    flags = {"r": os.O_RDONLY, "rb": os.O_RDONLY, "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+             "a+": os.O_RDWR | os.O_CREAT | os.O_APPEND}[mode]
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise FairseqWeanError("{} {} is a symbolic link: refused (a file in this folder is read and "
+                                   "written only as itself)".format(what, path)) from None
+        if not os.path.exists(path) or os.path.isdir(path):
+            raise
+        raise FairseqWeanError("{} {}: {}".format(what, path, exc.strerror)) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise FairseqWeanError("{} {} is not a regular file: refused".format(what, path))
+    os.set_blocking(fd, True)
+    if "b" in mode:
+        return os.fdopen(fd, mode)
+    return os.fdopen(fd, mode, encoding="utf-8", newline=None if mode == "r" else "\n")
+
+
 def _decoded_lines(binary, path, what):
     for number, raw in enumerate(binary, start=1):
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
@@ -51,8 +87,13 @@ def _decoded_lines(binary, path, what):
             ) from None
 
 
-def iter_lines(path, what="input"):
-    """Yield the lines of a UTF-8 text file without their line ends (``\\n``, ``\\r\\n``)."""
+def iter_lines(path, what="input", folder=None):
+    """Yield the lines of a UTF-8 text file without their line ends (``\\n``, ``\\r\\n``).
+    ``folder``: the file was found in that folder, not named by the user (:func:`open_in_folder`)."""
+    if folder is not None:
+        with open_in_folder(path, "rb", folder, what) as binary:
+            yield from _decoded_lines(binary, path, what)
+        return
     check_input(path, what)
     if path == "-":
         yield from _decoded_lines(sys.stdin.buffer, "standard input", what)
@@ -61,9 +102,9 @@ def iter_lines(path, what="input"):
         yield from _decoded_lines(binary, path, what)
 
 
-def read_lines(path, what="input"):
+def read_lines(path, what="input", folder=None):
     """All lines of a UTF-8 text file (see ``iter_lines``), as a list."""
-    return list(iter_lines(path, what))
+    return list(iter_lines(path, what, folder))
 
 
 def same_file(a, b):
@@ -141,7 +182,7 @@ def lock_folder(folder, what, holder):
     if folder in _HELD_LOCKS:
         return
     path = os.path.join(folder, ".fairseq-wean.lock")
-    f = open(path, "a+", encoding="utf-8")
+    f = open_in_folder(path, "a+", folder, "the lock file")
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -312,3 +312,91 @@ def test_published_commands_name_no_path_of_the_machine(tmp_path):
     # what is published runs as fairseq-train's argv: the JSON stays one argument
     portable = shlex.split(runner.portable_command(command, out))
     assert portable[portable.index("--eval-bleu-args") + 1] == '{"beam": 5}'
+
+
+# ------------------------------------------------------------------ planted symlinks and pipes
+def published_files(folder):
+    """Every file a reuse reads from a published run's folder: its scores.json and each output."""
+    names = ["scores.json"] + sorted(json.loads((folder / "scores.json").read_text())["files"]["test2016"].values())
+    assert sorted(names) == sorted(os.listdir(folder)), "a published file this test does not plant"
+    return names
+
+
+@pytest.mark.parametrize("plant", ["symlink", "fifo"])
+def test_no_published_file_is_read_through_a_link_or_a_pipe(results, tmp_path, plant):
+    """git stores symlinks: a contributed results folder can ship test2016.hyp -> a secret. Each
+    file a reuse reads, in turn, planted: one line naming it, before any work."""
+    args, folder = results
+    secret = tmp_path / "secret" / "creds.txt"
+    for name in published_files(folder):
+        saved = (folder / name).read_bytes()
+        (folder / name).unlink()
+        if plant == "symlink":
+            os.symlink(secret if name != "scores.json" else secret.parent / "scores.json", folder / name)
+            (secret.parent / "scores.json").write_bytes(saved if name == "scores.json" else b"{}")
+        else:
+            os.mkfifo(folder / name)  # opened blocking, a pipe would hang the run
+        with pytest.raises(FairseqWeanError) as info:
+            runner.published_run(args, RECIPE, KEY)
+        message = str(info.value)
+        assert str(folder / name) in message and "\n" not in message and "password" not in message
+        assert ("symbolic link" in message) if plant == "symlink" else ("not a regular file" in message)
+        (folder / name).unlink()
+        (folder / name).write_bytes(saved)
+    runner.published_run(args, RECIPE, KEY)  # restored: reused again
+
+
+@pytest.mark.parametrize("mode", ["r", "rb", "w", "a+"])
+def test_open_in_folder_never_follows_a_link(tmp_path, mode):
+    from fairseq_wean import textio
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    os.symlink(victim, folder / "file")
+    with pytest.raises(FairseqWeanError, match="is a symbolic link: refused"):
+        textio.open_in_folder(str(folder / "file"), mode, str(folder))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "file").write_text("x\n")
+    os.symlink(outside, folder / "linked")  # a path through a linked directory
+    with pytest.raises(FairseqWeanError, match="is outside .* \\(through a symbolic link\\)"):
+        textio.open_in_folder(str(folder / "linked" / "file"), mode, str(folder))
+    assert victim.read_text() == "precious\n"
+
+
+def test_the_save_dir_lock_does_not_write_through_a_planted_link(tmp_path):
+    from fairseq_wean import textio
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    folder = tmp_path / "save"
+    folder.mkdir()
+    os.symlink(victim, folder / ".fairseq-wean.lock")
+    with pytest.raises(FairseqWeanError, match=r"the lock file .*\.fairseq-wean\.lock is a symbolic link"):
+        textio.lock_folder(str(folder), "--save-dir", "fairseq-train")
+    assert victim.read_text() == "precious\n"
+
+
+COMPARE_OUTPUTS = ["results.json", "results.md", "results.csv", "valid_curve.png", "report.html"]
+
+
+@pytest.mark.skipif(shared_data_dir("translation") is None, reason="needs ../shared/data (Multi30k)")
+def test_no_comparison_output_is_written_through_a_planted_link(results, tmp_path):
+    """Every file fairseq-wean-compare writes into --out, planted as a link to a victim: the victim
+    is untouched and the output is a file of its own."""
+    args, _folder = results
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    for name in COMPARE_OUTPUTS:
+        os.symlink(victim, out / name)
+    proc = subprocess.run([sys.executable, "-m", "fairseq_wean.compare", "translation", shared_data_dir(),
+                           "--runs", "lstm:word", "--reuse-only", "--results-dir", args.results_dir, "--out", str(out)],
+                          capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert victim.read_text() == "precious\n"
+    for name in COMPARE_OUTPUTS:
+        assert (out / name).is_file() and not (out / name).is_symlink(), name

@@ -6,6 +6,7 @@ import sys
 import time
 
 import fairseq_wean.compare as package
+from fairseq_wean import textio
 from fairseq_wean.compare import report, runner
 from fairseq_wean.compare.runner import REPO, fmt_secs, log
 from fairseq_wean.errors import run_cli
@@ -175,7 +176,7 @@ def main(argv=None):
     report.write_tables(args, recipe, rows, meta, seeds, paper_exact)
     curve = report.plot_curves(args, recipe, evals)
     page = report.write_html_report(args, recipe, evals, baselines)
-    with open(os.path.join(args.out, "results.json"), "w", encoding="utf-8") as f:
+    with textio.atomic_output(os.path.join(args.out, "results.json"), (), "results.json") as f:
         json.dump({"meta": meta, "rows": rows, "recipe": recipe, "seed_rows": seeds, "paper_exact_rows": paper_exact,
                    "runs": {":".join(map(str, key)): ev for key, ev in evals.items()}}, f, indent=2)
     with open(os.path.join(args.out, "results.md"), encoding="utf-8") as f:

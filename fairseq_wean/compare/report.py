@@ -6,6 +6,7 @@ Scores come from the scoring library (:func:`fairseq_wean.scoring.score`, what
 import csv
 import os
 
+from fairseq_wean import textio
 from fairseq_wean.compare.runner import epochs_trained, fmt_secs, run_seed
 from fairseq_wean.compare.systems import BASELINE, METRIC_NAMES, PAPER_EXACT, SYSTEMS, TASKS, WORD_ATTENTION_ABLATION
 from preprocess import common
@@ -41,16 +42,18 @@ def baseline_outputs(args, recipe):
 def score(sys_path, spec, data_out, compare_to=None, metrics=None):
     """The scores of the output file ``sys_path`` on a recipe's test ``spec`` (the dict of
     ``fairseq-wean-score --json``; ``spec["score_args"]`` are its options such as ``--rouge-chars``)."""
-    from fairseq_wean import textio
     from fairseq_wean.scoring import score as score_corpus
     from fairseq_wean.scoring.scores import options_from_score_args
 
     return score_corpus(
-        textio.read_lines(sys_path, "system output"),
-        sources=textio.read_lines(os.path.join(data_out, spec["orig"]), "sources"),
-        references=[textio.read_lines(os.path.join(data_out, r), "references") for r in spec["refs"]],
+        # every file here was found in a folder (a run's, a published one, the prepared data), not
+        # named by the user: read only as itself (textio.open_in_folder)
+        textio.read_lines(sys_path, "system output", folder=os.path.dirname(os.path.abspath(sys_path))),
+        sources=textio.read_lines(os.path.join(data_out, spec["orig"]), "sources", folder=data_out),
+        references=[textio.read_lines(os.path.join(data_out, r), "references", folder=data_out) for r in spec["refs"]],
         metrics=metrics or spec["metrics"],
-        compare_to=textio.read_lines(compare_to, "baseline output") if compare_to else None,
+        compare_to=textio.read_lines(compare_to, "baseline output", folder=os.path.dirname(os.path.abspath(compare_to)))
+        if compare_to else None,
         **options_from_score_args(spec.get("score_args", [])))
 
 
@@ -336,7 +339,7 @@ def paper_exact_table(args, recipe, rows):
 
 def write_tables(args, recipe, rows, meta, seeds=None, paper_exact=None):
     cols = columns(args, recipe)
-    with open(os.path.join(args.out, "results.csv"), "w", newline="", encoding="utf-8") as f:
+    with textio.atomic_output(os.path.join(args.out, "results.csv"), (), "results.csv") as f:
         w = csv.writer(f)
         w.writerow([k for k, _ in cols])
         for r in rows:
@@ -366,7 +369,7 @@ def write_tables(args, recipe, rows, meta, seeds=None, paper_exact=None):
     if paper_exact:
         lines += paper_exact_table(args, recipe, paper_exact)
     lines += ["", "![validation score per epoch](valid_curve.png)", ""]
-    with open(os.path.join(args.out, "results.md"), "w", encoding="utf-8") as f:
+    with textio.atomic_output(os.path.join(args.out, "results.md"), (), "results.md") as f:
         f.write("\n".join(lines))
 
 
@@ -409,7 +412,8 @@ def plot_curves(args, recipe, evals):
     fig.suptitle("{}: training curves (cf. WEAN Figure 2)".format(args.task))
     fig.tight_layout()
     path = os.path.join(args.out, "valid_curve.png")
-    fig.savefig(path, dpi=120)
+    with textio.atomic_output(path, (), "valid_curve.png", "wb") as f:
+        fig.savefig(f, dpi=120, format="png")
     return path
 
 

@@ -347,7 +347,12 @@ def published_run(args, recipe, key):
     ev = published["run"]
     ev["outputs"] = {test: {kind: os.path.join(folder, published_name(test, kind)) for kind in files}
                      for test, files in published["files"].items()}
-    missing = [p for files in ev["outputs"].values() for p in files.values() if not os.path.isfile(p)]
+    missing = []
+    for output in (p for files in ev["outputs"].values() for p in files.values()):
+        if not os.path.lexists(output):
+            missing.append(output)
+        else:  # a symbolic link, a pipe: refused here, before any work (textio.open_in_folder)
+            textio.open_in_folder(output, "rb", folder, "published output").close()
     if missing or set(ev["outputs"]) != set(recipe["tests"]):
         raise RuntimeError("{} is incomplete (missing {}): delete the folder to train the system again".format(
             folder, ", ".join(missing) or "test sets " + ", ".join(sorted(set(recipe["tests"]) - set(ev["outputs"])))))
@@ -368,7 +373,7 @@ def read_published(path, recipe):
                                 "again".format(path, what))
 
     try:
-        with open(path, encoding="utf-8") as f:
+        with textio.open_in_folder(path, "r", os.path.dirname(path), "published scores") as f:
             published = json.load(f)
     except (UnicodeDecodeError, ValueError) as exc:
         raise bad("not valid JSON ({})".format(exc)) from None
@@ -434,8 +439,9 @@ def publish_run(args, recipe, key, ev):
         files[test], scores[test] = {}, {}
         for kind, path in outs.items():
             name = published_name(test, kind)
-            shutil.copyfile(path, os.path.join(folder, name + ".tmp"))
-            os.replace(os.path.join(folder, name + ".tmp"), os.path.join(folder, name))
+            # atomic_output: a fresh temporary file renamed over NAME (a planted link is replaced, not followed)
+            with open(path, "rb") as source, textio.atomic_output(os.path.join(folder, name), (), name, "wb") as f:
+                shutil.copyfileobj(source, f)
             files[test][kind] = name
             spec = recipe["tests"][test]
             scores[test][kind] = {k: v for k, v in report.score(os.path.join(folder, name), spec,
@@ -453,9 +459,8 @@ def publish_run(args, recipe, key, ev):
         "generate_command": portable_command(ev.get("generate_command"), args.out), "scores": scores, "files": files,
         "date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine(), "run": run,
     }
-    with open(os.path.join(folder, "scores.json.tmp"), "w", encoding="utf-8") as f:
+    with textio.atomic_output(os.path.join(folder, "scores.json"), (), "scores.json") as f:
         json.dump(published, f, indent=2)
-    os.replace(os.path.join(folder, "scores.json.tmp"), os.path.join(folder, "scores.json"))
     ev = dict(ev)
     ev["outputs"] = {test: {kind: os.path.join(folder, name) for kind, name in fs.items()} for test, fs in files.items()}
     return ev

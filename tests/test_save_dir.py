@@ -1,0 +1,66 @@
+"""fairseq-train never replaces a better checkpoint by accident, whatever the task: every
+checkpoint file it may read or replace at its start is a regular file (a directory named
+checkpoint_last.pt made fairseq train from scratch and replace checkpoint_best.pt), and one run
+at a time writes a --save-dir (any task, once the plugin is loaded)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+from test_crafted_checkpoints import run_driver, train_argv
+from test_untrusted_files import LOCK_AND_WAIT
+
+# (option, how a non-file is planted): each file fairseq-train may read or replace at its start
+PLANTED = [
+    ("checkpoint_last.pt", []),
+    ("checkpoint_best.pt", []),
+    ("restore.pt", ["--restore-file", "{path}"]),
+    ("finetune.pt", ["--finetune-from-model", "{path}"]),
+    ("continue.pt", ["--continue-once", "{path}"]),
+]
+
+
+@pytest.mark.parametrize("task", ["translation", "translation_with_metrics"])
+def test_a_checkpoint_path_that_is_not_a_file_is_refused_before_training(data_bin, tmp_path, task):
+    jobs, saved = [], {}
+    for i, (name, extra) in enumerate(PLANTED):
+        save_dir = tmp_path / "save{}".format(i)
+        save_dir.mkdir()
+        planted = save_dir / name
+        planted.mkdir()  # a directory where a checkpoint file is expected
+        (planted / "keep").write_text("x")
+        best = save_dir / "checkpoint_best.pt"
+        if name != "checkpoint_best.pt":
+            best.write_bytes(b"the best weights")
+            saved[i] = best
+        jobs.append({"name": name, "argv": train_argv(data_bin, save_dir, "--task", task,
+                                                      *[a.format(path=planted) for a in extra])})
+    results = run_driver(jobs, tmp_path, tmp_path / "no-marker")
+    for i, ((name, _extra), result) in enumerate(zip(PLANTED, results)):
+        assert result["outcome"].startswith("FairseqWeanError: "), result
+        assert "{}: ".format(name) in result["outcome"] or name in result["outcome"], result
+        assert "is a directory, not a checkpoint file; nothing was trained" in result["outcome"], result
+        if i in saved:
+            assert saved[i].read_bytes() == b"the best weights"
+        assert not any(f.endswith(".pt") and f not in (name, "checkpoint_best.pt")
+                       for f in os.listdir(tmp_path / "save{}".format(i))), "a checkpoint was written"
+
+
+@pytest.mark.parametrize("task", ["translation", "translation_with_metrics"])
+def test_one_run_per_save_dir_for_any_task(data_bin, tmp_path, task):
+    save_dir = tmp_path / "save"
+    save_dir.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", LOCK_AND_WAIT, str(save_dir), "120"], stdout=subprocess.PIPE,
+                              text=True, cwd=REPO)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        results = run_driver([{"name": task, "argv": train_argv(data_bin, save_dir, "--task", task)}], tmp_path,
+                             tmp_path / "no-marker")
+    finally:
+        holder.kill()
+        holder.wait()
+    outcome = results[0]["outcome"]
+    assert outcome.startswith("FairseqWeanError: --save-dir ") and "is in use by a running job" in outcome, outcome
+    assert not list(save_dir.glob("*.pt"))

@@ -484,6 +484,12 @@ def _wrap_training_start():
                         "--overwrite-best-checkpoint".format(cfg.save_dir, os.path.basename(best),
                                                              os.path.basename(last), best))
                 task.check_training_options(cfg)
+            from fairseq.trainer import Trainer
+
+            if isinstance(trainer, Trainer):  # not fairseq's tests' MagicMock
+                from fairseq_wean.metric_check import check_best_checkpoint_metric
+
+                check_best_checkpoint_metric(trainer.cfg, trainer)
             save_dir = getattr(cfg, "save_dir", None)
             # any task: one training run per --save-dir (rank 0 writes the checkpoints): two runs into one
             # folder replaced each other's checkpoints and both exited 0. `is True`: a real trainer's

@@ -56,9 +56,10 @@ def install_excepthook():
         sys.excepthook = _excepthook
 
 
-def at_least(low, kind=int):
-    """An argparse ``type`` for a number >= ``low`` (``kind``: int or float): a value out of range is
-    argparse's one-line usage error naming the option, before any work."""
+def at_least(low, kind=int, high=None, above=False):
+    """An argparse ``type`` for a number >= ``low`` (> ``low`` with ``above``; <= ``high`` if given;
+    ``kind``: int or float): a value out of range is argparse's one-line usage error naming the
+    option, before any work."""
     import argparse
 
     def parse(text):
@@ -67,9 +68,13 @@ def at_least(low, kind=int):
         except ValueError:
             raise argparse.ArgumentTypeError("expected {} number, got {!r}".format(
                 "a whole" if kind is int else "a", text)) from None
-        if value < low:
-            raise argparse.ArgumentTypeError("must be >= {}, got {}".format(low, text))
+        if value < low or above and value == low or high is not None and value > high:
+            raise argparse.ArgumentTypeError("must be {}, got {}".format(describe(), text))
         return value
 
-    parse.__name__ = "{} >= {}".format(kind.__name__, low)
+    def describe():
+        return "{} {}".format(">" if above else ">=", low) + ("" if high is None else " and <= {}".format(high))
+
+    parse.__name__ = "{} {}".format(kind.__name__, describe())
+    parse.range = (low, kind, high, above)
     return parse

@@ -188,9 +188,40 @@ class _RefusedInInteractive(argparse.Action):
         raise FairseqWeanError("{} is fairseq-generate's: {}".format(option_string, self.why))
 
 
+# fairseq's numeric decoding options (and the batch sizes of a decoding parser): the values it can
+# decode with, as (low, kind, high, above) of errors.at_least. Out of range, fairseq-generate and
+# fairseq-interactive ended in a reshape or assert traceback (--beam 0, --max-len-a -3); now
+# argparse's one line before any work. --eval-bleu-args is checked against the same table. Options
+# any value of which decodes: GENERATION_ANY_VALUE.
+GENERATION_RANGES = {
+    "beam": (1, int, None, False), "beam_mt": (0, int, None, False), "nbest": (1, int, None, False),
+    "max_len_a": (0, float, None, False), "max_len_b": (0, int, None, False),
+    "max_len_a_mt": (0, float, None, False), "max_len_b_mt": (0, int, None, False),
+    "min_len": (1, int, None, False), "lenpen": (0, float, None, False), "lenpen_mt": (0, float, None, False),
+    "prefix_size": (0, int, None, False), "no_repeat_ngram_size": (0, int, None, False),
+    "sampling_topk": (-1, int, None, False), "sampling_topp": (-1, float, 1, False),
+    "temperature": (0, float, None, True), "diverse_beam_groups": (-1, int, None, False),
+    "iter_decode_max_iter": (0, int, None, False), "iter_decode_with_beam": (1, int, None, False),
+    "batch_size": (1, int, None, False), "max_tokens": (1, int, None, False),
+    "required_batch_size_multiple": (1, int, None, False),
+}
+GENERATION_ANY_VALUE = {"unkpen": "a penalty of either sign", "diverse_beam_strength": "a weight of either sign",
+                        "diversity_rate": "a rate of either sign (-1: off)", "lm_weight": "a weight of either sign",
+                        "iter_decode_eos_penalty": "a penalty of either sign"}
+
+
+def _ranged_actions(parser):
+    from fairseq_wean.errors import at_least
+
+    for action in parser._actions:
+        if action.dest in GENERATION_RANGES and not getattr(action.type, "range", None):
+            action.type = at_least(*GENERATION_RANGES[action.dest])
+
+
 def _with_plugin_generation_arguments(original):
     def add_generation_args(parser):
         group = original(parser)
+        _ranged_actions(parser)
         interactive = running_interactive()
         for flags, kwargs, why in _GENERATION_ARGUMENTS:
             if interactive and why:

@@ -286,6 +286,9 @@ jobs, marker = json.load(open(sys.argv[1])), sys.argv[2]
 results = []
 for job in jobs:
     argv = job["argv"]
+    from fairseq import checkpoint_utils
+    if hasattr(checkpoint_utils.save_checkpoint, "best"):  # a console script starts without it
+        del checkpoint_utils.save_checkpoint.best
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             if argv[0] == "hub":

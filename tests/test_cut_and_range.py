@@ -83,3 +83,69 @@ def test_a_run_named_twice_is_refused(tmp_path):
                tmp_path / "out", check=False)
     assert proc.returncode == 2 and "--runs names lstm:word twice" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------ fairseq's decoding options
+def numeric_generation_options():
+    import dataclasses
+
+    from fairseq.dataclass.configs import GenerationConfig
+
+    return [f.name for f in dataclasses.fields(GenerationConfig) if f.type in (int, float)
+            or any(t in str(f.type) for t in ("int", "float"))]
+
+
+def test_every_numeric_decoding_option_has_a_range_or_a_reason():
+    from fairseq_wean.patching import GENERATION_ANY_VALUE, GENERATION_RANGES
+
+    missing = [name for name in numeric_generation_options() if name not in GENERATION_RANGES
+               and name not in GENERATION_ANY_VALUE]
+    assert not missing, "numeric generation options with no range in patching.GENERATION_RANGES: {}".format(missing)
+
+
+def out_of_range_values(low, kind, high, above):
+    values = [low if above else low - (1 if kind is int else 0.5)]
+    if high is not None:
+        values.append(high + 1)
+    return values
+
+
+def parse(tool, argv):
+    from fairseq import options
+
+    import fairseq_wean  # noqa: F401  (what --user-dir does before the parser is built)
+
+    parser = options.get_generation_parser() if tool == "generate" else options.get_interactive_generation_parser()
+    return options.parse_args_and_arch(parser, ["data-bin", "--path", "x.pt"] + argv)
+
+
+@pytest.mark.parametrize("tool", ["generate", "interactive"])
+def test_every_decoding_option_out_of_range_is_one_line_before_any_work(tool, capsys):
+    """fairseq-generate --beam 0 and --max-len-a -3 ended in reshape/assert tracebacks."""
+    from fairseq_wean.patching import GENERATION_RANGES
+
+    for name, (low, kind, high, above) in GENERATION_RANGES.items():
+        flag = "--" + name.replace("_", "-")
+        for value in out_of_range_values(low, kind, high, above):
+            with pytest.raises(SystemExit) as info:
+                parse(tool, [flag, str(value)])
+            assert info.value.code == 2, (flag, value)
+            err = capsys.readouterr().err.strip().splitlines()[-1]
+            assert "argument {}".format(flag) in err and "must be" in err, (flag, value, err)
+        ok = low + (1 if above else 0) if high is None or low + 1 <= high else high
+        assert getattr(parse(tool, [flag, str(kind(ok))]), name) == kind(ok), flag
+
+
+def test_eval_bleu_args_take_the_same_ranges():
+    import json
+
+    from fairseq_wean.patching import GENERATION_RANGES
+    from fairseq_wean.tasks.translation_with_metrics import check_generation_args
+
+    for name, (low, kind, high, above) in GENERATION_RANGES.items():
+        if name in ("batch_size", "max_tokens", "required_batch_size_multiple"):
+            continue  # batching, not a generation option
+        for value in out_of_range_values(low, kind, high, above):
+            with pytest.raises(FairseqWeanError, match="{} must be ".format(name)):
+                check_generation_args(json.dumps({name: value, "beam": 5, "nbest": 1}) if name not in ("beam", "nbest")
+                                      else json.dumps({name: value}))

@@ -64,3 +64,44 @@ def test_one_run_per_save_dir_for_any_task(data_bin, tmp_path, task):
     outcome = results[0]["outcome"]
     assert outcome.startswith("FairseqWeanError: --save-dir ") and "is in use by a running job" in outcome, outcome
     assert not list(save_dir.glob("*.pt"))
+
+
+# ------------------------------------------------------------------ --best-checkpoint-metric
+TINY_CORE = ["--arch", "core_copy", "--criterion", "core_mode_loss", "--core-num-frequent", "10", "--core-topk", "5"]
+# (criterion options, task options, metric): the criterion's and task's own code decides what is
+# logged; expected from reading them: cross_entropy logs nll_loss only with --sentence-avg,
+# label_smoothed_cross_entropy always, core_mode_loss adds mode_loss, bleu needs --eval-bleu
+METRIC_CASES = [
+    (["--criterion", "cross_entropy"], "translation", "nll_loss", False),
+    (["--criterion", "cross_entropy", "--sentence-avg"], "translation", "nll_loss", True),
+    (["--criterion", "label_smoothed_cross_entropy"], "translation", "nll_loss", True),
+    (["--criterion", "label_smoothed_cross_entropy"], "translation_with_metrics", "mode_loss", False),
+    (TINY_CORE, "translation_with_metrics", "mode_loss", True),
+    (["--criterion", "cross_entropy"], "translation", "ppl", True),
+    (["--criterion", "cross_entropy", "--maximize-best-checkpoint-metric"], "translation", "bleu", False),
+    (["--criterion", "cross_entropy", "--maximize-best-checkpoint-metric", "--eval-bleu"], "translation", "bleu",
+     True),
+]
+
+
+def test_a_best_checkpoint_metric_that_validation_never_logs_is_refused_before_training(data_bin, tmp_path):
+    table = tmp_path / "align.table"
+    table.write_text("".join("w{0}\tw{0}\t3\n".format(i) for i in range(40)))
+    jobs = []
+    for i, (criterion, task, metric, logged) in enumerate(METRIC_CASES):
+        argv = train_argv(data_bin, tmp_path / "save{}".format(i), "--task", task, *criterion,
+                          "--best-checkpoint-metric", metric, "--validate-interval-updates", "1")
+        if "core_copy" in criterion:
+            argv[argv.index("wean_lstm") - 1:argv.index("wean_lstm") + 1] = []  # TINY_CORE names the arch
+            argv += ["--core-align-table", str(table)]
+        jobs.append({"name": "{} {} {}".format(" ".join(criterion), task, metric), "argv": argv})
+    results = run_driver(jobs, tmp_path, tmp_path / "no-marker")
+    for (criterion, task, metric, logged), result in zip(METRIC_CASES, results):
+        if logged:
+            assert result["outcome"] == "ran to the end", result
+            save_dir = tmp_path / "save{}".format(METRIC_CASES.index((criterion, task, metric, logged)))
+            assert (save_dir / "checkpoint_best.pt").is_file(), result
+        else:
+            assert result["outcome"].startswith("FairseqWeanError: --best-checkpoint-metric {}: validation with "
+                                                "--criterion ".format(metric)), result
+            assert "does not log it" in result["outcome"] and "it logs: " in result["outcome"], result

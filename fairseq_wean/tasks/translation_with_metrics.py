@@ -168,22 +168,18 @@ def check_generation_args(text):
         raise bad("unknown generation option(s) {} (fairseq-generate's options, with _ for -)".format(
             ", ".join(unknown)))
 
-    def number(name, low, whole=False):
+    from fairseq_wean.patching import GENERATION_RANGES
+
+    for name, (low, kind, high, above) in GENERATION_RANGES.items():  # one table with fairseq-generate's
         value = args.get(name)
         if value is None:
-            return
-        kinds = (int,) if whole else (int, float)
-        if isinstance(value, bool) or not isinstance(value, kinds) or value < low:
-            raise bad("{} must be {} >= {}, got {!r}".format(name, "a whole number" if whole else "a number",
-                                                              low, value))
-
-    number("beam", 1, whole=True)
-    number("nbest", 1, whole=True)
-    number("max_len_a", 0)
-    number("max_len_b", 0, whole=True)
-    number("min_len", 1, whole=True)
-    number("lenpen", 0)
-    number("temperature", 1e-9)
+            continue
+        kinds = (int,) if kind is int else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kinds) or value < low or above and value == low \
+                or high is not None and value > high:
+            raise bad("{} must be {} {} {}{}, got {!r}".format(
+                name, "a whole number" if kind is int else "a number", ">" if above else ">=", low,
+                "" if high is None else " and <= {}".format(high), value))
     if args.get("nbest", 1) > args.get("beam", 5):
         raise bad("nbest ({}) cannot exceed beam ({})".format(args.get("nbest"), args.get("beam", 5)))
 

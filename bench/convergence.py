@@ -1,6 +1,6 @@
-"""Time to the best validation score, from a finished comparison run on real data (issue 5).
+"""Time to the best validation score, from a finished comparison run on real data.
 
-    python -m bench.convergence work_dirs/compare-simplification [--out docs/RESULTS.md]
+    python -m bench.convergence work_dirs/compare-simplification [--out docs/results/performance.md]
 
 WEAN's claim is that it converges in a fraction of the baseline's epochs. The comparison runner
 (``fairseq-wean-compare``) already trains every system under one epoch budget, decodes the
@@ -16,7 +16,8 @@ simple text format of runs made before is read too) and tabulates, for every sys
 
 Ratios are to fairseq ``lstm`` on the same vocabulary (``word`` for the ``word-pg`` and ``char``
 variants, which have no lstm run of their own). The table goes to stdout and, between markers,
-into ``--out`` (text outside the markers is kept).
+into ``--out`` (default docs/results/performance.md; text outside the markers is kept), with
+the comparison's date, machine and command.
 """
 import argparse
 import datetime
@@ -98,10 +99,11 @@ def markdown(compare_dir, results, rows, by_key, argv):
     meta = results.get("meta", {})
     epochs = max((max(r["scores"]) for r in rows), default=0)
     metric = rows[0]["metric"] if rows else "?"
-    out = [BEGIN, "## Time to the best validation score (issue 5)", "",
+    out = [BEGIN, "## Time to the best validation score", "",
            "- command: `{}`".format(" ".join(["python", "-m", "bench.convergence"] + argv)),
-           "- date: {}; read from the comparison run of {} (`{}`)".format(
-               datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), meta.get("date", "?"), meta.get("command", "?")),
+           "- date: {}; read from the comparison run of {} on {} (`{}`)".format(
+               datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), meta.get("date", "?"), meta.get("machine", "?"),
+               meta.get("command", "?")),
            "- validation score: {} of the validation set decoded with beam 5 after every epoch; epoch budget {}; "
            "wall: fairseq-train's `wall` at the end of the epoch (seconds; for a run resumed from "
            "`checkpoint_last.pt`, added up over its processes from the end of the last epoch each one finished; "
@@ -134,7 +136,7 @@ def markdown(compare_dir, results, rows, by_key, argv):
 def get_parser():
     p = argparse.ArgumentParser(prog="python -m bench.convergence", description=__doc__.split("\n\n")[0])
     p.add_argument("compare_dir", help="output folder of fairseq-wean-compare (with results.json)")
-    p.add_argument("--out", default=os.path.join(REPO, "docs", "RESULTS.md"),
+    p.add_argument("--out", default=os.path.join(REPO, "docs", "results", "performance.md"),
                    help="markdown file whose convergence section is (re)written; '-' for stdout only")
     return p
 

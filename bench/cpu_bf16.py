@@ -1,7 +1,7 @@
 """CPU bfloat16 autocast (``--cpu-bf16``) against float32: training speed of the compared systems.
 
     python -m bench.cpu_bf16 work_dirs/compare-translation-converged [--systems lstm,wean_lstm]
-        [--updates 60] [--warmup 2] [--rounds 2] [--threads 1] [--out docs/RESULTS.md]
+        [--updates 60] [--warmup 2] [--rounds 2] [--threads 1] [--out docs/results/performance.md]
 
 The argument is the ``--out`` of a comparison (``fairseq-wean-compare TASK --budget converged``):
 its prepared data (``data/``, with ``recipe.json``) is trained on, with each system's exact
@@ -14,8 +14,8 @@ minutes apart, on the same machine, under the same load. As in :mod:`bench.run`,
 read the process's CPU time (one thread: what an idle machine's wall clock would show, and not
 inflated by other processes on shared cores).
 
-The table goes to stdout and, between markers, into ``--out`` with the date, the machine and the
-command. On a CPU without native bfloat16, ``--cpu-bf16`` trains in float32 (the ratio is then
+The table goes to stdout and, between markers, into ``--out`` (default docs/results/performance.md)
+with the date, the machine and the command. On a CPU without native bfloat16, ``--cpu-bf16`` trains in float32 (the ratio is then
 about 1, and the table says so).
 """
 import argparse
@@ -68,7 +68,7 @@ def main(argv=None):
     p.add_argument("--warmup", type=int, default=2, help="log intervals of {} updates left out (default 2)".format(LOG_INTERVAL))
     p.add_argument("--rounds", type=int, default=2, help="float32/bf16 pairs per system (default 2)")
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out", default=os.path.join(runner.REPO, "docs", "RESULTS.md"),
+    p.add_argument("--out", default=os.path.join(runner.REPO, "docs", "results", "performance.md"),
                    help="file whose marked section gets the table ('-': stdout only)")
     a = p.parse_args(argv)
     args, recipe = comparison_args(os.path.abspath(a.compare_out))

@@ -13,10 +13,13 @@ criterion forward, backward, Adam step; batches of ``--max-tokens``) and per gen
   ``get_normalized_probs`` (the softmax over the vocabulary, or the model's own mixture);
 - the operators with the most self CPU time (torch.profiler), training and generation.
 
-It writes a markdown section between markers into ``--out`` (default docs/RESULTS.md).
+It writes a markdown section between markers into ``--out`` (default docs/results/performance.md),
+with the command, the date and the machine; each model's subsection names the vocabulary, so that
+the sections of two vocabularies on one page have different headings.
 """
 import argparse
 import collections
+import datetime
 import os
 import sys
 import time
@@ -154,11 +157,12 @@ def profile_model(name, data_bin, table, cfg):
 def markdown(results, cfg):
     begin, end = (m.format(cfg.vocab) for m in MARKERS)
     out = [begin, "### Where the time goes (torch.profiler, vocabulary {:,})".format(cfg.vocab), "",
-           "Command: `python -m bench.profile {}`. {} training steps of --max-tokens {} after one warm-up "
-           "step; one generation batch of 64 sentences, beam 5, {} tokens each, after one warm-up batch. "
-           "One thread; phase and module times are process CPU time (the machine is shared), operator shares "
-           "are torch.profiler's.".format(
-               " ".join(sys.argv[1:]), cfg.steps, cfg.max_tokens, cfg.gen_len), ""]
+           "Command: `python -m bench.profile {}`; date: {} UTC; machine: {}. {} training steps of "
+           "--max-tokens {} after one warm-up step; one generation batch of 64 sentences, beam 5, {} tokens "
+           "each, after one warm-up batch. One thread; phase and module times are process CPU time (the "
+           "machine is shared), operator shares are torch.profiler's.".format(
+               " ".join(sys.argv[1:]), datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+               bench_run.machine_description(1), cfg.steps, cfg.max_tokens, cfg.gen_len), ""]
     out += ["| model | parameters | train ms/step: forward+loss / backward / optimizer | train ms per 1k target tokens "
             "| generate s per batch of 64 | generate: get_normalized_probs share |", "|---|---|---|---|---|---|"]
     for name, r in results.items():
@@ -170,7 +174,7 @@ def markdown(results, cfg):
             1e6 * total / r["target_tokens"], r["gen_wall"], gen_probs / r["gen_wall"]))
     out.append("")
     for name, r in results.items():
-        out += ["#### {}".format(name), ""]
+        out += ["#### {}, vocabulary {:,}".format(name, cfg.vocab), ""]
         fwd = r["phases"]["forward+loss"]
         mods = sorted(r["train_modules"].items(), key=lambda kv: -kv[1])
         out.append("- training forward, inclusive module time as a share of forward+loss: " + ", ".join(
@@ -197,7 +201,7 @@ def get_parser():
     p.add_argument("--top", type=int, default=8, help="operators listed per model and phase")
     p.add_argument("--workdir", default=os.path.join(bench_run.REPO, "work_dirs", "bench"))
     p.add_argument("--n-train", type=int, default=6000)
-    p.add_argument("--out", default=os.path.join(bench_run.REPO, "docs", "RESULTS.md"))
+    p.add_argument("--out", default=os.path.join(bench_run.REPO, "docs", "results", "performance.md"))
     return p
 
 

@@ -4,12 +4,12 @@
 #   bash examples/main_job.sh [DATA_DIR] [--tiny] [--force]
 #
 # Why core_copy on the word-pg vocabulary: in the 2-epoch simplification comparison
-# (docs/RESULTS.md, simplification table, TurkCorpus test) it is the short-budget system that is
-# good on both SARI and faithfulness: SARI 33.74 (legacy 34.42) against 26.34 for copying the
-# source, 0.00% <unk> (rare words are source-position markers <unk-N>, put back after decoding)
-# and 0.2% invented words (output words in neither the source nor any reference). wean_lstm on
-# sentencepiece has the best SARI (35.81) but 11% of its output words are invented, and wean_lstm
-# on words writes 8.6% <unk> and hallucinates ("... a mechanic in the poodle needs <unk> of sweden").
+# (docs/results/simplification.md, "Short budget (2 epochs)", TurkCorpus test, 2026-11-26) it is the
+# short-budget system that is good on both SARI and faithfulness: SARI 33.62 (legacy 34.26) against
+# 26.34 for copying the source, 0.00% <unk> (rare words are source-position markers <unk-N>, put
+# back after decoding) and 0.25% invented words (output words in neither the source nor any
+# reference). wean_lstm on sentencepiece has the best SARI (35.81) but 11% of its output words are
+# invented, and wean_lstm on words writes 8.15% <unk>.
 #
 # 1. prepares the simplification data (TurkCorpus + ASSET + OneStopEnglish; word-pg vocabulary:
 #    words seen twice, rarer ones as <unk-N>) and CoRe's alignment table A (eflomal, top 10),

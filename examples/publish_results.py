@@ -1,17 +1,23 @@
-"""Copy a finished comparison's table and figure into docs/RESULTS.md, unchanged.
+"""Copy a finished comparison's table and figure into its task's results page, unchanged.
 
-    python examples/publish_results.py work_dirs/compare-simplification [--results docs/RESULTS.md]
+    python examples/publish_results.py work_dirs/compare-simplification [--results docs/results/simplification.md]
 
 ``fairseq-wean-compare`` (``bash examples/compare.sh``) writes ``results.md`` and ``valid_curve.png`` into its output folder
 (git-ignored). This puts that ``results.md`` between the markers
-``<!-- compare-TASK:begin -->`` / ``<!-- compare-TASK:end -->`` of the results file (appended
-if absent; text outside the markers, such as published numbers and notes, is kept), with its
-heading one level down, and copies the figure to ``docs/figures/TASK_valid_curve.png``.
+``<!-- compare-NAME:begin -->`` / ``<!-- compare-NAME:end -->`` of the results page (appended
+if absent; text outside the markers, such as published numbers and notes, is kept), NAME being the
+folder's name less ``compare-`` (``simplification-converged``, ...). The page is, unless
+``--results`` names another, ``docs/results/TASK.md`` for the task the name starts with. The
+table's heading goes one level down and names the budget (and BLEU's tokenization when it is not
+sacreBLEU's default), so that two tables of one task on one page have different headings. The
+figure is copied to ``figures/NAME_valid_curve.png`` of the docs folder (``docs/figures/`` for a
+page in ``docs/results/``, else the page's own folder) and linked from the page.
 ``--redraw`` first draws the figure anew from the run's ``results.json`` (after a change to the plot).
 """
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 
@@ -36,18 +42,60 @@ def redraw_figure(compare_dir):
     return report.plot_curves(argparse.Namespace(task=recipe["task"], out=compare_dir), recipe, evals)
 
 
+TASKS = ("simplification", "summarization", "translation")
+
+
+def default_results_page(compare_dir):
+    """``docs/results/TASK.md`` for a comparison folder named ``compare-TASK...``."""
+    name = run_name(compare_dir)
+    task = name.split("-", 1)[0]
+    if task not in TASKS:
+        raise SystemExit("error: {} names no task ({}): pass --results PAGE".format(compare_dir, ", ".join(TASKS)))
+    return os.path.join(REPO, "docs", "results", task + ".md")
+
+
+def run_name(compare_dir):
+    return os.path.basename(os.path.normpath(compare_dir)).replace("compare-", "", 1)
+
+
+def figures_dir(results_path):
+    """The docs folder's ``figures/``: the page's own folder's, or its parent's for a page in a
+    folder named ``results`` (docs/results/TASK.md -> docs/figures/)."""
+    folder = os.path.dirname(os.path.abspath(results_path))
+    if os.path.basename(folder) == "results":
+        folder = os.path.dirname(folder)
+    return os.path.join(folder, "figures")
+
+
+def heading(title, table):
+    """The table's title with its budget (and BLEU's tokenization where it is not 13a), as the
+    table's own notes give them: two tables of one task on one page get two headings."""
+    extra = []
+    if re.search(r"^Converged budget:", table, re.M):
+        extra.append("converged budget")
+    epochs = re.search(r"^Epoch budget (\d+) ", table, re.M)
+    if epochs:
+        extra.append("short budget, {} epochs".format(epochs.group(1)))
+    if "(tok none)" in table:
+        extra.append("BLEU `tokenize none`")
+    return ", ".join([title] + extra)
+
+
 def publish(compare_dir, results_path):
     with open(os.path.join(compare_dir, "results.md"), encoding="utf-8") as f:
         table = f.read().rstrip("\n")
-    name = os.path.basename(os.path.normpath(compare_dir)).replace("compare-", "", 1)
-    figure_dir = os.path.join(os.path.dirname(os.path.abspath(results_path)), "figures")
+    name = run_name(compare_dir)
+    figure_dir = figures_dir(results_path)
     figure = os.path.join(compare_dir, "valid_curve.png")
     if os.path.exists(figure):
         os.makedirs(figure_dir, exist_ok=True)
         shutil.copyfile(figure, os.path.join(figure_dir, "{}_valid_curve.png".format(name)))
-    table = table.replace("](valid_curve.png)", "](figures/{}_valid_curve.png)".format(name))
+    link = os.path.relpath(os.path.join(figure_dir, "{}_valid_curve.png".format(name)),
+                           os.path.dirname(os.path.abspath(results_path))).replace(os.sep, "/")
+    table = table.replace("](valid_curve.png)", "]({})".format(link))
     if table.startswith("# "):
-        table = "##" + table  # a subsection of the task's hand-written section
+        first, _, rest = table.partition("\n")
+        table = "### " + heading(first[2:], table) + ("\n" + rest if rest else "")  # a subsection of the page
     begin, end = "<!-- compare-{}:begin -->".format(name), "<!-- compare-{}:end -->".format(name)
     write_section(results_path, "\n".join([begin, table, end]), begin, end)
     return begin
@@ -56,12 +104,14 @@ def publish(compare_dir, results_path):
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python examples/publish_results.py", description=__doc__.split("\n\n")[0])
     p.add_argument("compare_dir", help="output folder of fairseq-wean-compare")
-    p.add_argument("--results", default=os.path.join(REPO, "docs", "RESULTS.md"), help="results file to update")
+    p.add_argument("--results", default=None,
+                   help="results page to update (default docs/results/TASK.md, TASK from the folder's name)")
     p.add_argument("--redraw", action="store_true",
                    help="first redraw valid_curve.png from results.json with the current plot code")
     args = p.parse_args(argv)
     if not os.path.exists(os.path.join(args.compare_dir, "results.md")):
         raise SystemExit("error: {} has no results.md: the comparison has not finished".format(args.compare_dir))
+    args.results = args.results or default_results_page(args.compare_dir)
     if args.redraw:
         print("redrew {}".format(redraw_figure(args.compare_dir)))
     marker = publish(args.compare_dir, args.results)

@@ -3,7 +3,7 @@
 A model over sentencepiece pieces can write any string of pieces, so it can write words that no
 text has: converged ``wean_lstm`` on TurkCorpus spells rare source words wrongly piece by piece
 ("able-bodied" -> "able-bodw") and gives simpler words suffix pieces they do not take
-("completeed"); docs/RESULTS.md, "Why wean_lstm on sentencepiece invents words". This constraint
+("completeed"); docs/results/simplification.md, "Why wean_lstm on sentencepiece invents words". This constraint
 lets beam search extend a hypothesis only with pieces that keep its last word a prefix of a known
 word, and start a new word only after a complete one. Known words are the whitespace tokens of
 ``FILE`` (the training text, say) and of the sentence's own source, compared lowercased.

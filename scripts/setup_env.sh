@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Creates ./.venv with everything fairseq-wean needs, on a machine where only Python 3.10 or 3.11 exists.
 #
-# torch is installed first, pinned to 2.13.0, because fairseq's build imports torch and an
-# unpinned `torch` would pull a multi-GB CUDA build. fairseq (fairseq-fixed on Python >= 3.11,
+# torch is installed first, pinned to 2.13.0 (the tested version), because fairseq's build imports
+# torch. Which build the pin gets depends on pip's configuration: where pip has a local wheel
+# directory with torch-2.13.0+cpu (the project's machines) that CPU build; from PyPI on Linux
+# x86-64 the CUDA build with NVIDIA's libraries (several GB; PIP_EXTRA below with PyTorch's CPU
+# index installs the CPU build instead). fairseq (fairseq-fixed on Python >= 3.11,
 # see setup.py) is then built against that torch with --no-build-isolation: with build
 # isolation pip would build it against a freshly downloaded torch.
 # Re-running is cheap: nothing is reinstalled while setup.py is unchanged.

@@ -1,6 +1,6 @@
 """The documentation's relative links resolve (issue 39): every ``[text](path)`` (and image
-``![alt](path)``) in README.md and docs/**/*.md, except the published runs under docs/results/,
-names a file or folder that exists, relative to the page that holds it. Links to the web
+``![alt](path)``) in README.md and docs/**/*.md (the results pages docs/results/*.md included, the
+published run folders under docs/results/TASK/ not) names a file or folder that exists, relative to the page that holds it. Links to the web
 (``http://``, ``https://``, ``mailto:``) and to a section of the same page (``#...``) are not
 files; an ``#anchor`` after a path is dropped. Links inside code (fenced blocks, inline
 ``code``) are not links.
@@ -21,8 +21,15 @@ INLINE_CODE = re.compile(r"`[^`\n]*`")
 def pages():
     found = [os.path.join(REPO, "README.md")]
     found += glob.glob(os.path.join(REPO, "docs", "**", "*.md"), recursive=True)
-    results = os.path.join(REPO, "docs", "results") + os.sep
-    return sorted(p for p in found if not p.startswith(results))
+    results = os.path.join(REPO, "docs", "results")
+    # the results pages docs/results/*.md are pages; the published run folders under them are not
+    return sorted(p for p in found if not p.startswith(results + os.sep) or os.path.dirname(p) == results)
+
+
+def is_results_page(page):
+    """docs/RESULTS.md and docs/results/*.md: records of runs, whose commands are kept as they ran."""
+    return page == os.path.join(REPO, "docs", "RESULTS.md") or \
+        os.path.dirname(page) == os.path.join(REPO, "docs", "results")
 
 
 def relative_links(text):
@@ -45,8 +52,10 @@ def test_the_link_finder_sees_what_a_reader_sees():
 
 def test_the_pages_are_found():
     names = {os.path.relpath(p, REPO) for p in pages()}
-    assert {"README.md", os.path.join("docs", "RESULTS.md"), os.path.join("docs", "models", "core_copy.md")} <= names
-    assert not any(n.startswith(os.path.join("docs", "results") + os.sep) for n in names)
+    assert {"README.md", os.path.join("docs", "RESULTS.md"), os.path.join("docs", "models", "core_copy.md"),
+            os.path.join("docs", "results", "translation.md")} <= names
+    # no published run folder (docs/results/TASK/...)
+    assert not any(n.count(os.sep) > 2 and n.startswith(os.path.join("docs", "results") + os.sep) for n in names)
 
 
 @pytest.mark.parametrize("page", pages(), ids=lambda p: os.path.relpath(p, REPO))
@@ -129,12 +138,12 @@ def tool_help(tool, selectors):
 
 
 def test_every_flag_of_every_command_shown_is_an_option_of_its_tool():
-    """Each --flag of a command in README.md or docs/ (not RESULTS.md's records) is listed by its
+    """Each --flag of a command in README.md or docs/ (not the results pages' records) is listed by its
     tool's --help, given the command's own --arch, --task, ... (a renamed or removed option, or a
     typo, fails here). The launcher passes the options it does not know to fairseq-train."""
     helps, problems = {}, []
     for page in pages():
-        if page.endswith("RESULTS.md"):
+        if is_results_page(page):
             continue
         with open(page, encoding="utf-8") as f:
             commands = shown_commands(f.read())

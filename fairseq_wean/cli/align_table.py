@@ -11,7 +11,7 @@ Bulletin of Mathematical Linguistics 106, 2016; the paper used fast_align, which
 here), in both directions; a link counts once per direction that proposes it. For each source word the ``--topk``
 target words with the most links are kept. eflomal is a Gibbs sampler seeded from ``/dev/urandom`` (it
 has no seed option), so two runs on the same text give slightly different tables, and a
-``core_copy`` model trained on them slightly different scores (docs/RESULTS.md, simplification).
+``core_copy`` model trained on them slightly different scores (docs/results/simplification.md).
 
 Table format (:mod:`fairseq_wean.data.align_table`), one aligned pair per line::
 

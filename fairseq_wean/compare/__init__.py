@@ -26,7 +26,7 @@ its validation score has not improved for ``--patience`` epochs, at most ``--max
 word-attention ablation with 3 seeds). Every finished system is published under
 ``docs/results/TASK/SYSTEM-VOCAB/`` (``TESTSET.hyp`` + ``scores.json``) and reused from there.
 
-Time on a 2-core CPU machine (two systems at a time, one thread each; see docs/RESULTS.md):
+Time on a 2-core CPU machine (two systems at a time, one thread each; see docs/results/<task>.md):
 simplification ~2 h (11 systems x 2 epochs; 2 h 02 min on an idle machine, training 10-32 min
 per word or sentencepiece system, 37 min for the character transformer), summarization
 ~25-35 min (5 x 3 epochs of the 10k Gigaword sample), translation ~1 h (5 x 2 epochs of Multi30k).

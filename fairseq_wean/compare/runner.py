@@ -178,7 +178,7 @@ def validation_metric_args(args, recipe, variant, run_dir):
 # page-faults its largest tensors anew (the B*T x V logits and their gradient, a V x 256 Adam
 # temporary for every embedding and output matrix). Keeping freed memory in the heap changes no
 # number (the same operations run on the same values) and made every system's training 3-23%
-# faster in the simplification comparison (docs/RESULTS.md: fairseq lstm on words 21m23s ->
+# faster in the simplification comparison (docs/results/history.md: fairseq lstm on words 21m23s ->
 # 18m07s, same losses and scores). Values already set in the environment win.
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(4 << 30), "MALLOC_TRIM_THRESHOLD_": str(64 << 30)}
 

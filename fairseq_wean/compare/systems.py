@@ -48,7 +48,7 @@ SYSTEMS = {
 PAPER_EXACT = {
     # eq. 3 (the GRU reads c_t), eq. 5 (attention from s_t-1), eq. 9 (psi = W_c h_j, no tanh or bias)
     "core_copy_paper": ("core_copy", ["--core-attend-previous-state", "--core-input-feeding", "--core-psi", "affine"]),
-    # the poster's readout g(y_i-1, s_i, c^a_i, c^b_i) and RNNsearch's s_0 from the backward encoder
+    # the paper's readout g(y_i-1, s_i, c^a_i, c^b_i) and RNNsearch's s_0 from the backward encoder
     "word_attn_gated_paper": ("word_attn_gated", ["--word-attn-readout", "raw", "--word-attn-initial-state", "backward"]),
     # section 2.4: the candidate words are the training source side's (TurkCorpus: same language)
     "wean_lstm_paper": ("wean_lstm", ["--wean-candidates", "source"]),
@@ -66,7 +66,7 @@ METRIC_NAMES = {"sari": "SARI", "sari_legacy": "SARI (legacy)", "bleu": "BLEU", 
 # Tasks. runs: (system, vocabulary variant). Epoch budgets are sized for 2 CPU cores (the times in
 # the module docstring and docs/data.md); --epochs changes them. Summarization and translation had 10
 # and 6 epochs (about 2 h and 2 h 30 min here); 3 and 2 keep each under an hour, and the tables in
-# docs/RESULTS.md are these defaults' output.
+# docs/results/<task>.md are these defaults' output.
 WORD_SYSTEMS = ["lstm", "transformer", "wean_lstm", "core_copy", "word_attn_gated"]
 TASKS = {
     "simplification": {
@@ -135,10 +135,10 @@ CONVERGED = {
                                 ("core_copy", "word-pg"), ("word_attn_gated", "word"), ("char_transformer", "char"),
                                 ("wean_lstm", "word"), ("transformer", "spm"), ("transformer_untied", "spm")],
                        # fairseq lstm on words ties its decoder's input and output embeddings, the recipe
-                       # of the issue's simplification anchor (TurkCorpus legacy SARI 33.54 after 8 epochs):
+                       # of the simplification anchor (TurkCorpus legacy SARI 33.54 after 8 epochs):
                        # untied, at about 260 updates per epoch, it had validation SARI 21.36 after 4 epochs.
                        # Untied on pieces it did not learn the task either (validation SARI 19.3-21.0 over
-                       # 9 epochs, outputs unrelated to their sources; docs/RESULTS.md), so the
+                       # 9 epochs, outputs unrelated to their sources; docs/results/history.md), so the
                        # separate-output-matrix control is the untied transformer, which does.
                        "run_overrides": {("lstm", "word"): ["--share-decoder-input-output-embed"]}},
     # core_copy on Gigaword keeps the short budget's settings and batches (RNN_OPTIM, BATCH: Adam 2e-3,

@@ -19,7 +19,7 @@ What departs from the paper, with the option that restores it, and why each impl
 choice was made (attention on s_t, the restricted softmax over gathered rows, mixture log-probs
 over E, one full-vocabulary buffer per decoded batch, log space, the alignment table in the
 checkpoint, psi and U, markers): docs/models/core_copy.md, "Departures from the paper" and
-"Implementation notes". Measurements: docs/RESULTS.md.
+"Implementation notes". Measurements: docs/results/performance.md.
 """
 
 import torch

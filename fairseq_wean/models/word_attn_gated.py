@@ -98,7 +98,7 @@ class WordAttnGatedModel(CheckedEncoderDecoderModel):
         parser.add_argument("--word-attn-readout", choices=READOUT_CHOICES,
                             help="what g reads besides y_{i-1} and s_i: 'gated' (default) = the gated contexts "
                                  "f reads, o*c^a and (1-o)*V_b c^b; 'raw' = c^a and c^b as attended, the "
-                                 "poster's g(y_{i-1}; s_i; c^a_i; c^b_i) (section 3). Same for the ungated "
+                                 "paper's g(y_{i-1}; s_i; c^a_i; c^b_i) (section 3). Same for the ungated "
                                  "ablations, which have no gate")
         parser.add_argument("--word-attn-initial-state", choices=INITIAL_STATE_CHOICES,
                             help="what s_0 = tanh(W_s h) reads: 'both' (default) = the encoder's final states "

@@ -148,7 +148,7 @@ def _tanh_block(query, keys, rows, cols, buffer):
 
 def tanh_(x):
     """tanh in place. In float32 and float64 as 2 sigmoid(2x) - 1, the same function, faster than
-    ``torch.tanh`` on the CPU (``python -m bench.additive_parts``; docs/RESULTS.md); within 1.8e-7 of
+    ``torch.tanh`` on the CPU (``python -m bench.additive_parts``; docs/results/performance.md); within 1.8e-7 of
     ``torch.tanh`` in float32 (an absolute error, 1.5 ulp of 1; tests/test_attention.py). Other
     dtypes (bfloat16 under --cpu-bf16, float16), where 2 sigmoid(2x) - 1 would lose the small
     values: ``tanh_``."""
@@ -164,7 +164,7 @@ class AdditiveScore(torch.autograd.Function):
     are three fresh B x Tq x S x H tensors per training step, each paged in by the kernel anew.
     Here each block lives in one reused buffer: the forward keeps only q, k and v, and the backward
     recomputes tanh per block (``python -m bench.additive_parts`` measures both ways; numbers in
-    docs/RESULTS.md). Sums over blocks are float32 at least (bfloat16 / float16 inputs), cast once
+    docs/results/performance.md). Sums over blocks are float32 at least (bfloat16 / float16 inputs), cast once
     at the end; a second derivative (``create_graph=True``) goes through the whole-tensor formula.
     Gradients, with t = tanh(q_t + k_s) and g the incoming gradient (B x Tq x S):
 

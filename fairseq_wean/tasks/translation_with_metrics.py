@@ -356,7 +356,7 @@ class TranslationWithMetricsTask(TranslationTask):
 
         Why: fairseq's own ``--bf16`` implies ``--tpu``, so fairseq has no bfloat16 on CPU, and
         on a CPU with native bfloat16 the matrix products of a training step are several times
-        faster in it (docs/RESULTS.md, "CPU bfloat16"). Autocast keeps the float32 parameters
+        faster in it (docs/results/performance.md, "CPU bfloat16"). Autocast keeps the float32 parameters
         and runs only the ops on its lower-precision list (linear layers, matrix products, the
         RNN layers) in bfloat16; the models compute their (log-)softmaxes in float32. The
         backward pass runs outside the context, in the dtypes autocast chose forward, as torch

@@ -362,6 +362,11 @@ def checkpoint_error(path, exc):
         return damaged_error(path, problem or "{}: {}".format(type(exc).__name__, first))
     if "Weights only load failed" in message:
         return refused_error(path, "a non-allow-listed object")
+    if not _starts_as_zip(path) and isinstance(exc, (EOFError, IndexError, KeyError, ValueError, TypeError,
+                                                     AttributeError, RuntimeError, __import__("pickle").UnpicklingError)):
+        # torch's legacy reader on a file that is no pickle torch wrote (its unpickler's own errors)
+        first = (message.splitlines() or [""])[0][:200]
+        return damaged_error(path, "not a checkpoint torch can read: {}: {}".format(type(exc).__name__, first))
     return exc
 
 
@@ -433,14 +438,51 @@ def _atomic_checkpoint_copies():
             def copy(src_path, dst_path, overwrite=False):
                 if not PathManager.supports_rename(dst_path):
                     return PathManager.copy(src_path, dst_path, overwrite=overwrite)
-                tmp = dst_path + ".tmp"
-                PathManager.copy(src_path, tmp, overwrite=True)
-                os.replace(tmp, dst_path)
+                tmp = _fresh_tmp(dst_path)
+                try:
+                    PathManager.copy(src_path, tmp, overwrite=True)
+                    os.replace(tmp, dst_path)
+                except BaseException:
+                    _remove(tmp)  # a full disk: the old DEST stays, no DEST.tmp is left behind
+                    raise
                 return True
 
         return AtomicCopyPathManager
 
+    def wrap_persistent_save(original):
+        def torch_persistent_save(obj, filename, async_write=False):
+            if async_write or not checkpoint_utils.PathManager.supports_rename(filename):
+                return original(obj, filename, async_write)
+            tmp = _fresh_tmp(filename)
+            try:
+                return original(obj, filename, async_write)
+            except BaseException:
+                _remove(tmp)
+                raise
+
+        return torch_persistent_save
+
     wrap_once(checkpoint_utils, "PathManager", atomic_copies)
+    wrap_once(checkpoint_utils, "torch_persistent_save", wrap_persistent_save)
+
+
+def _fresh_tmp(path):
+    """``PATH.tmp``, the name fairseq writes a checkpoint to before renaming it: a symbolic link
+    planted there is removed first (opening it would write through it)."""
+    import os
+
+    tmp = path + ".tmp"
+    if os.path.islink(tmp):
+        os.unlink(tmp)
+    return tmp
+
+
+def _remove(path):
+    import contextlib
+    import os
+
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 def _wrap_training_start():

@@ -43,8 +43,13 @@ this order:
     (:func:`install_help_lists_model_options`).
 15. fairseq 0.12.2's ``transformer`` decodes on torch >= 1.13: its encoder layer's
     "BetterTransformer" fast path is turned off (:func:`install_transformer_without_fast_path`).
+16. A dictionary file (``dict.SRC.txt`` of a data folder, ``--unk-markers-dict``) that is
+    missing, not ``WORD COUNT`` lines, lists a word twice or is not UTF-8, and a ``--replace-unk``
+    alignment dictionary that is missing or not ``SOURCE TARGET`` lines, are one-line errors
+    naming the file and the line, in every command and the hub
+    (:func:`install_dictionary_file_errors`).
 
-Fixes 1-7 live here; the decoding fixes (8-11, 15) in :mod:`fairseq_wean.fixes_decoding`, the
+Fixes 1-7 and 16 live here; the decoding fixes (8-11, 15) in :mod:`fairseq_wean.fixes_decoding`, the
 training-run fixes (12-14) in :mod:`fairseq_wean.fixes_training`.
 """
 import os
@@ -256,6 +261,100 @@ def first_stray_carriage_return(path):
                        for i in range(0, found.start(), chunk))
 
 
+def install_dictionary_file_errors():
+    """Fix 16 (see the module docstring): one reader's errors for every dictionary file.
+
+    fairseq's ``Dictionary.add_from_file`` (behind every ``Dictionary.load``: the task's
+    ``dict.SRC.txt``/``dict.TGT.txt`` in fairseq-train, -generate, -interactive, -validate and the
+    hub, and ``--unk-markers-dict``) raises ``FileNotFoundError``, ``ValueError("Incorrect
+    dictionary format ...")``, ``RuntimeError("Duplicate word found ...")`` or a bare
+    ``Exception("Incorrect encoding ...")`` with a traceback; ``utils.load_align_dict``
+    (``--replace-unk FILE``) an ``IndexError`` on a one-column line, and it silently used a fairseq
+    dictionary given by mistake (every ``<unk>`` became a word count). Each is now one line naming
+    the file and, where there is one, the line.
+    """
+    from fairseq import utils
+    from fairseq.data import Dictionary
+
+    def wrap_add_from_file(original):
+        def add_from_file(self, f):
+            if not isinstance(f, str):
+                return original(self, f)
+            try:
+                return original(self, f)
+            except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+                raise FairseqWeanError("dictionary {}: {} (a fairseq dictionary, 'WORD COUNT' lines, as "
+                                       "fairseq-preprocess writes dict.LANG.txt)".format(f, exc.strerror)) from None
+            except Exception:  # ValueError, RuntimeError, fairseq's bare Exception for the encoding
+                problem = dictionary_file_problem(f, self.symbols[: self.nspecial])
+                if problem is None:
+                    raise
+                raise FairseqWeanError("dictionary {} {}".format(f, problem)) from None
+
+        return add_from_file
+
+    def wrap_load_align_dict(original):
+        def load_align_dict(replace_unk):
+            if isinstance(replace_unk, str) and replace_unk and replace_unk != "@@ ":
+                from fairseq_wean.textio import read_lines
+
+                lines = read_lines(replace_unk, "--replace-unk alignment dictionary")
+                rows = [(n, line.split()) for n, line in enumerate(lines, 1) if line.strip()]
+                for n, cols in rows:
+                    if len(cols) < 2:
+                        raise FairseqWeanError("--replace-unk {} line {}: expected 'SOURCE TARGET' (the alignment "
+                                               "dictionary: a source word and the word it becomes), got {!r}".format(
+                                                   replace_unk, n, " ".join(cols)[:80]))
+                if rows and all(len(cols) == 2 and cols[1].isdigit() for _n, cols in rows):
+                    raise FairseqWeanError("--replace-unk {} is a fairseq dictionary ('WORD COUNT' lines), not an "
+                                           "alignment dictionary ('SOURCE TARGET'): every <unk> would become a "
+                                           "count; give a bare --replace-unk to copy the attended source word".format(
+                                               replace_unk))
+            return original(replace_unk)
+
+        return load_align_dict
+
+    same_code("compat 16 (dictionary files)", "fairseq's Dictionary.add_from_file and load_align_dict raise "
+              "tracebacks for a missing, malformed, duplicate or non-UTF-8 file")
+    wrap_once(Dictionary, "add_from_file", wrap_add_from_file)
+    wrap_once(utils, "load_align_dict", wrap_load_align_dict)
+
+
+def dictionary_file_problem(path, existing=()):
+    """What makes PATH unreadable as a fairseq dictionary ('line N ...'), or None. ``existing``:
+    the symbols the dictionary holds already (fairseq's special symbols)."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read().split(b"\n")
+    except OSError as exc:
+        return ": {}".format(exc.strerror)
+    seen = {word: 0 for word in existing}
+    for n, line in enumerate(raw, 1):
+        try:
+            text = line.decode("utf-8").rstrip()
+        except UnicodeDecodeError:
+            return "line {} is not UTF-8 text: re-encode the file as UTF-8 or rebuild it with fairseq-preprocess".format(n)
+        if not text:
+            continue
+        fields = text.rsplit(" ", 1)
+        overwrite = fields[-1] == "#fairseq:overwrite" and len(fields) == 2
+        if overwrite:
+            fields = fields[0].rsplit(" ", 1)
+        if len(fields) != 2 or not fields[1].lstrip("-").isdigit():
+            if n == 1 and text.startswith("#"):
+                continue  # fairseq's metadata line
+            return "line {}: expected 'WORD COUNT' (a fairseq dictionary, as fairseq-preprocess writes " \
+                   "dict.LANG.txt), got {!r}".format(n, text[:80])
+        if seen.get(fields[0]) == 0 and not overwrite:
+            return "line {} lists {!r}, which fairseq adds to every dictionary itself: remove the line".format(
+                n, fields[0])
+        if fields[0] in seen and not overwrite:
+            return "lists {!r} twice (lines {} and {}): a fairseq dictionary has each word once (fairseq's " \
+                   "'#fairseq:overwrite' flag at the end of the second line keeps it)".format(fields[0], seen[fields[0]], n)
+        seen.setdefault(fields[0], n)
+    return None
+
+
 def install_preprocess_input_check():
     """fairseq-preprocess ``--user-dir fairseq_wean``: refuse raw files with a ``\r`` inside a line.
 
@@ -305,6 +404,7 @@ def apply():
     distributed.install()
     install_build_checks()
     install_binarized_data_checks()
+    install_dictionary_file_errors()
     install_preprocess_input_check()
     install_interactive_input_reader()
     install_diverse_beam_search_fixes()  # --diverse-beam-groups: see its docstring

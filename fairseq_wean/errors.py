@@ -22,6 +22,24 @@ def error_line(prog, exc):
     return "{}: error: {}".format(prog, str(exc).replace("\n", " "))
 
 
+def disk_full(exc):
+    """A FairseqWeanError for an ``OSError`` of a full disk (or quota) in ``exc``'s chain, else None.
+    Every writer of the plugin and fairseq's checkpoint writes go through a temporary file renamed
+    over the target, so the message can say that nothing was lost."""
+    import errno
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+            where = " writing {}".format(exc.filename) if exc.filename else ""
+            return FairseqWeanError("no space left on the device{}: the file being written was not finished and "
+                                    "replaced nothing (earlier outputs and checkpoints are intact); free space and "
+                                    "run the command again".format(where))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def run_cli(main, prog, argv=None):
     """Run a console script's ``main(argv)``; a ``FairseqWeanError`` becomes one line on stderr
     (:func:`error_line`, after what ``main`` printed to stdout) and exit status 1.
@@ -33,6 +51,11 @@ def run_cli(main, prog, argv=None):
     except FairseqWeanError as exc:
         sys.stdout.flush()
         sys.exit(error_line(prog, exc))
+    except OSError as exc:
+        full = disk_full(exc)
+        if full is None:
+            raise
+        sys.exit(error_line(prog, full))
 
 
 def _excepthook(exc_type, exc, tb, _previous=sys.excepthook):
@@ -44,6 +67,8 @@ def _excepthook(exc_type, exc, tb, _previous=sys.excepthook):
         cause = cause.__cause__ or cause.__context__
     if cause is not None and not isinstance(cause, FairseqWeanError):
         cause = None
+    if cause is None:
+        cause = disk_full(exc)
     if cause is not None:
         sys.stderr.write(error_line(PROG, cause) + "\n")
         sys.stderr.flush()

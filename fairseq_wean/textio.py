@@ -194,8 +194,11 @@ def lock_folder(folder, what, holder):
     except OSError:
         f.close()
         return
-    f.seek(0)
-    f.truncate()
-    f.write("{} (pid {})\n".format(holder, os.getpid()))
-    f.flush()
+    try:  # the holder's name is only for the other process's message: the lock is the flock
+        f.seek(0)
+        f.truncate()
+        f.write("{} (pid {})\n".format(holder, os.getpid()))
+        f.flush()
+    except OSError:
+        pass
     _HELD_LOCKS[folder] = f

@@ -454,7 +454,7 @@ def test_empty_binarized_training_set(runs):
     """fairseq alone: "ValueError: cannot mmap an empty file" with a traceback."""
     line = last_error_line(runs["train_empty_set"])
     assert "empty-bin/train.src-tgt.src.bin is empty" in line and "no sentences" in line
-    assert os.listdir(runs["work"] / "e12") == []
+    assert os.listdir(runs["work"] / "e12") in ([], [".fairseq-wean.lock"])  # the --save-dir lock: nothing else
 
 
 def test_stray_carriage_return_in_raw_files(runs):

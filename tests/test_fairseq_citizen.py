@@ -43,7 +43,8 @@ PATCHES = ["compat 1 (last batch kept)", "compat 2 / checkpoint_safety", "compat
            "compat 8 (interactive non-UTF-8 input)", "compat 9 (--diverse-beam-groups)",
            "compat 10 (--no-repeat-ngram-size on CPU)", "compat 11 (never <s>)",
            "compat 12 (--patience across a restart)", "compat 13 (resumed run, same batches)",
-           "compat 14 (--help with --arch)", "compat 15 (transformer fast path)", "report/gate_lines (--print-gates)",
+           "compat 14 (--help with --arch)", "compat 15 (transformer fast path)",
+           "compat 16 (dictionary files)", "report/gate_lines (--print-gates)",
            "unk_replacement (--replace-unk)", "hub (the Python API)"]
 
 

@@ -400,3 +400,49 @@ def test_no_comparison_output_is_written_through_a_planted_link(results, tmp_pat
     assert victim.read_text() == "precious\n"
     for name in COMPARE_OUTPUTS:
         assert (out / name).is_file() and not (out / name).is_symlink(), name
+
+
+class RecordingDict(dict):
+    """A dict that records which keys are read."""
+
+    def __init__(self, data, seen):
+        super().__init__(data)
+        self.seen = seen
+
+    def __getitem__(self, key):
+        self.seen.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self.seen.add(key)
+        return super().get(key, default)
+
+
+@pytest.mark.skipif(shared_data_dir("translation") is None, reason="needs ../shared/data (Multi30k)")
+def test_every_field_the_tables_read_is_checked(results, tmp_path, monkeypatch):
+    """The validator's promise, by construction: run the tables, the figure and the report on a
+    published run, recording every field of its ``run`` they read; each must be in RUN_FIELDS
+    (or OPTIONAL_RUN_FIELDS), the fields read_published checks."""
+    from fairseq_wean.compare import cli as compare_cli
+
+    args, _folder = results
+    seen = set()
+    read = runner.read_published
+
+    def recording(path, recipe):
+        published = read(path, recipe)
+        published["run"] = RecordingDict(published["run"], seen)
+        return published
+
+    monkeypatch.setattr(runner, "read_published", recording)
+    compare_cli.main(["translation", shared_data_dir(), "--runs", "lstm:word", "--reuse-only",
+                      "--results-dir", args.results_dir, "--out", str(tmp_path / "out")])
+    checked = set(runner.RUN_FIELDS) | set(runner.OPTIONAL_RUN_FIELDS)
+    assert seen and seen <= checked | {"outputs"}, sorted(seen - checked)
+
+
+def test_a_tampered_valid_metric_is_refused(results):
+    args, folder = results
+    edit(folder, lambda p: p["run"].__setitem__("valid_metric", "loss"))
+    with pytest.raises(FairseqWeanError, match="run.valid_metric is 'loss', but this task's runs are validated on 'bleu'"):
+        runner.published_run(args, dict(RECIPE, valid={"metric": "bleu"}), KEY)

@@ -361,6 +361,11 @@ def published_run(args, recipe, key):
 
 OUTPUT_KINDS = ("plain", "replace_unk")
 NUMBER = (int, float)
+# every field of a published run that the tables, the figure and the report read, with its types
+# (tests/test_untrusted_files.py records what they read and fails on a field missing here)
+RUN_FIELDS = {"params": (int,), "output_params": (int,), "train_seconds": NUMBER, "best_epoch": (int,),
+              "best_valid": NUMBER, "valid_metric": (str,), "curve": (list,)}
+OPTIONAL_RUN_FIELDS = {"output_tied": (bool,), "valid_loss": (dict,)}
 
 
 def read_published(path, recipe):
@@ -399,10 +404,14 @@ def read_published(path, recipe):
                 raise bad("files.{}.{} is {!r}: a published output is always {!r} in its own folder".format(
                     test, kind, outputs[kind], published_name(test, kind)))
     run = field(published, "run", (dict,), "")
-    for name, types in (("params", (int,)), ("output_params", (int,)), ("train_seconds", NUMBER),
-                        ("best_epoch", (int,)), ("best_valid", NUMBER), ("valid_metric", (str,)),
-                        ("curve", (list,))):
+    for name, types in RUN_FIELDS.items():
         field(run, name, types, "run.")
+    for name, types in OPTIONAL_RUN_FIELDS.items():
+        if run.get(name) is not None:
+            field(run, name, types, "run.")
+    metric = recipe.get("valid", {}).get("metric")
+    if metric is not None and run["valid_metric"] != metric:
+        raise bad("run.valid_metric is {!r}, but this task's runs are validated on {!r}".format(run["valid_metric"], metric))
     for i, row in enumerate(run["curve"]):
         field(row, "epoch", (int,), "run.curve[{}].".format(i))
         field(row, run["valid_metric"], NUMBER, "run.curve[{}].".format(i))

@@ -1,0 +1,85 @@
+"""Every parse of a dictionary file is one line naming the file (and the line): a fairseq
+dictionary (a data folder's dict.LANG.txt, --unk-markers-dict) that is missing, malformed, lists a
+word twice, lists a word fairseq adds itself, or is not UTF-8; a --replace-unk alignment
+dictionary that is missing, malformed or a fairseq dictionary given by mistake. Each tried on every
+entry point that reads it (fairseq-train, -generate, -interactive, -validate, the hub)."""
+import shutil
+
+import pytest
+
+from conftest import USER_DIR
+from test_crafted_checkpoints import run_driver, train_argv
+
+BROKEN_DICTIONARIES = {
+    "missing": None,
+    "malformed": "w1 3\nw2\n",
+    "duplicate": "w1 3\nw2 2\nw1 1\n",
+    "special symbol": "w1 3\n<unk> 2\n",
+    "not UTF-8": "w1 3\n".encode() + b"w\xe9 2\n",
+}
+DICTIONARY_MESSAGES = {"missing": "No such file", "malformed": "line 2: expected 'WORD COUNT'",
+                       "duplicate": "lists 'w1' twice (lines 1 and 3)", "special symbol": "line 2 lists '<unk>'",
+                       "not UTF-8": "line 2 is not UTF-8"}
+BROKEN_ALIGN = {"missing": None, "malformed": "w1 w1\nw2\n", "a fairseq dictionary": "w1 3\nw2 2\n"}
+ALIGN_MESSAGES = {"missing": "no such file", "malformed": "line 2: expected 'SOURCE TARGET'",
+                  "a fairseq dictionary": "is a fairseq dictionary ('WORD COUNT' lines), not an alignment"}
+
+
+def write(path, content):
+    if content is None:
+        return path
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return path
+
+
+@pytest.fixture(scope="module")
+def model(data_bin, tmp_path_factory):
+    work = tmp_path_factory.mktemp("dict-model")
+    result = run_driver([{"name": "train", "argv": train_argv(data_bin, work / "ck")}], work, work / "no-marker")
+    assert result[0]["outcome"] == "ran to the end", result
+    return work / "ck" / "checkpoint_last.pt"
+
+
+def entry_points(data, checkpoint, save_dir):
+    common = [str(data), "--path", str(checkpoint), "--user-dir", USER_DIR, "--cpu"]
+    return {
+        "fairseq-train": train_argv(data, save_dir),
+        "fairseq-generate": ["generate"] + common + ["--beam", "2"],
+        "fairseq-interactive": ["interactive"] + common + ["--source-lang", "src", "--target-lang", "tgt"],
+        "fairseq-validate": ["validate"] + common + ["--task", "translation", "--max-tokens", "2000"],
+    }
+
+
+def test_a_broken_dictionary_is_one_line_in_every_entry_point(raw_dir, data_bin, model, tmp_path):
+    jobs, expected = [], []
+    for case, content in BROKEN_DICTIONARIES.items():
+        data = tmp_path / "data-{}".format(case.replace(" ", "-"))
+        shutil.copytree(data_bin, data)
+        (data / "dict.tgt.txt").unlink()
+        write(data / "dict.tgt.txt", content)
+        for name, argv in entry_points(data, model, tmp_path / "save" / case.replace(" ", "-")).items():
+            jobs.append({"name": "{} / {}".format(name, case), "argv": argv})
+            expected.append((str(data / "dict.tgt.txt"), DICTIONARY_MESSAGES[case]))
+        jobs.append({"name": "hub / {}".format(case), "argv": ["hub"], "folder": str(model.parent),
+                     "crafted": str(model), "data": str(data)})
+        expected.append((str(data / "dict.tgt.txt"), DICTIONARY_MESSAGES[case]))
+        markers = write(tmp_path / "markers-{}.txt".format(case.replace(" ", "-")), content)
+        jobs.append({"name": "--bpe unk_markers --unk-markers-dict / {}".format(case),
+                     "argv": entry_points(data_bin, model, None)["fairseq-interactive"]
+                     + ["--bpe", "unk_markers", "--unk-markers-dict", str(markers)]})
+        expected.append((str(markers), DICTIONARY_MESSAGES[case] if case != "missing" else "no such file"))
+    for case, content in BROKEN_ALIGN.items():
+        align = write(tmp_path / "align-{}.txt".format(case.replace(" ", "-")), content)
+        for name in ("fairseq-generate", "fairseq-interactive"):
+            source = ["--replace-unk-source", str(raw_dir / "test.src")] if name == "fairseq-generate" else []
+            jobs.append({"name": "{} --replace-unk / {}".format(name, case),
+                         "argv": entry_points(data_bin, model, None)[name] + ["--replace-unk", str(align)] + source})
+            expected.append((str(align), ALIGN_MESSAGES[case]))
+    results = run_driver(jobs, tmp_path, tmp_path / "no-marker")
+    wrong = []
+    for job, result, (path, message) in zip(jobs, results, expected):
+        outcome = result["outcome"]
+        if not (outcome.startswith("FairseqWeanError: ") and path in outcome and message in outcome
+                and "\n" not in outcome):
+            wrong.append("{}: {}".format(job["name"], outcome[:300]))
+    assert not wrong, "\n".join(wrong)

@@ -5,6 +5,13 @@ synthetic Zipf data with two vocabularies (8k and 50k words by default).
     python -m bench.run                 # the full run (about 25 minutes on 2 CPU cores)
     python -m bench.run --quick         # a smoke run (2-3 minutes: few updates, 8k only)
     bench/run.sh [options]              # the same, from anywhere
+    python -m bench.run --device cuda --precisions fp32,amp,fp16 --json R.json   # on a GPU, in one process
+
+``--device cuda`` (or ``cpu``, its stand-in) measures in this one process instead, with fairseq's
+own Trainer and SequenceGenerator, adds peak GPU memory (``torch.cuda.max_memory_allocated``) and
+precisions (``--amp``, ``--fp16``), and writes ``--out`` only when it is given:
+:mod:`bench.device_bench` says what it measures and why. What follows is the default, the command
+lines on the CPU.
 
 For every model and vocabulary, each measured by the real command lines:
 
@@ -23,7 +30,7 @@ For every model and vocabulary, each measured by the real command lines:
   where the CPU has native bfloat16).
 
 Every figure is also given as a ratio to fairseq ``lstm`` measured in the same run. The table
-goes to stdout and, between markers, into ``--out`` (default docs/RESULTS.md; text
+goes to stdout and, between markers, into ``--out`` (default docs/results/performance.md; text
 outside the markers is kept), with the date, the machine and the command line.
 
 ``--convergence ARCH=TRAIN_LOG`` (repeatable) adds the epochs and wall time each model took to
@@ -51,7 +58,7 @@ import subprocess
 import sys
 import time
 
-from bench import synthetic
+from bench import device_bench, synthetic
 from fairseq_wean.compare.train_log import read_train_log_line
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -60,23 +67,24 @@ USER_DIR = os.path.join(REPO, "fairseq_wean")
 ANCHOR = "lstm"
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
-# Equal sizes: 2 encoder and 2 decoder layers, 256-dimensional embeddings and states.
+# Equal sizes: 2 encoder and 2 decoder layers, 256-dimensional embeddings and states ({dim}: --dim,
+# default 256; {ffn}: the transformer's feed-forward size, 4 x dim).
 MODELS = {
-    "lstm": ["--arch", "lstm", "--encoder-embed-dim", 256, "--encoder-hidden-size", 256,
-             "--encoder-layers", 2, "--decoder-embed-dim", 256, "--decoder-hidden-size", 256,
-             "--decoder-layers", 2, "--decoder-out-embed-dim", 256],
-    "wean_lstm": ["--arch", "wean_lstm", "--embed-dim", 256, "--encoder-hidden-size", 256,
-                  "--encoder-layers", 2, "--decoder-hidden-size", 256, "--decoder-layers", 2],
-    "core_copy": ["--arch", "core_copy", "--embed-dim", 256, "--encoder-hidden-size", 256,
-                  "--encoder-layers", 2, "--decoder-hidden-size", 256, "--decoder-layers", 2,
-                  "--decoder-out-embed-dim", 256, "--core-topk", 10, "--criterion", "core_mode_loss",
+    "lstm": ["--arch", "lstm", "--encoder-embed-dim", "{dim}", "--encoder-hidden-size", "{dim}",
+             "--encoder-layers", 2, "--decoder-embed-dim", "{dim}", "--decoder-hidden-size", "{dim}",
+             "--decoder-layers", 2, "--decoder-out-embed-dim", "{dim}"],
+    "wean_lstm": ["--arch", "wean_lstm", "--embed-dim", "{dim}", "--encoder-hidden-size", "{dim}",
+                  "--encoder-layers", 2, "--decoder-hidden-size", "{dim}", "--decoder-layers", 2],
+    "core_copy": ["--arch", "core_copy", "--embed-dim", "{dim}", "--encoder-hidden-size", "{dim}",
+                  "--encoder-layers", 2, "--decoder-hidden-size", "{dim}", "--decoder-layers", 2,
+                  "--decoder-out-embed-dim", "{dim}", "--core-topk", 10, "--criterion", "core_mode_loss",
                   "--core-align-table", "{table}"],
-    "word_attn_gated": ["--arch", "word_attn_gated", "--encoder-embed-dim", 256, "--encoder-hidden-size", 256,
-                        "--encoder-layers", 2, "--decoder-embed-dim", 256, "--decoder-hidden-size", 256,
-                        "--decoder-layers", 2, "--decoder-out-embed-dim", 256],
-    "transformer": ["--arch", "transformer", "--encoder-embed-dim", 256, "--encoder-ffn-embed-dim", 1024,
-                    "--encoder-layers", 2, "--encoder-attention-heads", 4, "--decoder-embed-dim", 256,
-                    "--decoder-ffn-embed-dim", 1024, "--decoder-layers", 2, "--decoder-attention-heads", 4],
+    "word_attn_gated": ["--arch", "word_attn_gated", "--encoder-embed-dim", "{dim}", "--encoder-hidden-size", "{dim}",
+                        "--encoder-layers", 2, "--decoder-embed-dim", "{dim}", "--decoder-hidden-size", "{dim}",
+                        "--decoder-layers", 2, "--decoder-out-embed-dim", "{dim}"],
+    "transformer": ["--arch", "transformer", "--encoder-embed-dim", "{dim}", "--encoder-ffn-embed-dim", "{ffn}",
+                    "--encoder-layers", 2, "--encoder-attention-heads", 4, "--decoder-embed-dim", "{dim}",
+                    "--decoder-ffn-embed-dim", "{ffn}", "--decoder-layers", 2, "--decoder-attention-heads", 4],
 }
 
 # name: (issue's goal text, [(model, vocab or None, metric, minimum ratio)])
@@ -85,7 +93,7 @@ GOALS = [
      [("wean_lstm", None, "train_tok_s", 1.0), ("wean_lstm", None, "gen_sent_s", 1.0)]),
     ("core_copy at ~50k: generation >= 1.5x, training >= 1.3x",
      [("core_copy", "max", "gen_sent_s", 1.5), ("core_copy", "max", "train_tok_s", 1.3)]),
-    ("core_copy at ~8k: training and generation >= 1.0x (issue 42)",
+    ("core_copy at ~8k: training and generation >= 1.0x",
      [("core_copy", "min", "train_tok_s", 1.0), ("core_copy", "min", "gen_sent_s", 1.0)]),
     ("word_attn_gated: >= 0.85x",
      [("word_attn_gated", None, "train_tok_s", 0.85), ("word_attn_gated", None, "gen_sent_s", 0.85)]),
@@ -96,6 +104,9 @@ PROFILES = {
     # updates, log interval, warm-up intervals, train sentences, test sentences, latency sentences
     "full": dict(updates=30, interval=3, warmup=2, n_train=6000, n_test=128, n_latency=8, vocabs="8000,50000"),
     "quick": dict(updates=8, interval=2, warmup=1, n_train=2000, n_test=64, n_latency=4, vocabs="8000"),
+    # --device: timed training steps after warm-up steps (no log intervals)
+    "device": dict(updates=10, interval=1, warmup=3, n_train=6000, n_test=128, n_latency=8, vocabs="8000,50000"),
+    "device-quick": dict(updates=3, interval=1, warmup=1, n_train=2000, n_test=64, n_latency=4, vocabs="8000"),
 }
 
 
@@ -127,8 +138,9 @@ def run_process(cmd, log_path, env):
     return proc.returncode, out, usage.ru_maxrss / 1024.0, time.monotonic() - start
 
 
-def model_args(name, table):
-    return [str(a).format(table=table) for a in MODELS[name]]
+def model_args(name, table, dim=256):
+    """``name``'s size arguments at ``dim`` units (the transformer's feed-forward layers 4 x dim)."""
+    return [str(a).format(table=table, dim=dim, ffn=4 * dim) for a in MODELS[name]]
 
 
 def train_inner_wps(output):
@@ -445,7 +457,7 @@ def machine_description(threads):
 
 
 def report(all_results, cfg, argv, started, finished, loads):
-    out = [BEGIN, "## Performance benchmark (issues 5 and 42)", "",
+    out = [BEGIN, "## Performance benchmark", "",
            "- date: {} (run took {:.0f} min)".format(started.strftime("%Y-%m-%d %H:%M"),
                                                     (finished - started).total_seconds() / 60),
            "- machine: " + machine_description(cfg.threads),
@@ -506,8 +518,21 @@ def get_parser():
                    help="clock of fairseq's meters in the measured processes: cpu (process CPU time, "
                         "default: not inflated by other processes on a shared machine) or wall")
     p.add_argument("--workdir", default=None, help="data, checkpoints, logs (default: work_dirs/bench[-quick], git-ignored)")
-    p.add_argument("--out", default=os.path.join(REPO, "docs", "RESULTS.md"),
-                   help="markdown file whose benchmark section is (re)written")
+    p.add_argument("--out", default=None,
+                   help="markdown file whose benchmark section is (re)written (default docs/results/performance.md; "
+                        "with --device: none, the tables are printed)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default=None,
+                   help="measure in this process on this device (fairseq's Trainer and SequenceGenerator, "
+                        "peak GPU memory; bench/device_bench.py) instead of the command lines on the CPU")
+    p.add_argument("--precisions", default=None,
+                   help="with --device: comma-separated, from " + ", ".join(device_bench.PRECISIONS)
+                        + " (default fp32,amp,fp16 on cuda, fp32 on cpu)")
+    p.add_argument("--dim", type=int, default=256, help="units of every layer (default 256)")
+    p.add_argument("--n-train", type=int, help="synthetic training pairs (default 6000; --quick 2000)")
+    p.add_argument("--n-test", type=int, help="sentences generated at batch 64 (default 128; --quick 64)")
+    p.add_argument("--n-latency", type=int, help="sentences generated one at a time (default 8; --quick 4)")
+    p.add_argument("--json", default=None,
+                   help="results JSON (default WORKDIR/results.json); with --device rewritten after every model")
     p.add_argument("--convergence", action="append", default=[], metavar="ARCH=LOG",
                    help="fairseq-train log of a comparison run on real data (repeatable)")
     p.add_argument("--convergence-metric", default="loss", help="validation metric in those logs (default loss)")
@@ -518,11 +543,13 @@ def get_parser():
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     cfg = get_parser().parse_args(argv)
-    profile = PROFILES["quick" if cfg.quick else "full"]
+    profile = PROFILES[{(False, False): "full", (False, True): "quick", (True, False): "device",
+                        (True, True): "device-quick"}[(bool(cfg.device), cfg.quick)]]
     for key, value in profile.items():
         if getattr(cfg, key, None) is None:
             setattr(cfg, key, value)
-    cfg.workdir = cfg.workdir or os.path.join(REPO, "work_dirs", "bench-quick" if cfg.quick else "bench")
+    cfg.workdir = cfg.workdir or os.path.join(REPO, "work_dirs", "bench" + ("-" + cfg.device if cfg.device else "")
+                                              + ("-quick" if cfg.quick else ""))
     models = [m for m in cfg.models.split(",") if m]
     unknown = [m for m in models if m not in MODELS]
     if unknown:
@@ -530,6 +557,18 @@ def main(argv=None):
     if ANCHOR not in models:
         get_parser().error("the anchor model {} must be measured in the same run".format(ANCHOR))
     models = [ANCHOR] + [m for m in models if m != ANCHOR]
+    if cfg.device:
+        cfg.precisions = cfg.precisions or ("fp32,amp,fp16" if cfg.device == "cuda" else "fp32")
+        bad = [p for p in cfg.precisions.split(",") if p not in device_bench.PRECISIONS]
+        if bad:
+            get_parser().error("unknown precision(s): {} (known: {})".format(", ".join(bad), ", ".join(device_bench.PRECISIONS)))
+        return device_bench.run(cfg, models, argv)
+    if cfg.precisions:
+        get_parser().error("--precisions needs --device (the command lines train in float32, and --cpu-bf16 "
+                           "where the CPU has native bfloat16)")
+    if cfg.dim != 256:
+        get_parser().error("--dim needs --device (bench.flops and bench.profile count the 256-unit models)")
+    cfg.out = cfg.out or os.path.join(REPO, "docs", "results", "performance.md")
     env = dict(os.environ, OMP_NUM_THREADS=str(cfg.threads), MKL_NUM_THREADS=str(cfg.threads),
                PYTHONUNBUFFERED="1")
     started = datetime.datetime.now()
@@ -551,10 +590,12 @@ def main(argv=None):
     write_section(cfg.out, section)
     import json
 
-    with open(os.path.join(cfg.workdir, "results.json"), "w") as f:
+    json_path = cfg.json or os.path.join(cfg.workdir, "results.json")
+    with open(json_path, "w") as f:
         json.dump({str(v): r for v, r in all_results.items()}, f, indent=1)
-    log("wrote {} and {}".format(cfg.out, os.path.join(cfg.workdir, "results.json")))
+    log("wrote {} and {}".format(cfg.out, json_path))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

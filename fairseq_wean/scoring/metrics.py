@@ -137,8 +137,37 @@ def check_rouge_words(refs_streams, option="--rouge-chars"):
             "character (Chinese, Japanese; e.g. LCSTS)".format(100 * share, example[:40], option))
 
 
+# Metrics whose cost for one sentence grows with the product of its length and its reference's:
+# ROUGE-L (rouge-score's LCS table: time and memory) and TER (sacrebleu's edit distance). Every
+# other metric is linear in the input. A line of more tokens than MAX_LINE_TOKENS is refused for
+# them before they run (4,000 tokens took about 2 s and 300 MB per sentence pair on a 2-core
+# machine; 40,000 would take minutes and tens of GB).
+QUADRATIC_METRICS = ("rougeL", "ter")
+MAX_LINE_TOKENS = 4000
+
+
+def check_line_lengths(metric, sys_sents, refs_streams, chars=False):
+    """Refuse (FairseqWeanError) a line longer than :data:`MAX_LINE_TOKENS` for ``metric``, one of
+    :data:`QUADRATIC_METRICS`, naming the side, the line and the limit."""
+    from fairseq_wean.errors import FairseqWeanError
+
+    count = (lambda text: len(character_tokens(text))) if chars else (lambda text: len(text.split()))
+    sides = [("the output", sys_sents)] + [("reference {}".format(k + 1) if len(refs_streams) > 1 else "the reference",
+                                           stream) for k, stream in enumerate(refs_streams)]
+    for side, sentences in sides:
+        for i, text in enumerate(sentences, 1):
+            if len(text) > MAX_LINE_TOKENS and count(text) > MAX_LINE_TOKENS:
+                raise FairseqWeanError(
+                    "{}: line {} of {} has {:,} tokens, more than the {:,} this metric takes (it compares every "
+                    "token of a sentence with every token of its reference: time and memory grow with their "
+                    "product); split the text into sentences, or score without {}".format(
+                        metric, i, side, count(text), MAX_LINE_TOKENS, metric))
+
+
 def rouge_sentence_scores(sys_sents, refs_streams, types=ROUGE_TYPES, chars=False, stemmer=True):
     """{type: array of per-sentence F1 x 100}."""
+    if "rougeL" in types:
+        check_line_lengths("rougeL", sys_sents, refs_streams, chars)
     scorer = rouge_scorer(types, chars, stemmer)
     out = {t: np.zeros(len(sys_sents)) for t in types}
     for i, hyp in enumerate(sys_sents):
@@ -162,6 +191,8 @@ def sacrebleu_metric(name, bleu_tokenize=BLEU_TOKENIZE):
 def bleu_sentence_stats(sys_sents, refs_streams, name="bleu", bleu_tokenize=BLEU_TOKENIZE):
     """sacrebleu's per-sentence sufficient statistics of BLEU (or chrF, TER): the ones its paired
     bootstrap uses."""
+    if name in QUADRATIC_METRICS:
+        check_line_lengths(name, sys_sents, refs_streams)
     metric = sacrebleu_metric(name, bleu_tokenize)
     stats = metric._extract_corpus_statistics(sys_sents, refs_streams)
     return metric, np.asarray(stats, dtype=float)

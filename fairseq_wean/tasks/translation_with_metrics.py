@@ -66,7 +66,7 @@ from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.known_words import KnownWordsBeamSearch, KnownWordsConstraint, read_known_words
 from fairseq_wean.scoring import sari as sari_lib
 from fairseq_wean.scoring.pieces import check_no_pieces
-from fairseq_wean.scoring.metrics import ROUGE_TYPES, check_rouge_words, rouge_sentence_scores
+from fairseq_wean.scoring.metrics import ROUGE_TYPES, check_line_lengths, check_rouge_words, rouge_sentence_scores
 from fairseq_wean.textio import read_lines
 
 logger = logging.getLogger(__name__)
@@ -303,6 +303,8 @@ class TranslationWithMetricsTask(TranslationTask):
         check_no_pieces(named, option="--eval-bleu-remove-bpe")
         if self.cfg.eval_rouge and not self.cfg.eval_rouge_chars:
             check_rouge_words(self.eval_refs or [targets or []], option="--eval-rouge-chars")
+        if self.cfg.eval_rouge:  # ROUGE-L's references, before training (hypotheses: at most --max-len-b long)
+            check_line_lengths("rougeL", [], self.eval_refs or [targets or []], chars=self.cfg.eval_rouge_chars)
 
     def build_model(self, cfg, from_checkpoint=False):
         # FairseqTask's, not TranslationTask's: this class builds the generator for every metric

@@ -259,6 +259,19 @@ def _explained(path, load, *args, **kwargs):
 # hub opens generation.replace_unk (an alignment dictionary) when it is a string.
 FAIRSEQ_STORED_PATHS = {"generation": ("replace_unk",)}
 PATH_METAVARS = ("PATH", "FILE")
+# Sections built from a loaded checkpoint by the hub whose components (fairseq's BPEs and
+# tokenizers, any of them) read files named by their options (sentencepiece_model, bpe_codes,
+# gpt2_encoder_json, ...): every stored string there that names a path (one that exists, holds a
+# path separator, or is a URL, which fairseq's cached_path would fetch) is forgotten too. The
+# hub passes the files it finds beside the checkpoint as overrides, which are kept.
+PATH_SECTIONS = ("bpe", "tokenizer")
+
+
+def looks_like_path(value):
+    import os
+
+    return isinstance(value, str) and value != "" and (
+        os.sep in value or "://" in value or os.path.lexists(value))
 
 
 def plugin_options():
@@ -330,6 +343,10 @@ def forget_stored_paths(state, arg_overrides):
         for key in FAIRSEQ_STORED_PATHS.get(name, ()) if name else [k for v in FAIRSEQ_STORED_PATHS.values() for k in v]:
             if present(key) and isinstance(value(key), str) and key not in arg_overrides:
                 changes[key] = None
+        if name in PATH_SECTIONS:
+            for key in list(section.keys()):
+                if key != "_name" and key not in arg_overrides and looks_like_path(value(key)):
+                    changes[key] = None
         for option, flag in BUILT_FROM_CHECKPOINT.items():
             if present(flag) or present(option):
                 changes[flag] = True
@@ -515,16 +532,20 @@ def _wrap_training_start():
             task = getattr(trainer, "task", None)
             # the plugin's task only, by its class: fairseq's own tests call this with a MagicMock
             # trainer, whose task "has" every attribute (its checks failed there, issue 40)
-            if isinstance(task, TranslationWithMetricsTask):
+            plugin_task = isinstance(task, TranslationWithMetricsTask)
+            if isinstance(getattr(cfg, "save_dir", None), str):  # any task (not fairseq's tests' mocks)
                 best, last = (os.path.join(cfg.save_dir, "checkpoint_{}{}.pt".format(name, suffix))
                               for name in ("best", "last"))
+                overwrite = plugin_task and task.cfg.overwrite_best_checkpoint
                 if (restore == "checkpoint_last.pt" and not getattr(cfg, "finetune_from_model", None)
-                        and os.path.exists(best) and not os.path.exists(last) and not task.cfg.overwrite_best_checkpoint):
+                        and not getattr(cfg, "continue_once", None)
+                        and os.path.exists(best) and not os.path.exists(last) and not overwrite):
                     raise FairseqWeanError(
                         "--save-dir {} holds {} but no {}: this run would start from scratch and replace the best "
-                        "checkpoint with worse ones; resume with --restore-file {}, use another --save-dir, or add "
-                        "--overwrite-best-checkpoint".format(cfg.save_dir, os.path.basename(best),
-                                                             os.path.basename(last), best))
+                        "checkpoint with worse ones; resume with --restore-file {}, use another --save-dir, or {}".format(
+                            cfg.save_dir, os.path.basename(best), os.path.basename(last), best,
+                            "add --overwrite-best-checkpoint" if plugin_task else "move {} away".format(best)))
+            if plugin_task:
                 task.check_training_options(cfg)
             from fairseq.trainer import Trainer
 

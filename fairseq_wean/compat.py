@@ -212,6 +212,8 @@ def install_binarized_data_checks():
     def wrap_make_dataset(original):
         def make_dataset(path, impl, *args, **kwargs):
             data_file = indexed_dataset.data_file_path(path)
+            for part in (data_file, indexed_dataset.index_file_path(path)):
+                refuse_non_regular(part, "binarized data file")
             if os.path.isfile(data_file) and os.path.getsize(data_file) == 0:
                 raise FairseqWeanError(
                     "{} is empty: this binarized set has no sentences (fairseq-preprocess was "
@@ -240,7 +242,16 @@ def install_binarized_data_checks():
 
     same_code("compat 6 (unusable binarized data)", "fairseq memory-maps an empty or one-sided .bin "
               "and fails deep in training")
+    def wrap_infer_dataset_impl(original):  # reads the index's first bytes, before make_dataset
+        def infer_dataset_impl(path):
+            for part in (indexed_dataset.data_file_path(path), indexed_dataset.index_file_path(path)):
+                refuse_non_regular(part, "binarized data file")
+            return original(path)
+
+        return infer_dataset_impl
+
     wrap_once(indexed_dataset, "make_dataset", wrap_make_dataset)
+    wrap_once(indexed_dataset, "infer_dataset_impl", wrap_infer_dataset_impl)
     wrap_once(translation, "load_langpair_dataset", wrap_load_langpair_dataset)
 
 
@@ -280,6 +291,7 @@ def install_dictionary_file_errors():
         def add_from_file(self, f):
             if not isinstance(f, str):
                 return original(self, f)
+            refuse_non_regular(f, "dictionary")
             try:
                 return original(self, f)
             except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
@@ -318,6 +330,21 @@ def install_dictionary_file_errors():
               "tracebacks for a missing, malformed, duplicate or non-UTF-8 file")
     wrap_once(Dictionary, "add_from_file", wrap_add_from_file)
     wrap_once(utils, "load_align_dict", wrap_load_align_dict)
+
+
+def refuse_non_regular(path, what):
+    """A named pipe, socket or device where fairseq reads a data file would block it forever (or
+    read without end): refused in one line. A missing file is fairseq's to report."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise FairseqWeanError("{} {} is {}, not a regular file: refused (reading it could block or never "
+                               "end)".format(what, path, "a directory" if stat.S_ISDIR(mode) else "a named pipe, "
+                                             "socket or device"))
 
 
 def dictionary_file_problem(path, existing=()):

@@ -86,6 +86,7 @@ def at_least(low, kind=int, high=None, above=False):
     ``kind``: int or float): a value out of range is argparse's one-line usage error naming the
     option, before any work."""
     import argparse
+    import math
 
     def parse(text):
         try:
@@ -93,6 +94,8 @@ def at_least(low, kind=int, high=None, above=False):
         except ValueError:
             raise argparse.ArgumentTypeError("expected {} number, got {!r}".format(
                 "a whole" if kind is int else "a", text)) from None
+        if not math.isfinite(value):  # nan passes every comparison; inf ("1e400") is no setting either
+            raise argparse.ArgumentTypeError("must be a finite number, got {}".format(text))
         if value < low or above and value == low or high is not None and value > high:
             raise argparse.ArgumentTypeError("must be {}, got {}".format(describe(), text))
         return value

@@ -65,8 +65,16 @@ def from_pretrained(checkpoint_dir, checkpoint_file="checkpoint_best.pt", data_n
 
     check_pretrained_paths(checkpoint_dir, checkpoint_file, data_name_or_path)
     kwargs.setdefault("user_dir", USER_DIR)
-    loaded = hub_utils.from_pretrained(checkpoint_dir, checkpoint_file=checkpoint_file,
-                                       data_name_or_path=data_name_or_path, **kwargs)
+    try:
+        loaded = hub_utils.from_pretrained(checkpoint_dir, checkpoint_file=checkpoint_file,
+                                           data_name_or_path=data_name_or_path, **kwargs)
+    except Exception as exc:
+        if "Could not infer language pair" not in str(exc):
+            raise
+        raise FairseqWeanError("{}: which dictionaries are the source's and the target's cannot be told from the "
+                               "dict.*.txt files there: give source_lang= and target_lang= (e.g. "
+                               "from_pretrained(..., source_lang='src', target_lang='tgt'))".format(
+                                   data_name_or_path)) from None
     cfg = loaded["args"]
     symbols = loaded["task"].source_dictionary.symbols
     if "bpe" not in kwargs and getattr(cfg.bpe, "_name", None) is None:
@@ -82,7 +90,41 @@ def from_pretrained(checkpoint_dir, checkpoint_file="checkpoint_best.pt", data_n
                 name, option, path = found
                 with open_dict(cfg):
                     cfg.bpe = {"_name": name, option: path}
-    return hub_utils.GeneratorHubInterface(cfg, loaded["task"], loaded["models"])
+    try:
+        return hub_utils.GeneratorHubInterface(cfg, loaded["task"], loaded["models"])
+    except Exception as exc:
+        missing = forgotten_files(cfg)
+        if not missing or isinstance(exc, FairseqWeanError):
+            raise
+        raise FairseqWeanError(
+            "{}: the checkpoint's {} needs {}, and a path stored in a checkpoint is never opened: give {} to "
+            "from_pretrained, or put the file beside the checkpoint ({})".format(
+                checkpoint_dir, ", ".join("--{} {}".format(s, n) for s, n, _ in missing),
+                ", ".join(f for _, _, f in missing), ", ".join("{}=PATH".format(f) for _, _, f in missing),
+                type(exc).__name__)) from None
+
+
+def forgotten_files(cfg):
+    """[(section, component, option)] of the BPE and tokenizer options that name a file and are
+    None in ``cfg``: what loading the checkpoint forgot (checkpoint_safety.PATH_SECTIONS)."""
+    import dataclasses
+
+    from fairseq.registry import REGISTRIES
+
+    from fairseq_wean.checkpoint_safety import PATH_SECTIONS
+
+    missing = []
+    for section in PATH_SECTIONS:
+        part = cfg.get(section) if hasattr(cfg, "get") else None
+        name = getattr(part, "_name", None) if part is not None else None
+        config = REGISTRIES[section]["dataclass_registry"].get(name) if name else None
+        if config is None:
+            continue
+        for field in dataclasses.fields(config):
+            if field.name != "_name" and "str" in str(field.type) and part.get(field.name) is None \
+                    and field.default is not None:
+                missing.append((section, name, field.name))
+    return missing
 
 
 # fairseq's hub_utils.from_pretrained reads these files of a model folder as the BPE's model

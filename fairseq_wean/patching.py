@@ -162,6 +162,7 @@ def add_generation_argument(*flags, not_interactive=None, **kwargs):
     if all(known != flags for known, _, _ in _GENERATION_ARGUMENTS):
         _GENERATION_ARGUMENTS.append((flags, kwargs, not_interactive))
     wrap_once(options, "add_generation_args", _with_plugin_generation_arguments)
+    wrap_once(options, "parse_args_and_arch", _with_decoding_cross_checks)
 
 
 def generation_arguments():
@@ -205,17 +206,57 @@ GENERATION_RANGES = {
     "batch_size": (1, int, None, False), "max_tokens": (1, int, None, False),
     "required_batch_size_multiple": (1, int, None, False),
 }
+# the decoding parser's sharding: --num-shards 0 decoded every sentence; --shard-id past --num-shards
+# too (checked against each other where the generator is built)
+SHARDING_RANGES = {"num_shards": (1, int, None, False), "shard_id": (0, int, None, False)}
 GENERATION_ANY_VALUE = {"unkpen": "a penalty of either sign", "diverse_beam_strength": "a weight of either sign",
                         "diversity_rate": "a rate of either sign (-1: off)", "lm_weight": "a weight of either sign",
                         "iter_decode_eos_penalty": "a penalty of either sign"}
+
+
+def decoding_option_problem(args):
+    """What makes a parsed decoding command's options contradict each other, or None: rules
+    fairseq checks only deep inside (an assertion traceback after the model is loaded) or never
+    (--nbest past --beam printed --beam hypotheses; --shard-id past --num-shards decoded nothing
+    of what was asked)."""
+    beam, nbest = getattr(args, "beam", None), getattr(args, "nbest", None)
+    if isinstance(beam, int) and isinstance(nbest, int):
+        if nbest > beam:
+            return "--nbest {} cannot exceed --beam {}: a beam of {} keeps {} hypotheses".format(nbest, beam, beam, beam)
+        if getattr(args, "sampling", False) and nbest != beam:
+            return ("--sampling draws --beam {} samples and prints --nbest of them, which fairseq requires to be "
+                    "all: give --nbest {} (or --beam {})".format(beam, beam, nbest))
+    shards, shard = getattr(args, "num_shards", None), getattr(args, "shard_id", None)
+    if isinstance(shards, int) and isinstance(shard, int) and shard >= shards:
+        return "--shard-id {} must be below --num-shards {} (shards are numbered from 0)".format(shard, shards)
+    return None
+
+
+def _with_decoding_cross_checks(original):
+    def parse_args_and_arch(parser, input_args=None, parse_known=False, suppress_defaults=False, modify_parser=None):
+        result = original(parser, input_args, parse_known, suppress_defaults, modify_parser)
+        args = result[0] if parse_known else result
+        if not suppress_defaults and args is not None:
+            problem = decoding_option_problem(args)
+            if problem is not None:
+                parser.error(problem)  # argparse's one line and exit status 2, before any work
+        return result
+
+    return parse_args_and_arch
 
 
 def _ranged_actions(parser):
     from fairseq_wean.errors import at_least
 
     for action in parser._actions:
-        if action.dest in GENERATION_RANGES and not getattr(action.type, "range", None):
+        if getattr(action.type, "range", None):
+            continue
+        if action.dest in GENERATION_RANGES:
             action.type = at_least(*GENERATION_RANGES[action.dest])
+        elif action.dest in GENERATION_ANY_VALUE:
+            action.type = at_least(float("-inf"), float)  # any finite number (nan decoded, or failed late)
+        elif action.dest in SHARDING_RANGES:
+            action.type = at_least(*SHARDING_RANGES[action.dest])
 
 
 def _with_plugin_generation_arguments(original):

@@ -107,6 +107,8 @@ def out_of_range_values(low, kind, high, above):
     values = [low if above else low - (1 if kind is int else 0.5)]
     if high is not None:
         values.append(high + 1)
+    if kind is float:
+        values += [float("nan"), float("inf")]
     return values
 
 
@@ -134,6 +136,31 @@ def test_every_decoding_option_out_of_range_is_one_line_before_any_work(tool, ca
             assert "argument {}".format(flag) in err and "must be" in err, (flag, value, err)
         ok = low + (1 if above else 0) if high is None or low + 1 <= high else high
         assert getattr(parse(tool, [flag, str(kind(ok))]), name) == kind(ok), flag
+
+
+@pytest.mark.parametrize("tool", ["generate", "interactive"])
+def test_any_value_options_take_only_finite_numbers(tool, capsys):
+    from fairseq_wean.patching import GENERATION_ANY_VALUE
+
+    for name in GENERATION_ANY_VALUE:
+        flag = "--" + name.replace("_", "-")
+        for value in ("nan", "inf", "-inf"):
+            with pytest.raises(SystemExit):
+                parse(tool, ["{}={}".format(flag, value)])
+            assert "must be a finite number" in capsys.readouterr().err, (flag, value)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--beam", "1", "--nbest", "2"], "--nbest 2 cannot exceed --beam 1"),
+    (["--sampling"], "--sampling draws --beam 5 samples"),
+    (["--shard-id", "5", "--num-shards", "2"], "--shard-id 5 must be below --num-shards 2"),
+    (["--num-shards", "0"], "argument --num-shards: must be >= 1"),
+])
+@pytest.mark.parametrize("tool", ["generate", "interactive"])
+def test_contradicting_decoding_options_are_one_line(tool, argv, message, capsys):
+    with pytest.raises(SystemExit) as info:
+        parse(tool, argv)
+    assert info.value.code == 2 and message in capsys.readouterr().err.strip().splitlines()[-1]
 
 
 def test_eval_bleu_args_take_the_same_ranges():

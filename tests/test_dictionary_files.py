@@ -3,6 +3,7 @@ dictionary (a data folder's dict.LANG.txt, --unk-markers-dict) that is missing, 
 word twice, lists a word fairseq adds itself, or is not UTF-8; a --replace-unk alignment
 dictionary that is missing, malformed or a fairseq dictionary given by mistake. Each tried on every
 entry point that reads it (fairseq-train, -generate, -interactive, -validate, the hub)."""
+import os
 import shutil
 
 import pytest
@@ -16,10 +17,12 @@ BROKEN_DICTIONARIES = {
     "duplicate": "w1 3\nw2 2\nw1 1\n",
     "special symbol": "w1 3\n<unk> 2\n",
     "not UTF-8": "w1 3\n".encode() + b"w\xe9 2\n",
+    "named pipe": "FIFO",  # opened, it would block the command forever
 }
 DICTIONARY_MESSAGES = {"missing": "No such file", "malformed": "line 2: expected 'WORD COUNT'",
                        "duplicate": "lists 'w1' twice (lines 1 and 3)", "special symbol": "line 2 lists '<unk>'",
-                       "not UTF-8": "line 2 is not UTF-8"}
+                       "not UTF-8": "line 2 is not UTF-8",
+                       "named pipe": "is a named pipe, socket or device, not a regular file"}
 BROKEN_ALIGN = {"missing": None, "malformed": "w1 w1\nw2\n", "a fairseq dictionary": "w1 3\nw2 2\n"}
 ALIGN_MESSAGES = {"missing": "no such file", "malformed": "line 2: expected 'SOURCE TARGET'",
                   "a fairseq dictionary": "is a fairseq dictionary ('WORD COUNT' lines), not an alignment"}
@@ -27,6 +30,9 @@ ALIGN_MESSAGES = {"missing": "no such file", "malformed": "line 2: expected 'SOU
 
 def write(path, content):
     if content is None:
+        return path
+    if content == "FIFO":
+        os.mkfifo(path)
         return path
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
     return path
@@ -67,7 +73,8 @@ def test_a_broken_dictionary_is_one_line_in_every_entry_point(raw_dir, data_bin,
         jobs.append({"name": "--bpe unk_markers --unk-markers-dict / {}".format(case),
                      "argv": entry_points(data_bin, model, None)["fairseq-interactive"]
                      + ["--bpe", "unk_markers", "--unk-markers-dict", str(markers)]})
-        expected.append((str(markers), DICTIONARY_MESSAGES[case] if case != "missing" else "no such file"))
+        expected.append((str(markers), DICTIONARY_MESSAGES[case] if case not in ("missing", "named pipe")
+                         else "no such file" if case == "missing" else "not a regular file"))
     for case, content in BROKEN_ALIGN.items():
         align = write(tmp_path / "align-{}.txt".format(case.replace(" ", "-")), content)
         for name in ("fairseq-generate", "fairseq-interactive"):
@@ -83,3 +90,36 @@ def test_a_broken_dictionary_is_one_line_in_every_entry_point(raw_dir, data_bin,
                 and "\n" not in outcome):
             wrong.append("{}: {}".format(job["name"], outcome[:300]))
     assert not wrong, "\n".join(wrong)
+
+
+def test_a_binarized_file_that_is_a_pipe_is_refused_not_waited_on(data_bin, model, tmp_path):
+    """Each file of a binarized split as a named pipe: fairseq would block on it forever."""
+    jobs, names = [], []
+    for split, tool in (("train", "fairseq-train"), ("test", "fairseq-generate")):
+        for side in ("src", "tgt"):
+            for ext in ("idx", "bin"):
+                name = "{}.src-tgt.{}.{}".format(split, side, ext)
+                data = tmp_path / name.replace(".", "-")
+                shutil.copytree(data_bin, data)
+                (data / name).unlink()
+                os.mkfifo(data / name)
+                jobs.append({"name": name, "argv": entry_points(data, model, tmp_path / "save" / name)[tool]})
+                names.append(str(data / name))
+    results = run_driver(jobs, tmp_path, tmp_path / "no-marker")
+    wrong = [r for r, path in zip(results, names) if not (r["outcome"].startswith("FairseqWeanError: binarized data "
+                                                                                   "file " + path)
+                                                          and "named pipe" in r["outcome"])]
+    assert not wrong, wrong
+
+
+def test_the_hub_on_a_folder_that_does_not_name_its_languages_is_one_line(data_bin, model, tmp_path):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    shutil.copy(model, folder / "checkpoint_best.pt")
+    for lang in ("src", "tgt"):
+        shutil.copy(data_bin / "dict.{}.txt".format(lang), folder)
+    results = run_driver([{"name": "hub", "argv": ["hub"], "folder": str(folder),
+                           "crafted": str(folder / "checkpoint_best.pt"), "data": str(folder)}], tmp_path,
+                         tmp_path / "no-marker")
+    outcome = results[0]["outcome"]
+    assert outcome.startswith("FairseqWeanError: ") and "give source_lang= and target_lang=" in outcome, outcome

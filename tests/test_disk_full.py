@@ -49,7 +49,7 @@ def writers(raw_dir, data_bin, folder):
                                           raw_dir / "train.src", "--tgt", raw_dir / "train.tgt", "--min-count", "1",
                                           "--out", folder / "dict.txt"], folder / "dict.txt"),
         ("fairseq-train", [os.path.join(BIN, "fairseq-train")] + train_argv(data_bin, folder)[1:],
-         folder / "checkpoint_best.pt"),  # a first run: what it must not replace is the best checkpoint
+         folder / "checkpoint1.pt"),  # a first run: what it writes first is the epoch's checkpoint
     ]
 
 

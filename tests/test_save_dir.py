@@ -105,3 +105,17 @@ def test_a_best_checkpoint_metric_that_validation_never_logs_is_refused_before_t
             assert result["outcome"].startswith("FairseqWeanError: --best-checkpoint-metric {}: validation with "
                                                 "--criterion ".format(metric)), result
             assert "does not log it" in result["outcome"] and "it logs: " in result["outcome"], result
+
+
+@pytest.mark.parametrize("task", ["translation", "translation_with_metrics"])
+def test_a_best_checkpoint_without_a_last_one_is_not_replaced_whatever_the_task(data_bin, tmp_path, task):
+    save_dir = tmp_path / "save"
+    save_dir.mkdir()
+    (save_dir / "checkpoint_best.pt").write_bytes(b"the best weights")
+    results = run_driver([{"name": task, "argv": train_argv(data_bin, save_dir, "--task", task)}], tmp_path,
+                         tmp_path / "no-marker")
+    outcome = results[0]["outcome"]
+    assert outcome.startswith("FairseqWeanError: --save-dir ") and "holds checkpoint_best.pt but no " \
+        "checkpoint_last.pt" in outcome, outcome
+    assert (save_dir / "checkpoint_best.pt").read_bytes() == b"the best weights"
+    assert not list(save_dir.glob("checkpoint[0-9]*.pt"))

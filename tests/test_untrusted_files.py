@@ -199,7 +199,7 @@ def test_loading_a_checkpoint_opens_no_path_stored_in_it(tmp_path):
 
     def load(overrides):
         proc = subprocess.run([sys.executable, "-c", LOAD_WITH_AUDIT, str(path), json.dumps(planted),
-                               json.dumps(overrides)], capture_output=True, text=True, timeout=60, cwd=REPO)
+                               json.dumps(overrides)], capture_output=True, text=True, timeout=300, cwd=REPO)
         assert proc.returncode == 0, proc.stderr[-3000:]
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -446,3 +446,42 @@ def test_a_tampered_valid_metric_is_refused(results):
     edit(folder, lambda p: p["run"].__setitem__("valid_metric", "loss"))
     with pytest.raises(FairseqWeanError, match="run.valid_metric is 'loss', but this task's runs are validated on 'bleu'"):
         runner.published_run(args, dict(RECIPE, valid={"metric": "bleu"}), KEY)
+
+
+def test_the_hub_opens_no_bpe_or_tokenizer_file_named_in_a_checkpoint(data_bin, tmp_path):
+    """fairseq's own BPEs and tokenizers, every one registered, with every string option planted
+    as a path (a named pipe would hang the hub, a secret would be read): the hub forgets them and
+    says in one line which file to give."""
+    import dataclasses
+
+    import torch
+    from fairseq.registry import REGISTRIES
+
+    from test_crafted_checkpoints import run_driver, train_argv
+
+    first = run_driver([{"name": "train", "argv": train_argv(data_bin, tmp_path / "ck")}], tmp_path,
+                       tmp_path / "no-marker")
+    assert first[0]["outcome"] == "ran to the end", first
+    state = torch.load(str(tmp_path / "ck" / "checkpoint_last.pt"), weights_only=False)
+    planted = "/nonexistent-planted"
+    jobs = []
+    for section in ("bpe", "tokenizer"):
+        for name, config in sorted(REGISTRIES[section]["dataclass_registry"].items()):
+            fields = [f.name for f in dataclasses.fields(config or object) if f.name != "_name"
+                      and "str" in str(f.type)] if config is not None else []
+            if not fields or name == "unk_markers":  # unk_markers: test_loading_a_checkpoint_opens_no_path_stored_in_it
+                continue
+            folder = tmp_path / "{}-{}".format(section, name)
+            folder.mkdir()
+            state["cfg"][section] = dict({"_name": name}, **{f: "{}/{}".format(planted, f) for f in fields})
+            torch.save(state, str(folder / "checkpoint_best.pt"))
+            jobs.append({"name": "{} {}".format(section, name), "argv": ["hub"], "folder": str(folder),
+                         "crafted": str(folder / "checkpoint_best.pt"), "data": str(data_bin)})
+    results = run_driver(jobs, tmp_path, tmp_path / "no-marker")
+    wrong = []
+    for result in results:
+        outcome = result["outcome"]
+        if planted in outcome or not (outcome == "ran to the end" or outcome.startswith("ImportError")  # a package
+                                      or (outcome.startswith("FairseqWeanError") and "is never opened" in outcome)):
+            wrong.append("{}: {}".format(result["name"], outcome[:300]))
+    assert not wrong, "\n".join(wrong)

@@ -261,6 +261,13 @@ def test_validation_and_criterion_mistakes_are_one_line_errors_before_training(d
         # settings that change a metric that is off (accepted and ignored before)
         (["--eval-sari", "--eval-rouge-chars"], "--eval-rouge-chars changes only --eval-rouge, which is off"),
         (["--eval-rouge", "--eval-sari-mode", "legacy"], "--eval-sari-mode changes only --eval-sari, which is off"),
+        (["--eval-sari", "--eval-tokenized-bleu"], "--eval-tokenized-bleu changes only --eval-bleu, which is off"),
+        # validation's decoding options without a metric that decodes
+        (["--eval-bleu-args", '{"beam": 3}'], "--eval-bleu-args sets how validation decodes, but no metric decodes"),
+        (["--eval-bleu-args", "{}", "--eval-bleu-remove-bpe", "subword_nmt"],
+         "--eval-bleu-remove-bpe sets how validation decodes"),
+        (["--eval-bleu-args", "{}", "--eval-bleu-print-samples"], "--eval-bleu-print-samples sets how validation decodes"),
+        (["--eval-bleu", "--eval-bleu-args", '{"max_len_a": NaN}'], "max_len_a must be a number >= 0, got nan"),
         # the plugin's criterion, range-checked before the first update
         ([*SMALL_CORE, "--core-align-table", tmp_path / "align.table", "--mode-loss-weight", "-1"],
          "--mode-loss-weight must be >= 0, got -1.0"),

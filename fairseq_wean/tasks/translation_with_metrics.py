@@ -47,6 +47,7 @@ The logged values are not rounded (fairseq's BLEU is rounded to 2 decimals): che
 and ``--patience`` compare full-precision scores; the log prints 6 significant digits.
 """
 import json
+import math
 import logging
 from argparse import Namespace
 from dataclasses import dataclass, field
@@ -160,6 +161,8 @@ def check_generation_args(text):
         args = json.loads(text)
     except ValueError as exc:
         raise bad("not JSON ({})".format(exc)) from None
+    except RecursionError:
+        raise bad("not JSON this parser can read (nested too deeply)") from None
     if not isinstance(args, dict):
         raise bad("give a JSON object of generation options")
     known = {f.name for f in fields(GenerationConfig)} - {"_name"}
@@ -175,11 +178,18 @@ def check_generation_args(text):
         if value is None:
             continue
         kinds = (int,) if kind is int else (int, float)
-        if isinstance(value, bool) or not isinstance(value, kinds) or value < low or above and value == low \
-                or high is not None and value > high:
+        if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) or value < low \
+                or above and value == low or high is not None and value > high:
             raise bad("{} must be {} {} {}{}, got {!r}".format(
                 name, "a whole number" if kind is int else "a number", ">" if above else ">=", low,
                 "" if high is None else " and <= {}".format(high), value))
+    from fairseq_wean.patching import GENERATION_ANY_VALUE
+
+    for name in GENERATION_ANY_VALUE:
+        value = args.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value)):
+            raise bad("{} must be a finite number, got {!r}".format(name, value))
     if args.get("nbest", 1) > args.get("beam", 5):
         raise bad("nbest ({}) cannot exceed beam ({})".format(args.get("nbest"), args.get("beam", 5)))
 
@@ -262,11 +272,21 @@ class TranslationWithMetricsTask(TranslationTask):
                     "add --maximize-best-checkpoint-metric" if metric in HIGHER_IS_BETTER
                     else "drop --maximize-best-checkpoint-metric"))
         for flag, dest, needs, default in (("--eval-rouge-chars", "eval_rouge_chars", "eval_rouge", False),
-                                           ("--eval-sari-mode", "eval_sari_mode", "eval_sari", "default")):
+                                           ("--eval-sari-mode", "eval_sari_mode", "eval_sari", "default"),
+                                           ("--eval-tokenized-bleu", "eval_tokenized_bleu", "eval_bleu", False)):
             value = getattr(self.cfg, dest)
             if value != default and not getattr(self.cfg, needs):
                 raise FairseqWeanError("{} changes only --{}, which is off: add --{} or drop {}".format(
                     flag, needs.replace("_", "-"), needs.replace("_", "-"), flag))
+        # options of validation's decoding: nothing is decoded without a metric that decodes
+        for flag, dest, default in (("--eval-bleu-args", "eval_bleu_args", "{}"),
+                                    ("--eval-bleu-remove-bpe", "eval_bleu_remove_bpe", None),
+                                    ("--eval-bleu-detok", "eval_bleu_detok", "space"),
+                                    ("--eval-bleu-detok-args", "eval_bleu_detok_args", "{}"),
+                                    ("--eval-bleu-print-samples", "eval_bleu_print_samples", False)):
+            if getattr(self.cfg, dest, default) not in (default, None) and not self.decodes_in_validation:
+                raise FairseqWeanError("{} sets how validation decodes, but no metric decodes (--eval-bleu, --eval-sari "
+                                       "or --eval-rouge): add one or drop {}".format(flag, flag))
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         super().load_dataset(split, epoch, combine, **kwargs)

@@ -18,6 +18,8 @@ import time
 
 import torch
 
+from fairseq_wean.errors import at_least
+
 
 def best(fn, repeats):
     times = []
@@ -30,7 +32,7 @@ def best(fn, repeats):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=at_least(1), default=5)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     from fairseq_wean.modules.attention import additive_score, tanh_

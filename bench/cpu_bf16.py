@@ -31,6 +31,7 @@ from bench.run import fairseq_command, machine_description, run_process, train_i
 from fairseq_wean.compare import cli as compare_cli
 from fairseq_wean.compare import runner
 from fairseq_wean import cpu
+from fairseq_wean.errors import at_least
 
 BEGIN, END = "<!-- cpu-bf16:begin -->", "<!-- cpu-bf16:end -->"
 LOG_INTERVAL = 10
@@ -64,13 +65,17 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("compare_out", help="the --out of a converged comparison (its data/ is used)")
     p.add_argument("--systems", help="comma list of SYSTEM[:VOCAB] (default: the task's converged runs)")
-    p.add_argument("--updates", type=int, default=60, help="updates per measurement (default 60)")
-    p.add_argument("--warmup", type=int, default=2, help="log intervals of {} updates left out (default 2)".format(LOG_INTERVAL))
-    p.add_argument("--rounds", type=int, default=2, help="float32/bf16 pairs per system (default 2)")
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--updates", type=at_least(1, high=1000000), default=60, help="updates per measurement (default 60)")
+    p.add_argument("--warmup", type=at_least(0), default=2, help="log intervals of {} updates left out (default 2)".format(LOG_INTERVAL))
+    p.add_argument("--rounds", type=at_least(1), default=2, help="float32/bf16 pairs per system (default 2)")
+    p.add_argument("--threads", type=at_least(1), default=1)
     p.add_argument("--out", default=os.path.join(runner.REPO, "docs", "results", "performance.md"),
                    help="file whose marked section gets the table ('-': stdout only)")
     a = p.parse_args(argv)
+    if a.warmup >= a.updates // LOG_INTERVAL:  # measure() found out after training every system
+        p.error("--warmup {} drops every one of the {} log intervals of --updates {} ({} updates each): give "
+                "fewer warm-up intervals or more updates".format(a.warmup, a.updates // LOG_INTERVAL, a.updates,
+                                                                 LOG_INTERVAL))
     args, recipe = comparison_args(os.path.abspath(a.compare_out))
     args.threads = a.threads
     runs = list(dict.fromkeys(tuple(key[:2]) for key in args.run_list))  # the comparison's systems, seeds once

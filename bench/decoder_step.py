@@ -20,6 +20,8 @@ import time
 
 import torch
 
+from fairseq_wean.errors import at_least
+
 
 class _Task:
     def __init__(self, dictionary):
@@ -61,7 +63,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m bench.decoder_step", description=__doc__.split("\n\n")[0])
     p.add_argument("--arch", default="word_attn_gated", help="wean_lstm or word_attn_gated (core_copy needs "
                                                              "its alignment table: use bench.profile)")
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--repeats", type=at_least(1), default=5)
     cfg = p.parse_args(argv)
     torch.set_num_threads(1)
     model, d = build(cfg.arch, 8000)

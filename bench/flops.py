@@ -23,6 +23,8 @@ import time
 
 import torch
 
+from fairseq_wean.errors import at_least
+
 
 def count_matmul_flops(fn):
     """(result of fn(), FLOPs of the matrix products fn ran, forward and backward)."""
@@ -94,16 +96,31 @@ def count_model(name, data_bin, table, max_tokens, batches):
     return training_flops_per_token(model, criterion, every[::step][:batches])
 
 
+def size_list(text):
+    """``--sizes``: a comma list of matrix sides >= 1, each once (argparse's one-line error otherwise)."""
+    items = [x.strip() for x in text.split(",")]
+    if not text.strip() or not all(items):
+        raise argparse.ArgumentTypeError("expected a comma list of sizes, got {!r}".format(text))
+    sizes = tuple(_SIDE(x) for x in items)
+    if len(set(sizes)) < len(sizes):
+        raise argparse.ArgumentTypeError("a size given twice in {}: each once".format(text))
+    return sizes
+
+
+_SIDE = at_least(1)
+size_list.range = _SIDE.range
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m bench.flops", description=__doc__.split("\n\n")[0])
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=at_least(1), default=1)
     p.add_argument("--count", metavar="MODEL", help="instead: print the FLOPs per target token of one of "
                                                     "bench.run's models (with --data-bin, --table)")
     p.add_argument("--data-bin")
     p.add_argument("--table", default="", help="core_copy's alignment table")
-    p.add_argument("--max-tokens", type=int, default=2048)
-    p.add_argument("--batches", type=int, default=6)
-    p.add_argument("--sizes", type=lambda text: tuple(int(x) for x in text.split(",")), default=(256, 512, 1024),
+    p.add_argument("--max-tokens", type=at_least(1), default=2048)
+    p.add_argument("--batches", type=at_least(1), default=6)
+    p.add_argument("--sizes", type=size_list, default=(256, 512, 1024),
                    help="sides of the square products whose best rate is the peak (default 256,512,1024)")
     cfg = p.parse_args(argv)
     torch.set_num_threads(cfg.threads)

@@ -28,6 +28,7 @@ import torch
 
 from bench import run as bench_run
 from bench import synthetic
+from fairseq_wean.errors import at_least
 
 MARKERS = "<!-- profile-v{}:begin -->", "<!-- profile-v{}:end -->"
 
@@ -193,14 +194,14 @@ def markdown(results, cfg):
 
 def get_parser():
     p = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__.split("\n\n")[0])
-    p.add_argument("--vocab", type=int, default=50000)
+    p.add_argument("--vocab", type=at_least(1), default=50000)
     p.add_argument("--models", default=",".join(bench_run.MODELS))
-    p.add_argument("--steps", type=int, default=3, help="profiled training steps (default 3)")
-    p.add_argument("--max-tokens", type=int, default=2048)
-    p.add_argument("--gen-len", type=int, default=16)
-    p.add_argument("--top", type=int, default=8, help="operators listed per model and phase")
+    p.add_argument("--steps", type=at_least(1), default=3, help="profiled training steps (default 3)")
+    p.add_argument("--max-tokens", type=at_least(1), default=2048)
+    p.add_argument("--gen-len", type=at_least(1), default=16)
+    p.add_argument("--top", type=at_least(1), default=8, help="operators listed per model and phase")
     p.add_argument("--workdir", default=os.path.join(bench_run.REPO, "work_dirs", "bench"))
-    p.add_argument("--n-train", type=int, default=6000)
+    p.add_argument("--n-train", type=at_least(1), default=6000)
     p.add_argument("--out", default=os.path.join(bench_run.REPO, "docs", "results", "performance.md"))
     return p
 

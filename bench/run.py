@@ -60,6 +60,7 @@ import time
 
 from bench import device_bench, synthetic
 from fairseq_wean.compare.train_log import read_train_log_line
+from fairseq_wean.errors import at_least
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
@@ -499,21 +500,47 @@ def write_section(path, section, begin=BEGIN, end=END):
         f.write(new)
 
 
+MAX_UPDATES = 1000000  # a benchmark's training updates: more is a typo (fairseq's --max-update is an int64)
+
+
+def number_list(low, kind=int, high=None):
+    """An argparse ``type`` for a comma list of numbers, each in range (:func:`fairseq_wean.errors.at_least`)
+    and each once (``--vocabs 5,5`` would measure one vocabulary twice): argparse's one-line usage error
+    before any work. Returns the list as text, ``"8000,50000"`` (what ``cfg.vocabs`` holds by default)."""
+    item = at_least(low, kind, high)
+
+    def parse(text):
+        items = [x.strip() for x in text.split(",")]
+        if not text.strip() or not all(items):
+            raise argparse.ArgumentTypeError("expected a comma list of numbers, got {!r}".format(text))
+        values = [item(x) for x in items]
+        twice = sorted({v for v in values if values.count(v) > 1})
+        if twice:
+            raise argparse.ArgumentTypeError("{} given twice: each once".format(",".join(map(str, twice))))
+        return ",".join(map(str, values))
+
+    parse.__name__ = "comma list of " + item.__name__
+    parse.range = item.range
+    return parse
+
+
 def get_parser():
     p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="a smoke run: few updates, small data, 8k only")
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated, from: " + ", ".join(MODELS))
-    p.add_argument("--vocabs", default=None, help="comma-separated vocabulary sizes (default 8000,50000)")
-    p.add_argument("--updates", type=int, help="training updates per model")
-    p.add_argument("--interval", type=int, help="updates per measured log interval")
-    p.add_argument("--warmup", type=int, help="log intervals dropped before the median")
-    p.add_argument("--max-tokens", type=int, default=2048, help="tokens per training batch (default 2048)")
-    p.add_argument("--gen-len", type=int, default=16, help="length of every generated hypothesis (default 16)")
-    p.add_argument("--flop-batches", type=int, default=6,
+    p.add_argument("--vocabs", type=number_list(1), default=None,
+                   help="comma-separated vocabulary sizes, each once (default 8000,50000)")
+    p.add_argument("--updates", type=at_least(1, high=MAX_UPDATES), help="training updates per model")
+    p.add_argument("--interval", type=at_least(1), help="updates per measured log interval (at most --updates)")
+    p.add_argument("--warmup", type=at_least(0), help="log intervals dropped before the median (fewer than "
+                                                      "--updates / --interval)")
+    p.add_argument("--max-tokens", type=at_least(1), default=2048, help="tokens per training batch (default 2048)")
+    p.add_argument("--gen-len", type=at_least(1), default=16, help="length of every generated hypothesis (default 16)")
+    p.add_argument("--flop-batches", type=at_least(0), default=6,
                    help="training batches whose matrix-product FLOPs are counted per model (for the "
                         "utilisation columns; 0: no utilisation columns)")
-    p.add_argument("--threads", type=int, default=1, help="OMP/MKL threads per process (default 1)")
+    p.add_argument("--threads", type=at_least(1), default=1, help="OMP/MKL threads per process (default 1)")
     p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                    help="clock of fairseq's meters in the measured processes: cpu (process CPU time, "
                         "default: not inflated by other processes on a shared machine) or wall")
@@ -527,10 +554,10 @@ def get_parser():
     p.add_argument("--precisions", default=None,
                    help="with --device: comma-separated, from " + ", ".join(device_bench.PRECISIONS)
                         + " (default fp32,amp,fp16 on cuda, fp32 on cpu)")
-    p.add_argument("--dim", type=int, default=256, help="units of every layer (default 256)")
-    p.add_argument("--n-train", type=int, help="synthetic training pairs (default 6000; --quick 2000)")
-    p.add_argument("--n-test", type=int, help="sentences generated at batch 64 (default 128; --quick 64)")
-    p.add_argument("--n-latency", type=int, help="sentences generated one at a time (default 8; --quick 4)")
+    p.add_argument("--dim", type=at_least(1), default=256, help="units of every layer (default 256)")
+    p.add_argument("--n-train", type=at_least(1), help="synthetic training pairs (default 6000; --quick 2000)")
+    p.add_argument("--n-test", type=at_least(1), help="sentences generated at batch 64 (default 128; --quick 64)")
+    p.add_argument("--n-latency", type=at_least(1), help="sentences generated one at a time (default 8; --quick 4)")
     p.add_argument("--json", default=None,
                    help="results JSON (default WORKDIR/results.json); with --device rewritten after every model")
     p.add_argument("--convergence", action="append", default=[], metavar="ARCH=LOG",
@@ -568,6 +595,14 @@ def main(argv=None):
                            "where the CPU has native bfloat16)")
     if cfg.dim != 256:
         get_parser().error("--dim needs --device (bench.flops and bench.profile count the 256-unit models)")
+    # the command lines measure log intervals: none left after the warm-up was a StatisticsError after training
+    if cfg.interval > cfg.updates:
+        get_parser().error("--interval {} is more than --updates {}: no log interval would be measured".format(
+            cfg.interval, cfg.updates))
+    if cfg.warmup >= cfg.updates // cfg.interval:
+        get_parser().error("--warmup {} drops every one of the {} log intervals of --updates {} --interval {}: "
+                           "give fewer warm-up intervals or more updates".format(
+                               cfg.warmup, cfg.updates // cfg.interval, cfg.updates, cfg.interval))
     cfg.out = cfg.out or os.path.join(REPO, "docs", "results", "performance.md")
     env = dict(os.environ, OMP_NUM_THREADS=str(cfg.threads), MKL_NUM_THREADS=str(cfg.threads),
                PYTHONUNBUFFERED="1")

@@ -23,12 +23,15 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def parse_args(argv=None):
+    import_plugin()
+    from fairseq_wean.errors import at_least
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--path", required=True, help="checkpoint of a --word-attention gated model")
     parser.add_argument("--source", required=True, help="source sentence, tokenized as the training data")
     parser.add_argument("--target", help="target sentence to force-decode (default: beam search output)")
     parser.add_argument("--data", help="data-bin folder with the dictionaries (default: the checkpoint's)")
-    parser.add_argument("--beam", type=int, default=5, help="beam size when no --target is given")
+    parser.add_argument("--beam", type=at_least(1), default=5, help="beam size when no --target is given")
     parser.add_argument("--output", default="figure3.png", help="PNG file to write")
     return parser.parse_args(argv)
 

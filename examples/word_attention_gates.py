@@ -25,11 +25,15 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def parse_args(argv=None):
+    if REPO not in sys.path:
+        sys.path.insert(0, REPO)
+    from fairseq_wean.errors import at_least
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--path", required=True, help="checkpoint of a --word-attention gated model")
     parser.add_argument("--data", help="data-bin folder (default: the checkpoint's)")
     parser.add_argument("--subset", default="valid", help="binarized subset to measure (default: valid)")
-    parser.add_argument("--max-tokens", type=int, default=4000, help="tokens per batch (default: 4000)")
+    parser.add_argument("--max-tokens", type=at_least(1), default=4000, help="tokens per batch (default: 4000)")
     return parser.parse_args(argv)
 
 

@@ -16,6 +16,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import fairseq_wean  # noqa: E402,F401  (registers the architectures)
+from fairseq_wean.errors import at_least  # noqa: E402
 from fairseq_wean.models.word_attn_gated import WORD_ATTENTION_CHOICES, WordAttnGatedModel  # noqa: E402
 
 # Table 3's parameter counts (word-level column) and their differences.
@@ -58,8 +59,10 @@ ROWS = [("none", "RNNsearch"), ("ungated", "+Word Attention"), ("gated", "+Conte
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--arch", default="word_attn_gated_iwslt", help="preset whose sizes are counted")
-    parser.add_argument("--src-vocab", type=int, default=32010, help="source dictionary size")
-    parser.add_argument("--tgt-vocab", type=int, default=22823, help="target dictionary size")
+    parser.add_argument("--src-vocab", type=at_least(4), default=32010,
+                        help="source dictionary size, fairseq's 4 special symbols included")
+    parser.add_argument("--tgt-vocab", type=at_least(4), default=22823,
+                        help="target dictionary size, fairseq's 4 special symbols included")
     args = parser.parse_args(argv)
     counts = ablation_parameter_counts(args.arch, args.src_vocab, args.tgt_vocab)
     with_paper = args.arch.endswith("_iwslt")  # Table 3 is the 2-layer IWSLT setting

@@ -28,21 +28,48 @@ class RecipeError(Exception):
 
 
 def base_parser(description, default_out):
+    """The options every recipe has; each number is range-checked by argparse (one line, before any work)."""
+    from fairseq_wean.errors import at_least  # here: importing this module stays cheap
+
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--data-dir", default=DEFAULT_DATA_DIR,
                    help="raw benchmark data directory (default: ../shared/data next to the repository, "
                         "or $FAIRSEQ_WEAN_DATA)")
     p.add_argument("--out", default=default_out, help="output directory (created)")
-    p.add_argument("--max-sentences", type=int, default=None, metavar="N",
+    p.add_argument("--max-sentences", type=at_least(1), default=None, metavar="N",
                    help="subsample: at most N training pairs (a fixed random sample)")
-    p.add_argument("--max-eval", type=int, default=None, metavar="N",
+    p.add_argument("--max-eval", type=at_least(1), default=None, metavar="N",
                    help="subsample: at most N sentences in every valid/test set (the first N)")
     p.add_argument("--tiny", action="store_true",
                    help="CI size: --max-sentences 300 --max-eval 12 unless given")
-    p.add_argument("--workers", type=int, default=1, help="fairseq-preprocess --workers")
-    p.add_argument("--seed", type=int, default=1, help="seed of every random choice")
+    p.add_argument("--workers", type=at_least(1), default=1, help="fairseq-preprocess --workers")
+    p.add_argument("--seed", type=at_least(0), default=1, help="seed of every random choice")
     p.add_argument("--force", action="store_true", help="redo even if OUT/recipe.json exists")
     return p
+
+
+def variant_list(choices):
+    """An argparse ``type`` for ``--variants``: a comma list of vocabulary variants from ``choices``,
+    each once. An empty item, an unknown variant or one named twice is argparse's one-line usage
+    error before any work (an unknown one failed in build_variants, after the text was prepared).
+    Returns the list as given, comma-joined (what the recipes split)."""
+
+    def parse(text):
+        items = text.split(",")
+        if not text.strip() or any(not item.strip() for item in items):
+            raise argparse.ArgumentTypeError("expected a comma list of variants from {}, got {!r}".format(
+                ",".join(choices), text))
+        unknown = [item for item in items if item not in choices]
+        if unknown:
+            raise argparse.ArgumentTypeError("unknown vocabulary variant(s) {}: choose from {}".format(
+                ",".join(unknown), ",".join(choices)))
+        twice = sorted({item for item in items if items.count(item) > 1})
+        if twice:
+            raise argparse.ArgumentTypeError("{} named twice: each variant once".format(",".join(twice)))
+        return ",".join(items)
+
+    parse.__name__ = "variant list"
+    return parse
 
 
 def apply_tiny(args, max_sentences=300, max_eval=12):

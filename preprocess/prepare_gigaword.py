@@ -33,16 +33,20 @@ from preprocess.common import log, read_lines, write_lines
 URL = "https://github.com/harvardnlp/sent-summary (summary.tar.gz)"
 SRC, TGT = "article", "title"
 PREFIXES = dict(train="train", valid=["valid", "validdec"], test=["test"])
+VARIANTS = common.VARIANTS  # what --variants may name
 
 
 def parse_args(argv=None):
+    from fairseq_wean.errors import at_least
+
     p = common.base_parser(__doc__.split("\n")[0], default_out=os.path.join(common.REPO, "work_dirs", "gigaword"))
     p.add_argument("--sumdata", help="the unpacked harvardnlp 'sumdata' directory (full Gigaword), if you have it")
-    p.add_argument("--max-valid", type=int, default=10000, help="validation pairs kept from --sumdata")
-    p.add_argument("--valid-decode", type=int, default=500, help="validation pairs decoded after every epoch")
-    p.add_argument("--variants", default="word,word-pg", help="comma list of " + ",".join(common.VARIANTS))
-    p.add_argument("--threshold", type=int, default=2, help="word vocabulary: words seen at least this often")
-    p.add_argument("--spm-vocab", type=int, default=8000)
+    p.add_argument("--max-valid", type=at_least(1), default=10000, help="validation pairs kept from --sumdata")
+    p.add_argument("--valid-decode", type=at_least(1), default=500, help="validation pairs decoded after every epoch")
+    p.add_argument("--variants", type=common.variant_list(VARIANTS),
+                   default="word,word-pg", help="comma list of " + ",".join(common.VARIANTS))
+    p.add_argument("--threshold", type=at_least(0), default=2, help="word vocabulary: words seen at least this often")
+    p.add_argument("--spm-vocab", type=at_least(1), default=8000)
     return common.apply_tiny(p.parse_args(argv), max_sentences=300, max_eval=12)
 
 

@@ -37,16 +37,20 @@ SRC, TGT = "de", "en"
 TEST_SETS = ["IWSLT14.TED.dev2010", "IWSLT14.TEDX.dev2012", "IWSLT14.TED.tst2010", "IWSLT14.TED.tst2011",
              "IWSLT14.TED.tst2012"]
 PREFIXES = dict(train="train", valid=["valid", "validdec"], test=["test"])
+VARIANTS = common.VARIANTS  # what --variants may name
 SEG = re.compile(r'<seg id="[0-9]*">\s*(.*?)\s*</seg>')
 
 
 def parse_args(argv=None):
+    from fairseq_wean.errors import at_least
+
     p = common.base_parser(__doc__.split("\n")[0], default_out=os.path.join(common.REPO, "work_dirs", "iwslt14"))
     p.add_argument("--raw", help="unpacked de-en.tgz (train.tags.de-en.*, IWSLT14.*.xml): the full recipe")
     p.add_argument("--bpe-codes", help="apply these subword-nmt codes instead of learning 10,000 merges")
-    p.add_argument("--bpe-merges", type=int, default=10000)
-    p.add_argument("--valid-decode", type=int, default=1000, help="validation pairs decoded after every epoch")
-    p.add_argument("--variants", default="bpe", help="vocabulary variants (default bpe)")
+    p.add_argument("--bpe-merges", type=at_least(1), default=10000)
+    p.add_argument("--valid-decode", type=at_least(1), default=1000, help="validation pairs decoded after every epoch")
+    p.add_argument("--variants", type=common.variant_list(VARIANTS),
+                   default="bpe", help="vocabulary variants (default bpe)")
     return common.apply_tiny(p.parse_args(argv), max_sentences=300, max_eval=12)
 
 

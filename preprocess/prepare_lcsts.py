@@ -28,6 +28,7 @@ from preprocess.common import log, read_lines, write_lines
 
 URL = "http://icrc.hitsz.edu.cn/Article/show/139.html (LCSTS, research agreement)"
 SRC, TGT = "short_text", "summary"
+VARIANTS = ("word",)  # what --variants may name: characters, the only vocabulary this recipe builds
 DOC = re.compile(r"<doc id=(\d+)>(.*?)</doc>", re.S)
 FIELD = {name: re.compile(r"<{0}>(.*?)</{0}>".format(name), re.S) for name in ("human_label", "summary", "short_text")}
 
@@ -55,11 +56,15 @@ def chars(text):
 
 
 def parse_args(argv=None):
+    from fairseq_wean.errors import at_least
+
     p = common.base_parser(__doc__.split("\n")[0], default_out=os.path.join(common.REPO, "work_dirs", "lcsts"))
-    p.add_argument("--min-score", type=int, default=3, help="keep PART II/III pairs with human score >= this")
-    p.add_argument("--vocab", type=int, default=4000, help="characters in the dictionary (WEAN: 4000)")
-    p.add_argument("--valid-decode", type=int, default=500, help="validation pairs decoded after every epoch")
-    p.add_argument("--variants", default="word", help="'word' (= characters here; the only variant)")
+    p.add_argument("--min-score", type=at_least(1, high=5), default=3,
+                   help="keep PART II/III pairs with human score >= this (scores are 1 to 5)")
+    p.add_argument("--vocab", type=at_least(1), default=4000, help="characters in the dictionary (WEAN: 4000)")
+    p.add_argument("--valid-decode", type=at_least(1), default=500, help="validation pairs decoded after every epoch")
+    p.add_argument("--variants", type=common.variant_list(VARIANTS),
+                   default="word", help="'word' (= characters here; the only variant)")
     return common.apply_tiny(p.parse_args(argv), max_sentences=300, max_eval=12)
 
 

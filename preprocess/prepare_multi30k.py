@@ -23,16 +23,20 @@ from preprocess.common import log, read_lines, write_lines
 URL = "https://github.com/multi30k/dataset/tree/master/data/task1/tok"
 SRC, TGT = "de", "en"
 PREFIXES = dict(train="train", valid=["valid", "validdec"], test=["test"])
+VARIANTS = common.VARIANTS  # what --variants may name
 FILES = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
 
 
 def parse_args(argv=None):
+    from fairseq_wean.errors import at_least
+
     p = common.base_parser(__doc__.split("\n")[0], default_out=os.path.join(common.REPO, "work_dirs", "multi30k"))
-    p.add_argument("--valid-decode", type=int, default=500, help="validation pairs decoded after every epoch")
-    p.add_argument("--variants", default="word,word-pg", help="comma list of " + ",".join(common.VARIANTS))
-    p.add_argument("--threshold", type=int, default=2)
-    p.add_argument("--bpe-merges", type=int, default=10000)
-    p.add_argument("--spm-vocab", type=int, default=8000)
+    p.add_argument("--valid-decode", type=at_least(1), default=500, help="validation pairs decoded after every epoch")
+    p.add_argument("--variants", type=common.variant_list(VARIANTS),
+                   default="word,word-pg", help="comma list of " + ",".join(common.VARIANTS))
+    p.add_argument("--threshold", type=at_least(0), default=2)
+    p.add_argument("--bpe-merges", type=at_least(1), default=10000)
+    p.add_argument("--spm-vocab", type=at_least(1), default=8000)
     return common.apply_tiny(p.parse_args(argv), max_sentences=300, max_eval=12)
 
 

@@ -54,19 +54,19 @@ VARIANTS = common.VARIANTS
 
 
 def parse_args(argv=None):
+    from fairseq_wean.errors import at_least
+
     p = common.base_parser(__doc__.split("\n")[0], default_out=os.path.join(common.REPO, "work_dirs", "simplification"))
-    p.add_argument("--valid-size", type=int, default=200, help="TurkCorpus tune sources held out for validation")
-    p.add_argument("--variants", default="word,word-pg,spm,char", help="comma list of " + ",".join(VARIANTS))
-    p.add_argument("--word-threshold", type=int, default=2, help="fairseq-preprocess --thresholdsrc/--thresholdtgt")
-    p.add_argument("--spm-vocab", type=int, default=8000, help="sentencepiece vocabulary size")
+    p.add_argument("--valid-size", type=at_least(1), default=200, help="TurkCorpus tune sources held out for validation")
+    p.add_argument("--variants", type=common.variant_list(VARIANTS), default="word,word-pg,spm,char",
+                   help="comma list of " + ",".join(VARIANTS))
+    p.add_argument("--word-threshold", type=at_least(0), default=2, help="fairseq-preprocess --thresholdsrc/--thresholdtgt")
+    p.add_argument("--spm-vocab", type=at_least(1), default=8000, help="sentencepiece vocabulary size")
     p.add_argument("--add-wikilarge", action="store_true",
                    help="also train on WikiLarge train (needs wiki.full.aner.ori.train.{src,dst})")
     args = common.apply_tiny(p.parse_args(argv), max_sentences=400, max_eval=12)
     if args.tiny and args.valid_size == 200:
         args.valid_size = args.max_eval
-    bad = set(args.variants.split(",")) - set(VARIANTS)
-    if bad:
-        p.error("unknown --variants {}".format(",".join(sorted(bad))))
     return args
 
 

@@ -40,7 +40,7 @@ import tempfile
 from fairseq_wean.data.align_table import write_table
 from fairseq_wean.data.dictionary import dictionary_words
 from fairseq_wean.data.markers import is_position_marker
-from fairseq_wean.errors import FairseqWeanError, run_cli
+from fairseq_wean.errors import FairseqWeanError, at_least, run_cli
 from fairseq_wean.textio import check_input, check_output, read_lines
 
 PROG = "fairseq-wean-align-table"
@@ -106,7 +106,7 @@ def get_parser():
                         help="the dictionary fairseq-preprocess wrote (data-bin/dict.SRC.txt; core_copy needs a "
                              "joined one): words outside it are aligned as <unk>, as fairseq will see them, and "
                              "never named in the table")
-    parser.add_argument("--topk", type=int, default=10, help="target words kept per source word (paper: 10)")
+    parser.add_argument("--topk", type=at_least(1), default=10, help="target words kept per source word (paper: 10)")
     parser.add_argument("--out", required=True, help="table to write (SOURCE<TAB>TARGET<TAB>SCORE lines)")
     parser.add_argument("--model", type=int, default=3, choices=(1, 2, 3),
                         help="eflomal model: 1 IBM1, 2 +HMM, 3 +fertility (default)")
@@ -117,8 +117,6 @@ def main(argv=None):
     args = get_parser().parse_args(argv)
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
                         level=logging.INFO, stream=sys.stderr)
-    if args.topk < 1:
-        raise FairseqWeanError("--topk must be >= 1")
     # Everything that can be refused is refused before eflomal runs (minutes on real data).
     check_input(args.src, "--src")
     check_input(args.tgt, "--tgt")

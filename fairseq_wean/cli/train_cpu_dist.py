@@ -27,8 +27,9 @@ handle (``kill -9``, a crash, the OOM killer). A killed rank loses nothing alrea
 checkpoints are written to a temporary file and renamed.
 
 Bad launcher options (``--nproc-per-node`` or ``--nnodes`` below 1, ``--node-rank`` outside
-0..nnodes-1, a ``--master-port`` that is already in use on node 0) are refused with one line
-and a non-zero exit before any rank starts.
+0..nnodes-1, a ``--master-port`` that is already in use on node 0, a negative or nan time
+limit, an empty ``--log-dir``, ``--dump-rank-params`` or ``--master-addr``) are refused with one
+line and a non-zero exit before any rank starts.
 
 Each rank processes its own batches (``--max-tokens``/``--batch-size`` are per rank), so an
 update sees W times the data of a one-process run; ``--update-freq K`` on one process is the
@@ -188,30 +189,75 @@ def port_in_use(host, port):
     return False
 
 
-def check_options(train_args, nproc_per_node, nnodes, node_rank, master_addr, master_port, timeout=0.0,
-                  finish_timeout=300.0, kill_grace=10.0):
-    """Refuse options that would train nothing, crash, or wait for gloo's 30-minute time-out."""
-    for flag, value, meaning in (("--timeout", timeout, "0: no limit"),
-                                 ("--finish-timeout", finish_timeout, "seconds"),
-                                 ("--kill-grace", kill_grace, "seconds")):
+_SECONDS = {"--timeout": "0: no limit", "--finish-timeout": "seconds", "--kill-grace": "seconds"}
+
+
+def check_number(flag, value):
+    """Refuse a launcher number out of its range (one line, exit status 1): the check of
+    :func:`launcher_number`'s argparse types, and of :func:`check_options`."""
+    if flag in _SECONDS:
         # a negative limit stopped the job at once (--timeout -1 exited 124 after starting the ranks)
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-            _refuse("{} must be a number of seconds >= 0 ({}), got {}".format(flag, meaning, value))
+            _refuse("{} must be a number of seconds >= 0 ({}), got {}".format(flag, _SECONDS[flag], value))
+    elif flag == "--nproc-per-node" and value < 1:
+        _refuse("--nproc-per-node must be at least 1 (got {}): give the number of ranks to run on "
+                "this machine".format(value))
+    elif flag == "--nnodes" and value < 1:
+        _refuse("--nnodes must be at least 1 (got {}): give the number of machines taking part".format(value))
+    elif flag == "--node-rank" and value < 0:
+        _refuse("--node-rank must be at least 0 (got {}): number the machines 0 to --nnodes minus 1".format(value))
+    elif flag == "--master-port" and value is not None and not 0 <= value < 65536:
+        _refuse("--master-port {} is not a TCP port: choose one in 1..65535 (or 0: a free one)".format(value))
+
+
+# the launcher's numbers: (type, lowest, highest) checked by check_number
+_NUMBERS = {"--nproc-per-node": (int, 1, None), "--nnodes": (int, 1, None), "--node-rank": (int, 0, None),
+            "--master-port": (int, 0, 65535), "--timeout": (float, 0, None), "--finish-timeout": (float, 0, None),
+            "--kill-grace": (float, 0, None)}
+
+
+def launcher_number(flag):
+    """The argparse ``type`` of a launcher number: not a number is argparse's usage error; out of
+    range (nan and inf included) is :func:`check_number`'s one line, before any rank starts.
+    ``.range`` as :func:`fairseq_wean.errors.at_least`'s."""
+    kind, low, high = _NUMBERS[flag]
+
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError("expected {} number, got {!r}".format(
+                "a whole" if kind is int else "a", text)) from None
+        check_number(flag, value)
+        return value
+
+    parse.__name__ = "{} >= {}".format(kind.__name__, low) + ("" if high is None else " and <= {}".format(high))
+    parse.range = (low, kind, high, False)
+    return parse
+
+
+def check_options(train_args, nproc_per_node, nnodes, node_rank, master_addr, master_port, timeout=0.0,
+                  finish_timeout=300.0, kill_grace=10.0, log_dir=None, dump_rank_params=None):
+    """Refuse options that would train nothing, crash, do nothing, or wait for gloo's 30-minute time-out."""
+    for flag, value in (("--timeout", timeout), ("--finish-timeout", finish_timeout), ("--kill-grace", kill_grace)):
+        check_number(flag, value)
     for flag in _OWNED_FLAGS:
         if _has_flag(train_args, flag):
             _refuse("{} is set by the launcher; remove it".format(flag))
-    if nproc_per_node < 1:
-        _refuse("--nproc-per-node must be at least 1 (got {}): give the number of ranks to run on "
-                "this machine".format(nproc_per_node))
-    if nnodes < 1:
-        _refuse("--nnodes must be at least 1 (got {}): give the number of machines taking part".format(nnodes))
+    # an empty folder name was taken as no folder: no rank logs, no parameters written, and no word
+    for flag, value in (("--log-dir", log_dir), ("--dump-rank-params", dump_rank_params)):
+        if value is not None and not value.strip():
+            _refuse("{} is empty: give a folder, or leave {} out".format(flag, flag))
+    if not master_addr.strip():
+        _refuse("--master-addr is empty: give the address of node 0 (default 127.0.0.1)")
+    check_number("--nproc-per-node", nproc_per_node)
+    check_number("--nnodes", nnodes)
     if not 0 <= node_rank < nnodes:
         _refuse("--node-rank {} is outside 0..{} (--nnodes {}): number the machines 0 to --nnodes minus 1; "
                 "the ranks would wait for machines that never join".format(node_rank, nnodes - 1, nnodes))
     if nnodes > 1 and not master_port:
         _refuse("--master-port is required with --nnodes > 1")
-    if master_port is not None and not 0 <= master_port < 65536:
-        _refuse("--master-port {} is not a TCP port: choose one in 1..65535 (or 0: a free one)".format(master_port))
+    check_number("--master-port", master_port)
     # Rank 0 listens on node 0; another node cannot tell whether the port is taken there.
     if master_port and node_rank == 0:
         try:
@@ -230,7 +276,8 @@ def launch(train_args, nproc_per_node=2, nnodes=1, node_rank=0, master_addr="127
     """Run the ranks of this node; return 0 if all succeed, else a non-zero exit status."""
     out = out or sys.stdout
     check_options(train_args, nproc_per_node, nnodes, node_rank, master_addr, master_port, timeout=timeout,
-                  finish_timeout=finish_timeout, kill_grace=kill_grace)
+                  finish_timeout=finish_timeout, kill_grace=kill_grace, log_dir=log_dir,
+                  dump_rank_params=dump_rank_params)
     port = master_port or free_port(master_addr)
     world_size = nnodes * nproc_per_node
     init_method = "tcp://{}:{}".format(master_addr, port)
@@ -331,22 +378,23 @@ def get_parser():
                     "Options not listed here (or everything after --) go to fairseq-train; "
                     "--max-tokens/--batch-size are per rank.",
     )
-    parser.add_argument("--nproc-per-node", type=int, default=2, help="ranks on this machine (default 2)")
-    parser.add_argument("--nnodes", type=int, default=1, help="machines taking part (default 1)")
-    parser.add_argument("--node-rank", type=int, default=0, help="this machine's index, 0..nnodes-1")
+    parser.add_argument("--nproc-per-node", type=launcher_number("--nproc-per-node"), default=2, help="ranks on this machine (default 2)")
+    parser.add_argument("--nnodes", type=launcher_number("--nnodes"), default=1, help="machines taking part (default 1)")
+    parser.add_argument("--node-rank", type=launcher_number("--node-rank"), default=0, help="this machine's index, 0..nnodes-1")
     parser.add_argument("--master-addr", default="127.0.0.1",
                         help="address of node 0, where rank 0 listens (default 127.0.0.1)")
-    parser.add_argument("--master-port", type=int, default=None,
+    parser.add_argument("--master-port", type=launcher_number("--master-port"), default=None,
                         help="rendezvous port on node 0 (default: a free port; required if --nnodes > 1)")
-    parser.add_argument("--timeout", type=float, default=0.0,
+    parser.add_argument("--timeout", type=launcher_number("--timeout"), default=0.0,
                         help="stop the job and fail after this many seconds (default 0: no limit)")
-    parser.add_argument("--finish-timeout", type=float, default=300.0,
+    parser.add_argument("--finish-timeout", type=launcher_number("--finish-timeout"), default=300.0,
                         help="fail if a rank is still running this long after another finished (default 300)")
-    parser.add_argument("--kill-grace", type=float, default=10.0,
+    parser.add_argument("--kill-grace", type=launcher_number("--kill-grace"), default=10.0,
                         help="seconds between SIGTERM and SIGKILL when stopping ranks (default 10)")
     parser.add_argument("--log-dir", default=None, help="also write each rank's output to DIR/rank{R}.log")
     parser.add_argument("--dump-rank-params", metavar="DIR", default=None,
-                        help="at every checkpoint, every rank writes its parameters to DIR/rank{R}.pt")
+                        help="at every checkpoint (the time of one, also with --no-save), every rank writes its "
+                             "parameters to DIR/rank{R}.pt")
     return parser
 
 

@@ -1,5 +1,6 @@
 """fairseq-wean-compare: the command line of the comparison (see :mod:`fairseq_wean.compare`)."""
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -9,9 +10,53 @@ import fairseq_wean.compare as package
 from fairseq_wean import textio
 from fairseq_wean.compare import report, runner
 from fairseq_wean.compare.runner import REPO, fmt_secs, log
-from fairseq_wean.errors import run_cli
+from fairseq_wean.errors import at_least, run_cli
 from fairseq_wean.compare.systems import BASELINE, CONVERGED, DATASET_VOCAB, SYSTEMS, TASKS, system_arch
 from preprocess import common
+
+
+def whole_number(p, flag, low):
+    """The argparse ``type`` of a whole number >= ``low`` (:func:`fairseq_wean.errors.at_least`): below it,
+    ``FLAG must be at least LOW, got VALUE`` in one line (``p.error``, exit status 2), before any work
+    (--jobs 0 and --threads 0 were taken as they came, a negative seed failed in fairseq-train after
+    the data was prepared)."""
+    check = at_least(low)
+
+    def parse(text):
+        try:
+            return check(text)
+        except argparse.ArgumentTypeError as exc:
+            try:
+                int(text)
+            except ValueError:  # not a whole number: argparse's own line, naming the option
+                raise exc from None
+            p.error("{} must be at least {}, got {}".format(flag, low, text.strip()))
+
+    parse.__name__, parse.range = check.__name__, check.range
+    return parse
+
+
+def seed_list(p):
+    """The argparse ``type`` of ``--seeds``: a comma list of seeds >= 0, refused in one line otherwise
+    (``''``, ``nan`` and ``1,-2`` included), under either budget. A seed named twice is run once."""
+    check = at_least(0)
+
+    def parse(text):
+        try:
+            seeds = [int(seed) for seed in text.split(",")]
+        except ValueError:
+            p.error("--seeds: {!r} is not a comma list of integers".format(text))
+        if any(seed < 0 for seed in seeds):
+            p.error("--seeds {}: seeds must be at least 0".format(text))
+        return seeds
+
+    parse.__name__, parse.range = "comma list of " + check.__name__, check.range
+    return parse
+
+
+def dataset_variants(task, dataset):
+    """The vocabulary variants the data set's recipe builds (its module's ``VARIANTS``)."""
+    return getattr(importlib.import_module(TASKS[task]["datasets"][dataset]), "VARIANTS", common.VARIANTS)
 
 
 def get_parser():
@@ -32,10 +77,13 @@ def get_parser():
                         "--max-tokens batches, each system trains until its validation score (computed inside "
                         "fairseq-train) has not improved for --patience epochs, at most --max-epoch. Both keep "
                         "the checkpoint with the best validation score")
-    p.add_argument("--epochs", type=int, help="short budget: epochs of every system (default: per task)")
-    p.add_argument("--patience", type=int, help="converged budget: epochs without a better validation score "
-                                                "before a system stops (default: per task)")
-    p.add_argument("--max-epoch", type=int, help="converged budget: cap on epochs (default: per task)")
+    p.add_argument("--epochs", type=whole_number(p, "--epochs", 1),
+                   help="short budget: epochs of every system (default: per task)")
+    p.add_argument("--patience", type=whole_number(p, "--patience", 1),
+                   help="converged budget: epochs without a better validation score before a system stops "
+                        "(default: per task)")
+    p.add_argument("--max-epoch", type=whole_number(p, "--max-epoch", 1),
+                   help="converged budget: cap on epochs (default: per task)")
     p.add_argument("--results-dir",
                    help="where each finished system's test outputs (TESTSET.hyp) and scores.json are kept, one "
                         "folder per SYSTEM-VOCAB; a system found there is not trained again (default: "
@@ -43,16 +91,17 @@ def get_parser():
                         "for the short one, OUT/results with --tiny)")
     p.add_argument("--runs", help="comma list of SYSTEM:VOCAB to run, e.g. lstm:word,wean_lstm:spm "
                                   "(default: the task's list; systems: {})".format(", ".join(SYSTEMS)))
-    p.add_argument("--jobs", type=int, default=2,
+    p.add_argument("--jobs", type=whole_number(p, "--jobs", 1), default=2,
                    help="systems trained/decoded at the same time (default 2: one per core of a 2-core machine)")
-    p.add_argument("--threads", type=int, default=1,
+    p.add_argument("--threads", type=whole_number(p, "--threads", 1), default=1,
                    help="torch threads per job (OMP_NUM_THREADS; default 1: on a shared 2-core machine two "
                         "threads per process made fairseq's LSTM 14x slower than one)")
     p.add_argument("--cpu-bf16", action="store_true",
                    help="train every system with --cpu-bf16 (bfloat16 autocast forward passes; float32 where the "
                         "CPU has no native bfloat16); scores.json says which precision each run had")
-    p.add_argument("--seed", type=int, default=1, help="each system's first run (its row in the main table)")
-    p.add_argument("--seeds", help="converged budget: comma list of the seeds of the systems the task runs with "
+    p.add_argument("--seed", type=whole_number(p, "--seed", 0), default=1,
+                   help="each system's first run (its row in the main table)")
+    p.add_argument("--seeds", type=seed_list(p), help="converged budget: comma list of the seeds of the systems the task runs with "
                                    "several seeds (translation: the word-attention ablation; default 1,2,3); it "
                                    "must hold --seed. --seeds 1 gives the table of seed 1 alone, training no other "
                                    "seed")
@@ -70,6 +119,24 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.reuse_only and args.force:
         p.error("--reuse-only and --force contradict each other (--force retrains published systems)")
+    # an option that changes nothing is refused, not ignored: the user meant something else
+    if args.reuse_only:
+        for flag, given in (("--keep-checkpoints", args.keep_checkpoints), ("--cpu-bf16", args.cpu_bf16)):
+            if given:
+                p.error("{} does nothing with --reuse-only (no system is trained)".format(flag))
+    if args.budget == "short":
+        for flag in ("--patience", "--max-epoch", "--seeds"):
+            if getattr(args, flag[2:].replace("-", "_")) is not None:
+                p.error("{} does nothing under --budget short (each system trains --epochs epochs, once, with "
+                        "--seed): it is --budget converged's".format(flag))
+    elif args.epochs is not None:
+        p.error("--epochs does nothing under --budget converged (each system trains until --patience epochs bring "
+                "no better validation score): cap the epochs with --max-epoch")
+    if args.seeds is not None and args.tiny:
+        p.error("--seeds does nothing with --tiny (each system trains once, with --seed)")
+    if args.seeds is not None and args.seed not in args.seeds:
+        p.error("--seeds {} must hold --seed {} (each system's first run)".format(
+            ",".join(map(str, args.seeds)), args.seed))
     task = TASKS[args.task]
     datasets = list(task["datasets"])
     if args.dataset is None:
@@ -80,11 +147,14 @@ def parse_args(argv=None):
         p.error("--runs is empty: name the runs (e.g. --runs lstm:word,wean_lstm:spm), or leave --runs out to "
                 "run the task's default list")
     if args.runs:
-        runs = []
+        runs, variants = [], dataset_variants(args.task, args.dataset)
         for item in args.runs.split(","):
             system, _, variant = item.partition(":")
             if system not in SYSTEMS or not variant:
                 p.error("--runs: {!r} is not SYSTEM:VOCAB with SYSTEM in {}".format(item, ", ".join(SYSTEMS)))
+            if variant not in variants:  # was "not prepared", after the data preparation
+                p.error("--runs: {!r}: {} has no vocabulary variant {!r}: choose from {}".format(
+                    item, args.dataset, variant, ", ".join(variants)))
             if (system, variant) in runs:  # both would train into one folder and clobber each other's log
                 p.error("--runs names {} twice: each run once (extra seeds: --seeds)".format(item))
             runs.append((system, variant))
@@ -98,16 +168,8 @@ def parse_args(argv=None):
     if args.budget == "converged" and not args.tiny:
         # extra seeds (the word-attention ablation): runs (system, vocab, seed) after the main list
         seeds = CONVERGED[args.task].get("seeds", {})
-        if args.seeds is not None:
-            try:
-                chosen = [int(seed) for seed in args.seeds.split(",")]
-            except ValueError:
-                p.error("--seeds: {!r} is not a comma list of integers".format(args.seeds))
-            if any(seed < 0 for seed in chosen):
-                p.error("--seeds {}: seeds must be at least 0".format(args.seeds))
-            if args.seed not in chosen:
-                p.error("--seeds {} must hold --seed {} (each system's first run)".format(args.seeds, args.seed))
-            seeds = {system: chosen for system in seeds}
+        if args.seeds is not None:  # checked above
+            seeds = {system: args.seeds for system in seeds}
         args.run_list = list(args.run_list) + [(s, v, seed) for s, v in args.run_list
                                                for seed in dict.fromkeys(seeds.get(s, [])) if seed != args.seed]
     if args.epochs is None:
@@ -116,13 +178,6 @@ def parse_args(argv=None):
         args.max_epoch = args.epochs if args.tiny else CONVERGED[args.task]["max_epoch"]
     if args.patience is None:
         args.patience = CONVERGED[args.task]["patience"]
-    if args.max_epoch < 1 or args.patience < 1 or args.epochs < 1:
-        p.error("--epochs, --max-epoch and --patience must be at least 1")
-    # --jobs 0 and --threads 0 were taken as they came (a pool of no workers, OMP_NUM_THREADS=0),
-    # a negative seed failed in fairseq-train, after the data was prepared
-    for flag, value, low in (("--jobs", args.jobs, 1), ("--threads", args.threads, 1), ("--seed", args.seed, 0)):
-        if value < low:
-            p.error("{} must be at least {}, got {}".format(flag, low, value))
     name = args.task if args.dataset == datasets[0] else "{}-{}".format(args.task, args.dataset)
     if args.out is None:
         args.out = os.path.join(REPO, "work_dirs", "compare-{}{}{}".format(
@@ -190,5 +245,5 @@ if __name__ == "__main__":
     main()
 
 
-def cli_main():
-    run_cli(main, "fairseq-wean-compare")
+def cli_main(argv=None):
+    run_cli(main, "fairseq-wean-compare", argv)

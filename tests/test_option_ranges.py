@@ -1,0 +1,322 @@
+"""Every numeric option of every command-line tool of the repository (fairseq's own commands aside:
+tests/test_cut_and_range.py) is range-checked when it is parsed: one line, before any work.
+
+The tools are found, not listed: every module of preprocess/, bench/, examples/, fairseq_wean/cli/
+and fairseq_wean/compare/ that builds an argparse parser. Each parser is captured without running
+the tool (``get_parser()``, else its ``parse_args``/``main`` called with ``argparse.ArgumentParser.
+parse_args`` replaced by a capture), sub-commands included. An option whose values are numbers
+(type int or float, a type that parses numbers, a comma list of numbers) must have a range: a
+``.range`` on its type (:func:`fairseq_wean.errors.at_least`, or a list parser built on it), numeric
+``choices``, or an entry of :data:`ALLOWED` with its reason. A new numeric option without one fails
+here, named ``TOOL OPTION``.
+
+The options that do nothing in a combination (fairseq-wean-compare's budgets, --reuse-only) and
+the launcher's empty folders are refused in one line before any work: the cases below.
+"""
+import argparse
+import glob
+import importlib
+import importlib.util
+import inspect
+import os
+import re
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SOURCES = ("preprocess/*.py", "bench/*.py", "examples/*.py", "fairseq_wean/cli/*.py", "fairseq_wean/compare/*.py")
+BUILDS_A_PARSER = re.compile(r"\bArgumentParser\b|\bbase_parser\(")
+
+# modules that build a parser but are no tool: the tools that use it are checked instead
+HELPERS = {"preprocess/common.py": "base_parser: the options every preprocess.prepare_* recipe has"}
+
+# (tool, option): why a number there needs no range
+ALLOWED = {}
+
+# the tools a user runs (setup.py, docs): each must be found and captured, whatever the discovery does
+EXPECTED_TOOLS = {
+    "fairseq-wean-score", "fairseq-wean-report", "fairseq-wean-align-table", "fairseq-wean-train-cpu-dist",
+    "fairseq-wean-compare", "python -m preprocess.prepare_simplification", "python -m preprocess.prepare_gigaword",
+    "python -m preprocess.prepare_lcsts", "python -m preprocess.prepare_multi30k",
+    "python -m preprocess.prepare_iwslt14", "python -m preprocess.check_parallel",
+    "python -m preprocess.coverage_report", "python -m preprocess.unk_markers", "python -m bench.run",
+    "python -m bench.flops", "python -m bench.profile", "python -m bench.cpu_bf16", "python -m bench.gpu_check",
+    "python examples/word_attention_figure3.py",
+}
+
+# a comma list of numbers with no type of its own shows in its help
+NUMBER_LIST = re.compile(r"\s*-?\d+(\.\d*)?(\s*,\s*-?\d+(\.\d*)?)*\s*")
+NUMBER_LIST_HELP = re.compile(r"comma[- ](separated|list)\b.*\b(sizes?|seeds?|numbers?|counts?|lengths?)\b", re.S)
+
+
+class _Captured(Exception):
+    def __init__(self, parser):
+        super().__init__()
+        self.parser = parser
+
+
+def console_scripts():
+    """{module: script name} of setup.py's console_scripts."""
+    with open(os.path.join(REPO, "setup.py"), encoding="utf-8") as f:
+        return {module: name for name, module in re.findall(r'"([\w-]+) = ([\w.]+):\w+"', f.read())}
+
+
+def tool_files():
+    for pattern in SOURCES:
+        for path in sorted(glob.glob(os.path.join(REPO, pattern))):
+            rel = os.path.relpath(path, REPO)
+            if os.path.basename(path) == "__main__.py":
+                continue
+            with open(path, encoding="utf-8") as f:
+                if BUILDS_A_PARSER.search(f.read()):
+                    yield rel
+
+
+def load(rel):
+    if rel.startswith("examples/"):
+        spec = importlib.util.spec_from_file_location("_option_ranges_" + os.path.basename(rel)[:-3],
+                                                      os.path.join(REPO, rel))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    return importlib.import_module(rel[:-3].replace("/", "."))
+
+
+def tool_name(rel):
+    module = rel[:-3].replace("/", ".")
+    scripts = console_scripts()
+    if module in scripts:
+        return scripts[module]
+    return "python " + rel if rel.startswith("examples/") else "python -m " + module
+
+
+def capture(module, monkeypatch):
+    """The tool's parser, built by its own code and parsed by nothing (no work runs)."""
+    if callable(getattr(module, "get_parser", None)):
+        return module.get_parser()
+
+    def captured(self, *args, **kwargs):
+        raise _Captured(self)
+
+    for name in ("parse_args", "main", "cli_main"):
+        entry = getattr(module, name, None)
+        if not callable(entry) or getattr(entry, "__module__", None) != module.__name__:
+            continue
+        with monkeypatch.context() as m:
+            m.setattr(argparse.ArgumentParser, "parse_args", captured)
+            m.setattr(argparse.ArgumentParser, "parse_known_args", captured)
+            m.setattr(sys, "argv", [module.__name__])
+            takes_argv = bool(inspect.signature(entry).parameters)
+            try:
+                entry([]) if takes_argv else entry()
+            except _Captured as found:
+                return found.parser
+    return None
+
+
+def parsers(tool, parser):
+    """(name, parser) of the tool and of each of its sub-commands."""
+    yield tool, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from parsers("{} {}".format(tool, name), sub)
+
+
+def is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) or \
+        isinstance(value, (list, tuple)) and bool(value) and all(map(is_number, value))
+
+
+def takes_numbers(action):
+    if action.nargs == 0 or isinstance(action, (argparse._HelpAction, argparse._VersionAction,
+                                                argparse._SubParsersAction)):
+        return False
+    if action.type in (int, float) or hasattr(action.type, "range"):
+        return True
+    if action.choices and all(is_number(c) for c in action.choices):
+        return True
+    if is_number(action.default) or isinstance(action.default, str) and NUMBER_LIST.fullmatch(action.default):
+        return True
+    if callable(action.type):
+        for probe in ("1", "1,2"):
+            try:
+                if is_number(action.type(probe)):
+                    return True
+            except (Exception, SystemExit):  # a type of something else (or a parser's own error line)
+                pass
+    return bool(NUMBER_LIST_HELP.search(action.help or ""))
+
+
+def ranged(action):
+    return getattr(action.type, "range", None) is not None or \
+        bool(action.choices) and all(is_number(c) for c in action.choices)
+
+
+def option_name(action):
+    longs = [o for o in action.option_strings if o.startswith("--")]
+    return (longs or action.option_strings or [action.dest])[0]
+
+
+def all_parsers(monkeypatch):
+    """{tool: parser} of every tool found; the files whose parser could not be captured."""
+    found, missed = {}, []
+    for rel in tool_files():
+        if rel in HELPERS:
+            continue
+        parser = capture(load(rel), monkeypatch)
+        if parser is None:
+            missed.append(rel)
+            continue
+        for name, sub in parsers(tool_name(rel), parser):
+            found[name] = sub
+    return found, missed
+
+
+def test_every_numeric_option_of_every_tool_has_a_range(monkeypatch):
+    found, missed = all_parsers(monkeypatch)
+    assert not missed, "a parser built here but not captured (give the module get_parser()): {}".format(missed)
+    assert EXPECTED_TOOLS <= set(found), "tools not found: {}".format(sorted(EXPECTED_TOOLS - set(found)))
+    numeric, offenders = set(), []
+    for tool, parser in sorted(found.items()):
+        for action in parser._actions:
+            if not takes_numbers(action):
+                continue
+            numeric.add((tool, option_name(action)))
+            if not ranged(action) and (tool, option_name(action)) not in ALLOWED:
+                offenders.append("{} {}".format(tool, option_name(action)))
+    assert len(numeric) >= 60, sorted(numeric)  # the enumeration reached the tools' options
+    assert not offenders, "numeric options with no range (give them fairseq_wean.errors.at_least, or a " \
+        "reason in ALLOWED):\n  " + "\n  ".join(offenders)
+    assert not set(ALLOWED) - numeric, "ALLOWED names options that are gone: {}".format(set(ALLOWED) - numeric)
+
+
+def out_of_range(action):
+    """A value just outside each end of the option's range, as text."""
+    low, kind, high, above = action.type.range
+    values = [low if above else low - (1 if kind is int else 0.5)]
+    if high is not None:
+        values.append(high + 1)
+    return [str(v) for v in values]
+
+
+def test_every_range_refuses_its_out_of_range_values_in_one_line(monkeypatch, capsys):
+    """The ``.range`` of a type is what it refuses: each option, given a value outside, ends the parse
+    with a line naming the option (argparse's usage error, or the tool's own one line)."""
+    found, _ = all_parsers(monkeypatch)
+    failures = []
+    for tool, parser in sorted(found.items()):
+        for action in parser._actions:
+            if getattr(action.type, "range", None) is None or not action.option_strings:
+                continue
+            for value in out_of_range(action):
+                flag = option_name(action)
+                try:
+                    parser.parse_args([flag, value])
+                except SystemExit as exc:
+                    err = capsys.readouterr().err + ("" if isinstance(exc.code, int) else str(exc.code))
+                    last = (err.strip().splitlines() or [""])[-1]
+                    if exc.code in (0, None) or flag not in last or "Traceback" in err:
+                        failures.append("{} {} {}: exit {}, {!r}".format(tool, flag, value, exc.code, last))
+                except Exception as exc:  # a parser with its own error (bench.gpu_check's UsageError)
+                    if flag not in str(exc) and value not in str(exc):
+                        failures.append("{} {} {}: {!r}".format(tool, flag, value, exc))
+                else:
+                    failures.append("{} {} {}: accepted".format(tool, flag, value))
+    assert not failures, "\n".join(failures)
+
+
+# ------------------------------------------------------------------ options that would do nothing
+@pytest.mark.parametrize("flags,message", [
+    (["--patience", "3"], "--patience does nothing under --budget short"),
+    (["--max-epoch", "3"], "--max-epoch does nothing under --budget short"),
+    (["--seeds", "1,2"], "--seeds does nothing under --budget short"),
+    (["--seeds", "2,3"], "--seeds does nothing under --budget short"),
+    (["--budget", "converged", "--epochs", "3"], "--epochs does nothing under --budget converged"),
+    (["--budget", "converged", "--tiny", "--seeds", "1"], "--seeds does nothing with --tiny"),
+    (["--reuse-only", "--keep-checkpoints"], "--keep-checkpoints does nothing with --reuse-only"),
+    (["--reuse-only", "--cpu-bf16"], "--cpu-bf16 does nothing with --reuse-only"),
+    (["--runs", "lstm:bogus"], "--runs: 'lstm:bogus': multi30k has no vocabulary variant 'bogus'"),
+    (["--dataset", "iwslt14", "--runs", "lstm:bpe,wean_lstm:chars"], "iwslt14 has no vocabulary variant 'chars'"),
+    (["--budget", "converged", "--seeds", ""], "--seeds: '' is not a comma list of integers"),
+    (["--budget", "converged", "--seeds", "nan"], "--seeds: 'nan' is not a comma list of integers"),
+    (["--budget", "converged", "--seeds", "2,3"], "--seeds 2,3 must hold --seed 1"),
+])
+def test_compare_refuses_what_would_do_nothing_before_any_work(flags, message, tmp_path, capsys, monkeypatch):
+    """fairseq-wean-compare took these and ignored them (or, for an unknown vocabulary, prepared the
+    data first): one line, exit status 2, no output folder, no data prepared."""
+    from fairseq_wean.compare import cli as compare_cli
+    from fairseq_wean.compare import runner
+
+    monkeypatch.setattr(runner, "prepare", lambda *a: pytest.fail("data prepared"))
+    with pytest.raises(SystemExit) as info:
+        compare_cli.cli_main(["translation", str(tmp_path), "--out", str(tmp_path / "out")] + flags)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("fairseq-wean-compare: error: ") and message in last, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_lcsts_runs_take_its_one_vocabulary(tmp_path, capsys):
+    from fairseq_wean.compare import cli as compare_cli
+
+    args = compare_cli.parse_args(["summarization", str(tmp_path), "--dataset", "lcsts", "--runs", "lstm:word"])
+    assert args.run_list == [("lstm", "word")]
+    with pytest.raises(SystemExit):
+        compare_cli.parse_args(["summarization", str(tmp_path), "--dataset", "lcsts", "--runs", "lstm:spm"])
+    assert "lcsts has no vocabulary variant 'spm': choose from word" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("launcher", [["--log-dir", ""], ["--dump-rank-params", ""], ["--master-addr", " "],
+                                      ["--timeout", "inf"], ["--node-rank", "-1"]])
+def test_launcher_refuses_empty_folders_and_bad_numbers_before_any_rank(launcher, monkeypatch):
+    """An empty --log-dir or --dump-rank-params was taken as none (no logs, no parameters, no word).
+    (--dump-rank-params with fairseq-train's --no-save is not refused: the parameters are still
+    written at every checkpoint time, fairseq calling save_checkpoint whatever --no-save says.)"""
+    from fairseq_wean.cli import train_cpu_dist
+
+    monkeypatch.setattr(train_cpu_dist.subprocess, "Popen", lambda *a, **k: pytest.fail("a rank started"))
+    with pytest.raises(SystemExit) as info:
+        train_cpu_dist.cli_main(launcher + ["--", "data-bin", "--arch", "wean_lstm"])
+    message = str(info.value.code)
+    assert "\n" not in message and message.startswith("fairseq-wean-train-cpu-dist: error: "), message
+    assert launcher[0] in message
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--vocabs", "5,5"], "argument --vocabs: 5 given twice"),
+    (["--vocabs", "nan"], "argument --vocabs: expected a whole number, got 'nan'"),
+    (["--vocabs", "0"], "argument --vocabs: must be >= 1, got 0"),
+    (["--vocabs", ""], "argument --vocabs: expected a comma list of numbers"),
+    (["--updates", "99999999999999999999"], "argument --updates: must be >= 1 and <= 1000000"),
+    (["--gen-len", "0"], "argument --gen-len: must be >= 1, got 0"),
+    (["--updates", "4", "--interval", "8"], "--interval 8 is more than --updates 4"),
+    (["--updates", "6", "--interval", "3", "--warmup", "2"], "--warmup 2 drops every one of the 2 log intervals"),
+])
+def test_bench_run_refuses_bad_numbers_before_any_work(argv, message, capsys, monkeypatch):
+    from bench import run as bench_run
+
+    monkeypatch.setattr(bench_run, "measure_peaks", lambda *a: pytest.fail("work started"))
+    monkeypatch.setattr(bench_run, "bench_vocab", lambda *a: pytest.fail("work started"))
+    with pytest.raises(SystemExit) as info:
+        bench_run.main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and message in err.strip().splitlines()[-1], err
+
+
+@pytest.mark.parametrize("module,argv,message", [
+    ("preprocess.prepare_simplification", ["--variants", "word,word"], "word named twice"),
+    ("preprocess.prepare_gigaword", ["--variants", "word,bogus"], "unknown vocabulary variant(s) bogus"),
+    ("preprocess.prepare_lcsts", ["--variants", "spm"], "unknown vocabulary variant(s) spm: choose from word"),
+    ("preprocess.prepare_multi30k", ["--variants", ""], "expected a comma list of variants"),
+    ("preprocess.prepare_lcsts", ["--min-score", "6"], "argument --min-score: must be >= 1 and <= 5, got 6"),
+    ("preprocess.prepare_iwslt14", ["--workers", "0"], "argument --workers: must be >= 1, got 0"),
+])
+def test_recipes_refuse_bad_variants_and_numbers_before_any_work(module, argv, message, capsys):
+    recipe = importlib.import_module(module)
+    with pytest.raises(SystemExit) as info:
+        recipe.parse_args(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and message in err.strip().splitlines()[-1], err

@@ -36,7 +36,6 @@ Imports nothing heavy at module level: ``scripts/gpu_check.sh`` renders its tabl
 (:func:`tables_markdown`) before anything is installed.
 """
 import copy
-import json
 import math
 import os
 import time
@@ -283,10 +282,13 @@ def device_peaks(device, threads, sizes):
 
 
 def write_json(path, data):
+    """``path``'s whole JSON through a temporary file renamed over it (bench.gpu_check.write_file):
+    a planted symbolic link or named pipe there (or at a ``.tmp`` beside it) is replaced, never
+    written through."""
+    from bench.gpu_check import write_json as write
+
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        json.dump(data, f, indent=1)
-    os.replace(path + ".tmp", path)
+    write(path, data)
 
 
 def run(cfg, models, argv):
@@ -299,6 +301,7 @@ def run(cfg, models, argv):
 
     from bench import run as bench_run
     from bench import synthetic
+    from bench.gpu_check import make_dirs, open_file
 
     device = cfg.device
     if device == "cuda" and not torch.cuda.is_available():
@@ -329,9 +332,8 @@ def run(cfg, models, argv):
 
     for precision in precisions:
         for vocab in vocabs:
-            work = os.path.join(cfg.workdir, "v%d" % vocab)
-            os.makedirs(work, exist_ok=True)
-            with open(os.path.join(work, "data.log"), "a") as data_log:
+            work = make_dirs(cfg.workdir, os.path.join(cfg.workdir, "v%d" % vocab))  # no link inside --workdir
+            with open_file(os.path.join(work, "data.log"), "a", work, "--workdir") as data_log:
                 data_bin = synthetic.make(work, vocab, cfg.n_train, cfg.n_test, cfg.n_latency, bench_run.BIN, log=data_log)
                 table = synthetic.align_table(work, bench_run.BIN, log=data_log) if "core_copy" in models else None
             for name in models:

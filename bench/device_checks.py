@@ -39,7 +39,6 @@ import json
 import math
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -47,6 +46,7 @@ import time
 
 from bench import device_bench
 from bench.device_bench import write_json
+from bench.gpu_check import WORKDIR_BENCH, WORKDIR_DISTRIBUTED, Refused, make_dirs, open_file, remove_tree
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
@@ -68,9 +68,8 @@ def data(cfg):
     benchmark part (the same folder and sizes as ``bench.run --workdir WORKDIR/bench``)."""
     from bench import synthetic
 
-    work = os.path.join(cfg["workdir"], "bench", "v%d" % cfg["vocab"])
-    os.makedirs(work, exist_ok=True)
-    with open(os.path.join(work, "data.log"), "a") as log:
+    work = make_dirs(cfg["workdir"], os.path.join(cfg["workdir"], WORKDIR_BENCH, "v%d" % cfg["vocab"]))
+    with open_file(os.path.join(work, "data.log"), "a", work, "--workdir") as log:
         data_bin = synthetic.make(work, cfg["vocab"], cfg["n_train"], cfg["n_test"], cfg["n_latency"], BIN, log=log)
         table = synthetic.align_table(work, BIN, log=log)
     return data_bin, table
@@ -271,9 +270,9 @@ def update_losses(log):
 
 
 def start_job(name, data_bin, table, cfg):
-    work = os.path.join(cfg["workdir"], "distributed", name)
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
+    work = os.path.join(cfg["workdir"], WORKDIR_DISTRIBUTED, name)
+    remove_tree(cfg["workdir"], work)  # refuses a linked WORKDIR/distributed: never deletes under a link's target
+    make_dirs(cfg["workdir"], work)
     single_env = {k: v for k, v in os.environ.items() if k != "FAIRSEQ_WEAN_DUMP_RANK_PARAMS"}
     single_env.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
     env = dict(single_env, FAIRSEQ_WEAN_DUMP_RANK_PARAMS=os.path.join(work, "dump"))  # every rank's parameters
@@ -282,11 +281,22 @@ def start_job(name, data_bin, table, cfg):
     for label, cmd in [("rank0", rank_command(train_command(name, data_bin, table, cfg, os.path.join(work, "two")), 0, port)),
                        ("rank1", rank_command(train_command(name, data_bin, table, cfg, os.path.join(work, "two")), 1, port)),
                        ("single", train_command(name, data_bin, table, cfg, os.path.join(work, "one"), "--update-freq", 2))]:
-        log = open(os.path.join(work, label + ".log"), "w")
+        log = open_file(os.path.join(work, label + ".log"), "w", work, "--workdir")
         procs[label] = (subprocess.Popen(cmd, cwd=REPO, env=env if label != "single" else single_env,
                                          stdout=log, stderr=subprocess.STDOUT), log)
     return {"name": name, "work": work, "procs": procs, "command": " ".join(rank_command(
         train_command(name, data_bin, table, cfg, "two"), 0, port))}
+
+
+def load_checkpoint(path, folder):
+    """A checkpoint or a rank's parameter dump (``{"num_updates": int, "model": {name: tensor}}``) of
+    the workdir: opened as itself (no link, no pipe, inside ``folder``), unpickled with the plugin's
+    allow-list (``fairseq_wean.checkpoint_safety.safe_load``; torch 1.13's plain torch.load would
+    run any pickle)."""
+    from fairseq_wean.checkpoint_safety import safe_load
+
+    with open_file(path, "rb", folder, "--workdir") as f:
+        return safe_load(f, map_location="cpu")
 
 
 def finish_job(job, cfg, deadline):
@@ -301,7 +311,10 @@ def finish_job(job, cfg, deadline):
             proc.wait()
         log.close()
         codes[label] = proc.returncode
-    logs = {label: open(os.path.join(job["work"], label + ".log"), errors="replace").read() for label in codes}
+    logs = {}
+    for label in codes:
+        with open_file(os.path.join(job["work"], label + ".log"), "r", job["work"], "--workdir", errors="replace") as f:
+            logs[label] = f.read()
     out = {"exit_codes": codes, "command_rank0": job["command"]}
     if any(codes.values()):
         out.update(passed=False, problems=["a process failed: {}".format(codes)],
@@ -309,8 +322,8 @@ def finish_job(job, cfg, deadline):
         return out
     atol, rtol, loss_tol = DISTRIBUTED_TOLERANCE[cfg["device"]]
     dump = os.path.join(job["work"], "dump")
-    rank0, rank1 = (torch.load(os.path.join(dump, "rank%d.pt" % r), map_location="cpu") for r in (0, 1))
-    single = torch.load(os.path.join(job["work"], "one", "checkpoint_last.pt"), map_location="cpu", weights_only=False)["model"]
+    rank0, rank1 = (load_checkpoint(os.path.join(dump, "rank%d.pt" % r), job["work"]) for r in (0, 1))
+    single = load_checkpoint(os.path.join(job["work"], "one", "checkpoint_last.pt"), job["work"])["model"]
     differ = [k for k in rank0["model"] if not torch.equal(rank0["model"][k], rank1["model"][k])]
     diffs = {k: float((rank0["model"][k].double() - single[k].double()).abs().max()) for k in single
              if k in rank0["model"] and single[k].is_floating_point()}
@@ -372,8 +385,11 @@ def main(argv=None):
     p.add_argument("--config", required=True, help="the JSON settings scripts/gpu_check.sh writes")
     p.add_argument("--result", required=True, help="the part's JSON")
     a = p.parse_args(argv)
-    with open(a.config) as f:
-        cfg = json.load(f)
+    try:
+        with open_file(a.config, "r", what="--config") as f:
+            cfg = json.load(f)
+    except Refused as exc:
+        p.exit(2, "{}: error: {}\n".format(p.prog, exc))
     import warnings
 
     warnings.filterwarnings("ignore")  # fairseq's and hydra's deprecation warnings, some once per step
@@ -381,7 +397,10 @@ def main(argv=None):
         import torch
 
         torch.set_num_threads(1)  # as bench.run: on a shared machine torch's thread pool spins waiting
-    return PARTS[a.part](cfg, a.result)
+    try:
+        return PARTS[a.part](cfg, a.result)
+    except Refused as exc:  # a symbolic link or a named pipe in the workdir: one line
+        p.exit(2, "{}: error: {}\n".format(p.prog, exc))
 
 
 if __name__ == "__main__":

@@ -20,14 +20,19 @@ at least its minimum, and is stopped at its cap or at the budget, whichever come
      model against fairseq lstm and transformer: tokens/s, sentences/s, latency, peak GPU memory,
      FLOP/s as a share of the GPU's peak
 
-Files under OUT (at most 8, no folders): summary.md (rewritten after every part; the page
+Files under OUT (at most 8, no folders; OUT_FILES): summary.md (rewritten after every part; the page
 docs/results/gpu/DATE-GPU.md, which --page-dir DIR also writes), run.json (machine, commit, every
 part's status, what was not reached), tests.json, precision.json, distributed.json, bench.json
 (each written as its part goes, complete: true at its end), log.txt (every command's output).
+Every file in OUT, --workdir and --page-dir is written as itself, never through a symbolic link and never
+into a named pipe (whole files: a temporary file renamed over the target; logs: opened O_NOFOLLOW, regular
+files only); a symbolic link or anything but a regular file or folder where the run writes (OUT's files,
+anything under --workdir) is refused in one line before any work (exit 2).
 
 Exit status: 0 every part ran and passed; 1 set-up failed (no CUDA with --device cuda, missing
-packages and no .whl/); 2 bad options (one line, before any work); 3 a check failed or a part
-broke; 4 the budget left a part unreached or stopped it (nothing failed).
+packages and no .whl/); 2 bad options, or a link or a pipe in OUT or --workdir (one line, before any
+work); 3 a check failed or a part broke (or a link or a pipe appeared there during the run: one line);
+4 the budget left a part unreached or stopped it (nothing failed).
 
 With --device cpu (default --size tiny) the same code runs on the CPU, as the GPU run's stand-in:
 CI runs it (tests/test_gpu_check.py), so the script is known to work before a GPU is lent. Its
@@ -37,6 +42,7 @@ The driver imports only the standard library until the setup has installed what 
 """
 import argparse
 import datetime
+import errno
 import hashlib
 import importlib.util
 import json
@@ -44,8 +50,10 @@ import os
 import re
 import shlex
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -61,6 +69,13 @@ NEEDED_MODULES = ("fairseq", "hydra", "omegaconf", "bitarray", "sacremoses", "ro
 PLUGIN_SCRIPTS = ("fairseq-wean-align-table", "fairseq-wean-score")
 
 PARTS = ("tests", "precision", "distributed", "bench")
+# every file the run writes in OUT (no folders)
+OUT_FILES = ("summary.md", "run.json", "log.txt") + tuple(part + ".json" for part in PARTS)
+# what the run writes directly in --workdir: the device checks' settings, the machine, the tests' JSON
+# lines (bench/pytest_progress.py); pytest's --basetemp; bench.run's and the parts' data and models
+WORKDIR_CONFIG, WORKDIR_ENV, WORKDIR_TESTS_LOG = "config.json", "env.json", "tests.jsonl"
+WORKDIR_PYTEST, WORKDIR_BENCH, WORKDIR_DISTRIBUTED = "pytest-tmp", "bench", "distributed"
+WORKDIR_NAMES = (WORKDIR_CONFIG, WORKDIR_ENV, WORKDIR_TESTS_LOG, WORKDIR_PYTEST, WORKDIR_BENCH, WORKDIR_DISTRIBUTED)
 DESCRIPTION = {
     "tests": "pytest {tests}",
     "precision": "wean_lstm, core_copy, word_attn_gated, lstm: {precision_updates} updates in {precisions} "
@@ -101,12 +116,20 @@ class UsageError(Exception):
     pass
 
 
+class Refused(Exception):
+    """A path where the run reads or writes that is a symbolic link, a named pipe or anything but a
+    regular file (or folder), or that leads out of its folder: one line, nothing written through it."""
+
+
 class Parser(argparse.ArgumentParser):
     def error(self, message):
         raise UsageError(message)
 
 
 def positive_seconds(text):
+    """An argparse type: a finite number of seconds > 0 (nan and inf refused). Its ``range`` is
+    ``fairseq_wean.errors.at_least``'s (low, kind, high, above): this module imports only the
+    standard library until the setup has installed what the plugin needs."""
     try:
         value = float(text)
     except ValueError:
@@ -116,11 +139,18 @@ def positive_seconds(text):
     return value
 
 
+positive_seconds.range = (0, float, None, True)
+
+
 def part_list(text):
     parts = [p for p in text.split(",") if p]
     bad = [p for p in parts if p not in PARTS]
     if bad or not parts:
         raise argparse.ArgumentTypeError("unknown part(s) {!r} (known: {})".format(",".join(bad) or text, ",".join(PARTS)))
+    twice = sorted({p for p in parts if parts.count(p) > 1}, key=PARTS.index)
+    if twice:
+        raise argparse.ArgumentTypeError("part(s) given twice: {!r} (each runs once; known: {})".format(
+            ",".join(twice), ",".join(PARTS)))
     return [p for p in PARTS if p in parts]
 
 
@@ -148,17 +178,20 @@ def get_parser():
 
 def parse(argv):
     cfg = get_parser().parse_args(argv)
+    cfg.tests = DEFAULT_TESTS if cfg.tests is None else cfg.tests
+    try:
+        words = shlex.split(cfg.tests)
+    except ValueError as exc:
+        raise UsageError("--tests: {}".format(exc)) from None
+    if not words:
+        raise UsageError("argument --tests: empty: give pytest's arguments, or leave the option out for the "
+                         "default ({})".format(DEFAULT_TESTS))
     cfg.out = cfg.out or os.environ.get("OUT") or None
     if cfg.out is None and not cfg.dry_run:
         raise UsageError("no output folder: set OUT or give --out DIR")
     cfg.out = os.path.abspath(cfg.out) if cfg.out else None
     cfg.page_dir = os.path.abspath(cfg.page_dir) if cfg.page_dir else None
     cfg.size = cfg.size or ("full" if cfg.device == "cuda" else "tiny")
-    cfg.tests = cfg.tests or DEFAULT_TESTS
-    try:
-        shlex.split(cfg.tests)
-    except ValueError as exc:
-        raise UsageError("--tests: {}".format(exc)) from None
     cfg.workdir = os.path.abspath(cfg.workdir or os.path.join(REPO, "work_dirs", "gpu-check"))
     cfg.sizes = dict(SIZES[cfg.size], precisions=PRECISIONS[cfg.device])
     return cfg
@@ -184,6 +217,176 @@ def plan(cfg):
     lines.append("output: {} (summary.md, run.json, {}, log.txt)".format(
         cfg.out or "(none: set OUT or give --out DIR)", ", ".join(p + ".json" for p in PARTS)))
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ files
+# Every file the GPU check (this driver, bench.device_checks, bench.device_bench, bench.pytest_progress)
+# reads or writes in OUT, --workdir and --page-dir goes through these: never through a symbolic link
+# (a planted OUT/log.txt -> ~/.bashrc is not written through), never into a named pipe (which would block
+# the run forever), never out of the folder. The same rules as fairseq_wean.textio's open_in_folder and
+# atomic_output, in the standard library only (this driver runs before the setup installs the plugin).
+def _check_inside(path, folder, what):
+    folder = os.path.realpath(folder or os.path.dirname(os.path.abspath(path)))
+    parent = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    if os.path.commonpath([parent, folder]) != folder:
+        raise Refused("{} {} is outside {} (through a symbolic link): refused".format(what, path, folder))
+
+
+_MODES = {"r": os.O_RDONLY, "rb": os.O_RDONLY, "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+          "wb": os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND}
+
+
+def open_file(path, mode="r", folder=None, what="file", errors=None):
+    """Open ``path``, a file of ``folder`` (default: its own directory), as itself: ``O_NOFOLLOW`` (no
+    check-then-open race), ``O_NONBLOCK`` until it is known to be a regular file (a named pipe is
+    refused before it could block), written only if it has no other hard link; :class:`Refused`
+    (one line) otherwise. ``mode``: r, rb, w, wb, a (text is UTF-8)."""
+    _check_inside(path, folder, what)
+    try:
+        fd = os.open(path, _MODES[mode] | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or os.path.islink(path):
+            raise Refused("{} {} is a symbolic link: refused (the GPU check reads and writes its files only as "
+                          "themselves); remove it".format(what, path)) from None
+        if exc.errno == errno.ENXIO:  # a named pipe opened for writing, no reader
+            raise Refused("{} {} is not a regular file (a named pipe?): refused; remove it".format(what, path)) from None
+        raise
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or (mode != "r" and mode != "rb" and info.st_nlink > 1):
+        os.close(fd)
+        raise Refused("{} {} is {}: refused; remove it".format(
+            what, path, "not a regular file (a named pipe?)" if not stat.S_ISREG(info.st_mode)
+            else "a hard link of another file"))
+    os.set_blocking(fd, True)
+    if "b" in mode:
+        return os.fdopen(fd, mode)
+    return os.fdopen(fd, mode, encoding="utf-8", errors=errors)
+
+
+def write_file(path, data, folder=None, what="file"):
+    """Write ``data`` (str or bytes) as the whole of ``path``, a file of ``folder``: a temporary file
+    beside it renamed over it, so that a planted symbolic link or named pipe is replaced, never written
+    through, and a run stopped while writing leaves the previous file."""
+    _check_inside(path, folder, what)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 -> what open() would have given
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_json(path, data, folder=None, what="file"):
+    write_file(path, json.dumps(data, indent=1, default=str), folder, what)
+
+
+def read_json(path, folder=None, what="file"):
+    """The JSON of ``path`` (:func:`open_file`); None if it is missing or not JSON."""
+    try:
+        with open_file(path, "r", folder, what) as f:
+            return json.load(f)
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def make_dirs(root, path, what="--workdir"):
+    """Create the folder ``path`` inside ``root`` (and ``root``, a folder the user named), refusing
+    (:class:`Refused`) a component inside ``root`` that is a symbolic link or not a folder: what is
+    made or removed there never lands under a link's target. Returns ``path``."""
+    root, path = os.path.abspath(root), os.path.abspath(path)
+    os.makedirs(root, exist_ok=True)
+    rel = os.path.relpath(path, root)
+    if rel == os.curdir:
+        return path
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        raise Refused("{} {}: {} is outside it: refused".format(what, root, path))
+    current = root
+    for part in rel.split(os.sep):
+        current = os.path.join(current, part)
+        try:
+            os.mkdir(current)
+        except FileExistsError:
+            pass
+        info = os.lstat(current)
+        if not stat.S_ISDIR(info.st_mode):
+            raise Refused("{} {}: {} is {}: refused; remove it".format(
+                what, root, os.path.relpath(current, root),
+                "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a folder"))
+    return path
+
+
+def remove_tree(root, path, what="--workdir"):
+    """Remove the folder ``path`` inside ``root`` (if it is there), refusing (:class:`Refused`) a
+    component of it inside ``root`` that is a symbolic link: never deletes under a link's target
+    (shutil.rmtree itself follows no link below the folder it is given)."""
+    import shutil
+
+    root, path = os.path.abspath(root), os.path.abspath(path)
+    rel = os.path.relpath(path, root)
+    if rel in (os.curdir, os.pardir) or rel.startswith(os.pardir + os.sep):
+        raise Refused("{} {}: {} is not a folder inside it: not removed".format(what, root, path))
+    current = root
+    for part in rel.split(os.sep):
+        current = os.path.join(current, part)
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISDIR(info.st_mode):
+            raise Refused("{} {}: {} is {}: refused (not removed); remove it".format(
+                what, root, os.path.relpath(current, root),
+                "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a folder"))
+    shutil.rmtree(path)
+
+
+def check_folder(folder, what, names=None, skip=()):
+    """Refuse (:class:`Refused`, one line) a symbolic link, a named pipe or anything but a regular
+    file or folder where the run writes: ``names`` (files directly in ``folder``), or else anything
+    under it, except inside the folders of ``skip`` (which are themselves checked)."""
+    def check(path):
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return None
+        if stat.S_ISLNK(info.st_mode):
+            problem = "a symbolic link"
+        elif stat.S_ISREG(info.st_mode) or (stat.S_ISDIR(info.st_mode) and names is None):
+            return info
+        else:
+            problem = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file (a named pipe?)"
+        raise Refused("{} {}: {} is {}: refused (the run writes there only regular files of its own); remove "
+                      "it".format(what, folder, os.path.relpath(path, folder), problem))
+
+    if not os.path.isdir(folder):
+        return
+    if names is not None:
+        for name in names:
+            check(os.path.join(folder, name))
+        return
+    skip = {os.path.abspath(s) for s in skip}
+    for top, dirs, files in os.walk(folder):  # no link is followed: a linked folder is listed, not entered
+        for name in dirs + files:
+            check(os.path.join(top, name))
+        dirs[:] = [d for d in dirs if os.path.join(top, d) not in skip]
+
+
+def check_folders(cfg):
+    """Before any work: OUT's files and everything under --workdir (the tests' own temporary folder
+    aside, which pytest empties itself) must be regular files and folders."""
+    if cfg.out:
+        check_folder(cfg.out, "--out", names=OUT_FILES)
+    check_folder(cfg.workdir, "--workdir", skip=[os.path.join(cfg.workdir, WORKDIR_PYTEST)])
 
 
 # ------------------------------------------------------------------------------ the commit
@@ -228,9 +431,10 @@ def source():
         return {"commit": commit, "modified_files": len(status.splitlines()), "from": "git",
                 "tree_fingerprint": fingerprint}
     try:
-        with open(STAMP) as f:
-            stamp = json.load(f)
-    except (OSError, ValueError):
+        stamp = read_json(STAMP, WHEELS, ".whl")
+    except (OSError, Refused):
+        stamp = None
+    if not isinstance(stamp, dict):
         return {"commit": None, "from": "unknown (no .git, no .whl/SOURCE.json)", "tree_fingerprint": fingerprint}
     return {"commit": stamp.get("commit"), "modified_files": stamp.get("modified_files"),
             "from": ".whl/SOURCE.json ({})".format(stamp.get("written")), "tree_fingerprint": fingerprint,
@@ -255,7 +459,7 @@ class Run:
         os.makedirs(cfg.out, exist_ok=True)
         os.makedirs(cfg.workdir, exist_ok=True)
         self.log_path = os.path.join(cfg.out, "log.txt")
-        open(self.log_path, "w").close()
+        write_file(self.log_path, "", cfg.out, "--out")  # a fresh log: replaces whatever was there
 
     def left(self):
         return self.deadline - time.time()
@@ -266,14 +470,14 @@ class Run:
     def say(self, msg):
         line = "{} [{:5.0f} s] {}".format(time.strftime("%H:%M:%S"), time.time() - self.t0, msg)
         print(line, flush=True)
-        with open(self.log_path, "a") as f:
+        with open_file(self.log_path, "a", self.cfg.out, "--out") as f:
             f.write(line + "\n")
 
     def command(self, cmd, timeout, env=None):
         """Run ``cmd`` (its output appended to log.txt) in a process group of its own; at ``timeout``
         the whole group is stopped (SIGTERM, then SIGKILL). Returns (exit status or None if stopped, seconds)."""
         start = time.time()
-        with open(self.log_path, "a") as log:
+        with open_file(self.log_path, "a", self.cfg.out, "--out") as log:
             log.write("$ " + " ".join(shlex.quote(str(c)) for c in cmd) + "\n")
             log.flush()
             proc = subprocess.Popen([str(c) for c in cmd], cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
@@ -286,21 +490,20 @@ class Run:
         return code, time.time() - start
 
     def save(self):
-        write_json(self.path("run.json"), self.state)
+        write_json(self.path("run.json"), self.state, self.cfg.out, "--out")
         text = summary_markdown(self.state, self.part_results())
-        write_text(self.path("summary.md"), text)
+        write_file(self.path("summary.md"), text, self.cfg.out, "--out")
         if self.cfg.page_dir and self.state["finished"]:
             os.makedirs(self.cfg.page_dir, exist_ok=True)
-            write_text(os.path.join(self.cfg.page_dir, page_name(self.state) + ".md"), text)
+            write_file(os.path.join(self.cfg.page_dir, page_name(self.state) + ".md"), text, self.cfg.page_dir,
+                       "--page-dir")
 
     def part_results(self):
         found = {}
         for part in PARTS:
-            try:
-                with open(self.path(part + ".json")) as f:
-                    found[part] = json.load(f)
-            except (OSError, ValueError):
-                pass
+            data = read_json(self.path(part + ".json"), self.cfg.out, "--out")
+            if data is not None:
+                found[part] = data
         return found
 
 
@@ -315,18 +518,6 @@ def stop_group(proc, grace=5.0):
             break
         except subprocess.TimeoutExpired:
             continue
-
-
-def write_json(path, data):
-    with open(path + ".tmp", "w") as f:
-        json.dump(data, f, indent=1, default=str)
-    os.replace(path + ".tmp", path)
-
-
-def write_text(path, text):
-    with open(path + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(path + ".tmp", path)
 
 
 def missing_modules():
@@ -361,14 +552,10 @@ def setup(run):
         if code != 0:
             return "installing the plugin (pip install -e .) failed (exit {}): see log.txt".format(code)
     run.state["source"] = source()
-    result = os.path.join(run.cfg.workdir, "env.json")
+    result = os.path.join(run.cfg.workdir, WORKDIR_ENV)
     code, secs = run.command([sys.executable, "-m", "bench.device_checks", "env", "--config", config_file(run),
                               "--result", result], 60)
-    try:
-        with open(result) as f:
-            run.state["machine"] = json.load(f)
-    except (OSError, ValueError):
-        pass
+    run.state["machine"] = read_json(result, run.cfg.workdir, "--workdir")
     if code != 0 or run.state["machine"] is None:
         if run.state["machine"] and run.cfg.device == "cuda" and not run.state["machine"].get("cuda_available"):
             return ("--device cuda: torch {} sees no CUDA device (use --device cpu for the CPU stand-in)"
@@ -379,8 +566,9 @@ def setup(run):
 
 def config_file(run):
     s = run.cfg.sizes
-    path = os.path.join(run.cfg.workdir, "config.json")
-    write_json(path, {"device": run.cfg.device, "workdir": run.cfg.workdir, "vocab": s["vocab"], "n_train": s["n_train"],
+    path = os.path.join(run.cfg.workdir, WORKDIR_CONFIG)
+    write_json(path, folder=run.cfg.workdir, what="--workdir", data={
+                      "device": run.cfg.device, "workdir": run.cfg.workdir, "vocab": s["vocab"], "n_train": s["n_train"],
                       "n_test": s["n_test"], "n_latency": s["n_latency"], "dim": s["dim"], "max_tokens": s["max_tokens"],
                       "precision": {"models": ARCHS, "precisions": s["precisions"], "updates": s["precision_updates"],
                                     "lr": s["precision_lr"]},
@@ -396,8 +584,8 @@ def part_command(run, part):
     if part == "tests":
         return [sys.executable, "-m", "pytest", "-p", "bench.pytest_progress", "-v", "-rs", "-n",
                 "4" if cfg.device == "cuda" else "0", "--dist", "load", "--basetemp",
-                os.path.join(cfg.workdir, "pytest-tmp"), *shlex.split(cfg.tests)], {
-                    "GPU_CHECK_PYTEST_LOG": os.path.join(cfg.workdir, "tests.jsonl")}
+                os.path.join(cfg.workdir, WORKDIR_PYTEST), *shlex.split(cfg.tests)], {
+                    "GPU_CHECK_PYTEST_LOG": os.path.join(cfg.workdir, WORKDIR_TESTS_LOG)}
     if part in ("precision", "distributed"):
         return [sys.executable, "-m", "bench.device_checks", part, "--config", config_file(run), "--result", result], {}
     return [sys.executable, "-m", "bench.run", "--device", cfg.device, "--vocabs", s["bench_vocabs"],
@@ -405,16 +593,16 @@ def part_command(run, part):
             "--max-tokens", s["max_tokens"], "--n-train", s["n_train"], "--n-test", s["n_test"],
             "--n-latency", s["n_latency"], "--gen-len", s["gen_len"], "--updates", s["bench_updates"],
             "--warmup", s["bench_warmup"], "--flop-batches", s["flop_batches"],
-            "--workdir", os.path.join(cfg.workdir, "bench"), "--json", result], {}
+            "--workdir", os.path.join(cfg.workdir, WORKDIR_BENCH), "--json", result], {}
 
 
 def tests_json(run, code, seconds, command):
     """tests.json from the pytest plugin's lines (bench/pytest_progress.py)."""
     records = []
     try:
-        with open(os.path.join(run.cfg.workdir, "tests.jsonl")) as f:
+        with open_file(os.path.join(run.cfg.workdir, WORKDIR_TESTS_LOG), "r", run.cfg.workdir, "--workdir") as f:
             records = [json.loads(line) for line in f if line.strip()]
-    except OSError:
+    except (FileNotFoundError, ValueError):
         pass
     counts = {"passed": 0, "failed": 0, "skipped": 0}
     for r in records:
@@ -435,7 +623,7 @@ def tests_json(run, code, seconds, command):
         by[r["outcome"]] = by.get(r["outcome"], 0) + 1
     # pytest's exit 5 (nothing collected) or 4 (usage) is a failure of the part, not of a test
     data["passed"] = code == 0 and counts["failed"] == 0 and counts["passed"] > 0
-    write_json(run.path("tests.json"), data)
+    write_json(run.path("tests.json"), data, run.cfg.out, "--out")
     return data
 
 
@@ -451,7 +639,7 @@ def run_part(run, part):
     run.say("{}: {} (at most {:.0f} s)".format(part, describe(run.cfg, part), timeout))
     cmd, env = part_command(run, part)
     if part == "tests":
-        open(os.path.join(run.cfg.workdir, "tests.jsonl"), "w").close()
+        write_file(os.path.join(run.cfg.workdir, WORKDIR_TESTS_LOG), "", run.cfg.workdir, "--workdir")
     run.state["parts"][part] = {"status": "running"}
     run.save()
     code, seconds = run.command(cmd, timeout, env)
@@ -501,6 +689,19 @@ def main(argv=None):
     if cfg.dry_run:
         print(plan(cfg))
         return 0
+    try:
+        check_folders(cfg)
+    except Refused as exc:
+        sys.stderr.write("{}: error: {}\n".format(PROG, str(exc).replace("\n", " ")))
+        return EXIT_USAGE
+    try:
+        return run_all(cfg)
+    except Refused as exc:  # a link or a pipe planted while the run went on
+        sys.stderr.write("{}: error: {}\n".format(PROG, str(exc).replace("\n", " ")))
+        return EXIT_FAILED
+
+
+def run_all(cfg):
     t0 = float(os.environ.get("GPU_CHECK_T0") or time.time())
     run = Run(cfg, t0)
     run.say(plan(cfg))

@@ -107,14 +107,13 @@ wrong=$(ls "$dest"/*.whl | xargs -n1 basename | grep -v -e '-py3-none-any' -e '-
 "$python" - "$dest" <<'EOF'
 import datetime, json, os, subprocess, sys
 sys.path.insert(0, os.getcwd())
-from bench.gpu_check import tree_fingerprint
+from bench.gpu_check import tree_fingerprint, write_json
 dest = sys.argv[1]
 git = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True).stdout.strip()
 stamp = {"commit": git("rev-parse", "HEAD"), "modified_files": len(git("status", "--porcelain", "--untracked-files=no").splitlines()),
          "tree_fingerprint": tree_fingerprint(), "written": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
          "wheels": sorted(f for f in os.listdir(dest) if f.endswith(".whl"))}
-with open(os.path.join(dest, "SOURCE.json"), "w") as f:
-    json.dump(stamp, f, indent=1)
+write_json(os.path.join(dest, "SOURCE.json"), stamp)  # renamed over it: never through a planted link
 print("gpu_wheels.sh: {} wheels in {}; commit {} ({} modified tracked files), tree {}".format(
     len(stamp["wheels"]), dest, stamp["commit"][:12], stamp["modified_files"], stamp["tree_fingerprint"]))
 EOF

@@ -1,20 +1,28 @@
 """scripts/gpu_check.sh, the GPU run prepared on the CPU: its refusals, ``--dry-run``, the CPU stand-in
 end to end (``--device cpu``, tiny sizes: the same code as on a GPU), its results' files and keys,
 and its time budget (a part not reached is listed, a part past its time is stopped and keeps its JSON).
+Its folders: every file it writes in OUT (``gpu_check.OUT_FILES``) and every name in --workdir
+(``gpu_check.WORKDIR_NAMES``), planted as a symbolic link to a victim or as a named pipe, is refused in
+one line or replaced, never written through, never blocks; nothing is removed under a linked folder;
+checkpoints and rank dumps are unpickled with the allow-list.
 
 The stand-in takes about a minute on 2 cores; the other cases seconds.
 """
+import contextlib
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
+import threading
 import time
+import types
 
 import pytest
 
 from conftest import REPO
-from bench import device_checks, gpu_check
+from bench import device_checks, gpu_check, pytest_progress
 
 SCRIPT = os.path.join(REPO, "scripts", "gpu_check.sh")
 # the tests part of the stand-in: two quick CPU cases of tests/test_devices.py (the default, three
@@ -61,7 +69,11 @@ def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path):
     (["--budget", "abc"], "argument --budget: expected a number of seconds, got 'abc'"),
     (["--budget", "-5"], "argument --budget: must be a number of seconds > 0, got '-5'"),
     (["--budget", "nan"], "argument --budget: must be a number of seconds > 0, got 'nan'"),
+    (["--budget", "inf"], "argument --budget: must be a number of seconds > 0, got 'inf'"),
     (["--parts", "tests,gpu"], "argument --parts: unknown part(s) 'gpu'"),
+    (["--parts", "tests,bench,tests"], "argument --parts: part(s) given twice: 'tests'"),
+    (["--tests", ""], "argument --tests: empty: give pytest's arguments"),
+    (["--tests", "  "], "argument --tests: empty: give pytest's arguments"),
     (["--device", "tpu"], "argument --device: invalid choice: 'tpu'"),
     ([], "no output folder: set OUT or give --out DIR"),
 ])
@@ -83,7 +95,7 @@ def stand_in(tmp_path_factory):
     start = time.monotonic()
     proc = script("--device", "cpu", "--budget", BUDGET, "--tests", TINY_TESTS, "--workdir", base / "work",
                   "--page-dir", pages, out=out, timeout=BUDGET + 60)
-    return {"proc": proc, "seconds": time.monotonic() - start, "out": out, "pages": pages}
+    return {"proc": proc, "seconds": time.monotonic() - start, "out": out, "pages": pages, "work": base / "work"}
 
 
 def test_the_stand_in_runs_every_part_within_its_budget(stand_in):
@@ -91,8 +103,10 @@ def test_the_stand_in_runs_every_part_within_its_budget(stand_in):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert stand_in["seconds"] < BUDGET
     files = sorted(os.listdir(str(out)))
-    assert files == sorted(["summary.md", "run.json", "log.txt"] + [p + ".json" for p in PARTS])
+    assert files == sorted(["summary.md", "run.json", "log.txt"] + [p + ".json" for p in PARTS]) == sorted(gpu_check.OUT_FILES)
     assert len(files) <= 8 and all(FILE_NAME.match(f) and os.path.isfile(os.path.join(str(out), f)) for f in files)
+    # the names the folder tests below plant are all the run writes in --workdir
+    assert set(os.listdir(str(stand_in["work"]))) <= set(gpu_check.WORKDIR_NAMES)
     run = load(out, "run.json")
     assert run["finished"] and run["exit_code"] == 0 and run["not_reached"] == []
     assert [run["parts"][p]["status"] for p in PARTS] == ["passed"] * 4, run["parts"]
@@ -244,3 +258,241 @@ def test_low_precision_curves_are_held_to_the_stated_tolerances():
     assert skipped["problems"] == ["updates skipped (gradient overflow): [2]"]
     nan = device_checks.compare_curves(curve_run([10.0, float("nan"), 8.0, 7.0]), ref, "amp")
     assert not nan["passed"] and "non-finite or missing losses" in nan["problems"]
+
+
+def test_every_numeric_option_has_a_checked_range():
+    """A repo-wide rule: a numeric option's type is fairseq_wean.errors.at_least or has its ``range``."""
+    actions = [a for a in gpu_check.get_parser()._actions if a.type in (int, float)
+               or (isinstance(a.default, (int, float)) and not isinstance(a.default, bool))]
+    assert [a.dest for a in actions] == ["budget"]
+    for a in actions:
+        low, kind, high, above = a.type.range
+        assert kind in (int, float) and a.type(str(low + 1)) == low + 1
+        for bad in ("nan", "inf", "-inf", str(low)):
+            with pytest.raises(Exception):
+                a.type(bad)
+
+
+# ------------------------------------------------------------------------------ links and pipes
+VICTIM = "VICTIM: not the GPU check's\n"
+
+
+def plant(path, kind, tmp_path):
+    """``path`` as a symbolic link to a victim file (``link``), to a victim folder holding a file
+    (``dirlink``), to a file that does not exist (``dangling``), or a named pipe (``fifo``). Returns
+    a function giving the victim's state, to compare before and after."""
+    path = str(path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    victim = tmp_path / "victim"
+    if kind == "link":
+        victim.write_text(VICTIM)
+        os.symlink(str(victim), path)
+    elif kind == "dirlink":
+        (victim / "wean_lstm").mkdir(parents=True)
+        (victim / "wean_lstm" / "keep.txt").write_text(VICTIM)
+        os.symlink(str(victim), path)
+    elif kind == "dangling":
+        os.symlink(str(victim), path)
+    else:
+        os.mkfifo(path)
+
+    def state():
+        if not os.path.lexists(str(victim)):
+            return None
+        if victim.is_dir():
+            return sorted((os.path.relpath(f, str(victim)), open(f).read())
+                          for f in map(str, victim.rglob("*")) if os.path.isfile(f))
+        return victim.read_text()
+    return state
+
+
+@contextlib.contextmanager
+def never_blocks(*fifos, seconds=15):
+    """Fails the test if anything is still blocked on one of the named pipes ``fifos`` after
+    ``seconds`` (then opened read-write here, which frees a blocked open, and closed, which ends a read)."""
+    done, freed = threading.Event(), []
+
+    def watch():
+        if done.wait(seconds):
+            return
+        for f in map(str, fifos):
+            if os.path.lexists(f) and stat.S_ISFIFO(os.lstat(f).st_mode):
+                fd = os.open(f, os.O_RDWR | os.O_NONBLOCK)
+                freed.append(f)
+                with contextlib.suppress(OSError):
+                    os.read(fd, 1 << 20)
+                os.close(fd)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+    assert not freed, "blocked on the named pipe(s) {}".format(freed)
+
+
+def assert_one_line_refusal(proc, *words):
+    assert proc.stderr.startswith("gpu_check.sh: error: ") and proc.stderr.count("\n") == 1, proc.stderr[-3000:]
+    for word in words:
+        assert word in proc.stderr
+
+
+def assert_written_as_itself(path):
+    """Where the run wrote, a regular file of its own (the planted link or pipe replaced)."""
+    if os.path.lexists(str(path)):
+        info = os.lstat(str(path))
+        assert stat.S_ISREG(info.st_mode) and info.st_nlink == 1, path
+
+
+@pytest.mark.parametrize("kind", ["link", "dangling", "fifo"])
+@pytest.mark.parametrize("name", gpu_check.OUT_FILES)
+def test_a_link_or_pipe_planted_in_out_is_refused_or_replaced(name, kind, tmp_path):
+    """The probe's case: OUT/log.txt -> a victim was truncated and filled with the log, a named pipe at
+    OUT/tests.json blocked the run forever. Now each file of OUT: refused in one line, or replaced."""
+    out = tmp_path / "out"
+    victim = plant(out / name, kind, tmp_path)
+    before = victim()
+    proc = script("--device", "cpu", "--budget", 1, "--workdir", tmp_path / "work", out=out, timeout=90)  # no hang
+    assert victim() == before
+    if proc.returncode in (gpu_check.EXIT_USAGE, gpu_check.EXIT_FAILED):
+        assert_one_line_refusal(proc, name)
+    else:
+        assert proc.returncode == gpu_check.EXIT_BUDGET, proc.stderr[-3000:]
+        for written in gpu_check.OUT_FILES:
+            assert_written_as_itself(out / written)
+    assert not os.path.lexists(str(tmp_path / "victim")) or kind != "dangling"  # no file made through the link
+
+
+WORKDIR_CASES = [(name, "dirlink" if "." not in name else "link") for name in gpu_check.WORKDIR_NAMES] + [
+    (name, "fifo") for name in gpu_check.WORKDIR_NAMES] + [
+    # deeper: a model's folder of the distributed part (removed and made again), the data's log
+    ("distributed/wean_lstm", "dirlink"), ("bench/v300/data.log", "link"), ("bench/v300/data.log", "fifo")]
+
+
+@pytest.mark.parametrize("name,kind", WORKDIR_CASES)
+def test_a_link_or_pipe_planted_in_the_workdir_is_refused_before_any_work(name, kind, tmp_path):
+    """WORKDIR/distributed -> a victim folder made the distributed part delete under the link's target;
+    a link or a pipe anywhere the run writes in --workdir is refused in one line, before any work."""
+    work, out = tmp_path / "work", tmp_path / "out"
+    victim = plant(work / name, kind, tmp_path)
+    before = victim()
+    proc = script("--device", "cpu", "--budget", 1, "--workdir", work, out=out, timeout=90)
+    assert victim() == before
+    assert proc.returncode == gpu_check.EXIT_USAGE, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    assert_one_line_refusal(proc, "--workdir", name, "symbolic link" if "link" in kind else "named pipe")
+    assert proc.stdout == "" and not out.exists()
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo"])
+@pytest.mark.parametrize("where,name", [("out", n) for n in gpu_check.OUT_FILES] + [
+    ("workdir", n) for n in (gpu_check.WORKDIR_CONFIG, gpu_check.WORKDIR_ENV, gpu_check.WORKDIR_TESTS_LOG)])
+def test_every_read_and_write_of_the_run_refuses_or_replaces_a_link_or_pipe(where, name, kind, tmp_path, monkeypatch):
+    """Behind the check before the run: each place that reads or writes a file of OUT or the workdir
+    (the log, the settings, the machine, the tests' lines and tests.json, run.json, the summary, the
+    parts' JSON) with a link or a pipe planted after the run started: refused (one line) or replaced."""
+    cfg = gpu_check.parse(["--device", "cpu", "--out", str(tmp_path / "out"), "--workdir", str(tmp_path / "work"),
+                           "--parts", "tests"])
+    cfg.argv = []
+    run = gpu_check.Run(cfg, time.time())
+    path = os.path.join(cfg.out if where == "out" else cfg.workdir, name)
+    if os.path.lexists(path):
+        os.unlink(path)
+    victim = plant(path, kind, tmp_path)
+    before = victim()
+    monkeypatch.setattr(gpu_check, "part_command", lambda run, part: ([sys.executable, "-c", "pass"], {}))
+    refused = None
+    with never_blocks(path):
+        try:
+            run.say("planted {}".format(name))
+            gpu_check.config_file(run)
+            gpu_check.read_json(os.path.join(cfg.workdir, gpu_check.WORKDIR_ENV), cfg.workdir, "--workdir")
+            gpu_check.run_part(run, "tests")
+            run.save()
+        except gpu_check.Refused as exc:
+            refused = str(exc)
+    assert victim() == before
+    if refused is not None:
+        assert "\n" not in refused and path in refused and ("symbolic link" in refused or "named pipe" in refused)
+    else:
+        assert_written_as_itself(path)
+
+
+def test_the_distributed_part_never_removes_under_a_linked_folder(tmp_path):
+    work = tmp_path / "work"
+    victim = plant(work / gpu_check.WORKDIR_DISTRIBUTED, "dirlink", tmp_path)
+    before = victim()
+    cfg = {"workdir": str(work), "device": "cpu"}
+    with pytest.raises(gpu_check.Refused, match=r"distributed is a symbolic link: refused \(not removed\)"):
+        device_checks.start_job("wean_lstm", "unused-data-bin", None, cfg)
+    os.unlink(str(work / gpu_check.WORKDIR_DISTRIBUTED))
+    (work / gpu_check.WORKDIR_DISTRIBUTED).mkdir()
+    os.symlink(str(tmp_path / "victim" / "wean_lstm"), str(work / gpu_check.WORKDIR_DISTRIBUTED / "wean_lstm"))
+    with pytest.raises(gpu_check.Refused, match=r"wean_lstm is a symbolic link"):
+        device_checks.start_job("wean_lstm", "unused-data-bin", None, cfg)
+    assert victim() == before
+    with pytest.raises(gpu_check.Refused, match="outside"):
+        gpu_check.make_dirs(str(work), str(tmp_path / "elsewhere"))
+    with pytest.raises(gpu_check.Refused, match="not a folder inside it"):
+        gpu_check.remove_tree(str(work), str(tmp_path))
+    assert victim() == before and (work / gpu_check.WORKDIR_DISTRIBUTED).is_dir()
+    (work / "d" / "e").mkdir(parents=True)  # a real folder of its own is removed
+    gpu_check.remove_tree(str(work), str(work / "d"))
+    assert not (work / "d").exists()
+
+
+class _Planted:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.mkdir, (self.marker,))
+
+
+def test_checkpoints_and_rank_dumps_are_loaded_with_the_allow_list(tmp_path):
+    import torch
+
+    dump = tmp_path / "rank0.pt"
+    torch.save({"num_updates": 3, "model": {"w": torch.arange(4.0)}}, str(dump))
+    loaded = device_checks.load_checkpoint(str(dump), str(tmp_path))
+    assert loaded["num_updates"] == 3 and torch.equal(loaded["model"]["w"], torch.arange(4.0))
+    marker = tmp_path / "code-ran"
+    torch.save({"model": {}, "x": _Planted(str(marker))}, str(tmp_path / "evil.pt"))
+    with pytest.raises(Exception):
+        device_checks.load_checkpoint(str(tmp_path / "evil.pt"), str(tmp_path))
+    assert not marker.exists()
+    os.symlink(str(dump), str(tmp_path / "link.pt"))
+    with pytest.raises(gpu_check.Refused, match="symbolic link"):
+        device_checks.load_checkpoint(str(tmp_path / "link.pt"), str(tmp_path))
+
+
+def _report(nodeid="tests/test_x.py::test_a"):
+    return types.SimpleNamespace(nodeid=nodeid, when="call", outcome="passed", duration=0.1, skipped=False,
+                                 failed=False, passed=True, longrepr=None)
+
+
+@pytest.mark.parametrize("kind", ["link", "dangling", "fifo"])
+def test_the_tests_json_lines_never_follow_a_link_or_block(kind, tmp_path, monkeypatch, capsys):
+    """bench/pytest_progress.py appends a line per test: a link or a pipe there is refused in one line
+    when pytest starts, and one planted while the tests run gets no more lines."""
+    path = tmp_path / "tests.jsonl"
+    monkeypatch.setenv("GPU_CHECK_PYTEST_LOG", str(path))
+    monkeypatch.setattr(pytest_progress, "_CONFIG", {})
+    victim = plant(path, kind, tmp_path)
+    before = victim()
+    with never_blocks(path):
+        with pytest.raises(pytest.UsageError, match="symbolic link|named pipe"):
+            pytest_progress.pytest_configure(types.SimpleNamespace())
+    os.unlink(str(path))
+    pytest_progress.pytest_configure(types.SimpleNamespace())
+    pytest_progress.pytest_runtest_logreport(_report())
+    assert [json.loads(l)["nodeid"] for l in path.read_text().splitlines()] == ["tests/test_x.py::test_a"]
+    os.unlink(str(path))
+    plant(path, kind, tmp_path)
+    with never_blocks(path):
+        pytest_progress.pytest_runtest_logreport(_report("tests/test_x.py::test_b"))
+        pytest_progress.pytest_runtest_logreport(_report("tests/test_x.py::test_c"))
+    assert victim() == before
+    err = capsys.readouterr().err
+    assert err.count("bench.pytest_progress: error: ") == 1 and err.count("\n") == 1

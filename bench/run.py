@@ -125,16 +125,32 @@ def fairseq_command(module, cfg):
     return [sys.executable, "-c", _ENTRY.format(cpu=cfg.clock == "cpu", module=module)]
 
 
+def planted_entry(workdir):
+    """The first symbolic link, named pipe or device under ``workdir`` (which the benchmark fills
+    with its own files and folders only), or None."""
+    import stat
+
+    for folder, dirs, files in os.walk(workdir):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                return path
+    return None
+
+
 def run_process(cmd, log_path, env):
     """Run cmd, output to log_path; return (exit status, output, peak RSS in MiB, wall seconds)."""
+    from fairseq_wean.textio import open_in_folder
+
     start = time.monotonic()
-    with open(log_path, "w") as log:
+    with open_in_folder(log_path, "w") as log:
         log.write("$ " + " ".join(shlex.quote(str(c)) for c in cmd) + "\n")
         log.flush()
         proc = subprocess.Popen([str(c) for c in cmd], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
-    with open(log_path) as log:
+    with open_in_folder(log_path, "r") as log:
         out = log.read()
     return proc.returncode, out, usage.ru_maxrss / 1024.0, time.monotonic() - start
 
@@ -155,6 +171,8 @@ def measure_train(name, data_bin, table, work, cfg, env, bf16=False):
     """fairseq-train's target tokens/s; ``bf16``: with ``--cpu-bf16`` (translation_with_metrics's
     CPU bfloat16 autocast; only measured on a CPU with native bfloat16)."""
     save_dir = os.path.join(work, "ck-" + name + ("-bf16" if bf16 else ""))
+    if os.path.islink(save_dir):  # rmtree would refuse it silently (ignore_errors) and fairseq write through it
+        os.unlink(save_dir)
     shutil.rmtree(save_dir, ignore_errors=True)  # fairseq would resume from an earlier run's checkpoint
     cmd = [*fairseq_command("train", cfg), data_bin, "--user-dir", USER_DIR, *model_args(name, table),
            "--dropout", 0.1, "--optimizer", "adam", "--lr", 0.0005, "--max-tokens", cfg.max_tokens,
@@ -577,6 +595,10 @@ def main(argv=None):
             setattr(cfg, key, value)
     cfg.workdir = cfg.workdir or os.path.join(REPO, "work_dirs", "bench" + ("-" + cfg.device if cfg.device else "")
                                               + ("-quick" if cfg.quick else ""))
+    planted = planted_entry(cfg.workdir)
+    if planted:
+        get_parser().error("--workdir {}: {} is a symbolic link, named pipe or device: the benchmark writes and "
+                           "deletes only its own files there; remove it or use another --workdir".format(cfg.workdir, planted))
     models = [m for m in cfg.models.split(",") if m]
     unknown = [m for m in models if m not in MODELS]
     if unknown:

@@ -1,4 +1,7 @@
 """bench.flops and bench.run: FLOPs counted against hand computations, the tables and goals they write."""
+import os
+
+import pytest
 import torch
 import torch.nn as nn
 
@@ -85,3 +88,24 @@ def test_goals_check_core_copy_at_the_smallest_vocabulary():
     line = next(l for l in bench_run.goals_markdown({8000: run(105.0, 10.0)}).splitlines()
                 if l.startswith("| core_copy at ~8k"))
     assert line.endswith("| yes |")
+
+
+@pytest.mark.parametrize("plant", ["symlink", "fifo"])
+def test_a_planted_link_or_pipe_in_the_workdir_is_refused_before_any_work(tmp_path, plant, capsys):
+    """The benchmark writes logs and deletes checkpoint folders in --workdir: a link there would
+    make it write or delete elsewhere, a pipe would block it."""
+    from bench import run as bench_run
+
+    work = tmp_path / "work" / "v8000"
+    work.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    if plant == "symlink":
+        os.symlink(victim, work / "ck-lstm")
+    else:
+        os.mkfifo(work / "train-lstm.log")
+    with pytest.raises(SystemExit) as info:
+        bench_run.main(["--quick", "--workdir", str(tmp_path / "work")])
+    assert info.value.code == 2
+    assert "is a symbolic link, named pipe or device" in capsys.readouterr().err.strip().splitlines()[-1]
+    assert victim.is_dir()

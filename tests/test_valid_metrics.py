@@ -41,6 +41,10 @@ def train_args(data, save_dir, model, *extra):
             "--eval-bleu-args", json.dumps({"beam": BEAM}), *extra]
 
 
+# a run without a metric that decodes takes no decoding options (train_args gives --eval-bleu-args)
+NO_DECODING = ["--eval-bleu-args", "{}"]
+
+
 def valid_stats(log):
     """[{stat: value}] of fairseq's 'valid on 'valid' subset' lines, in order."""
     out = []
@@ -302,8 +306,9 @@ def test_a_best_checkpoint_without_a_last_one_is_not_replaced_by_a_fresh_run(dat
         runs[name].mkdir()
         (runs[name] / "checkpoint_best.pt").write_bytes(b"the best model of an earlier run")
     refused, allowed = cli_concurrently([
-        ("fairseq-train", train_args(data_bin, runs["refused"], SMALL_WEAN, "--cpu", "--max-epoch", 1), {"check": False}),
-        ("fairseq-train", train_args(data_bin, runs["allowed"], SMALL_WEAN, "--cpu", "--max-epoch", 1,
+        ("fairseq-train", train_args(data_bin, runs["refused"], SMALL_WEAN, "--cpu", "--max-epoch", 1, *NO_DECODING),
+         {"check": False}),
+        ("fairseq-train", train_args(data_bin, runs["allowed"], SMALL_WEAN, "--cpu", "--max-epoch", 1, *NO_DECODING,
                                      "--overwrite-best-checkpoint")),
     ])
     last = refused.stderr.strip().splitlines()[-1]
@@ -329,8 +334,8 @@ def test_a_save_dir_in_use_by_another_training_is_refused(data_bin, tmp_path):
                                "time.sleep(120)", str(busy)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
-        proc = cli_concurrently([("fairseq-train", train_args(data_bin, busy, SMALL_WEAN, "--cpu", "--max-epoch", 1),
-                                  {"check": False})])[0]
+        proc = cli_concurrently([("fairseq-train", train_args(data_bin, busy, SMALL_WEAN, "--cpu", "--max-epoch", 1,
+                                                              *NO_DECODING), {"check": False})])[0]
     finally:
         holder.kill()
         holder.wait()

@@ -298,10 +298,13 @@ def install_dictionary_file_errors():
                 raise FairseqWeanError("dictionary {}: {} (a fairseq dictionary, 'WORD COUNT' lines, as "
                                        "fairseq-preprocess writes dict.LANG.txt)".format(f, exc.strerror)) from None
             except Exception:  # ValueError, RuntimeError, fairseq's bare Exception for the encoding
-                problem = dictionary_file_problem(f, self.symbols[: self.nspecial])
-                if problem is None:
-                    raise
-                raise FairseqWeanError("dictionary {} {}".format(f, problem)) from None
+                from fairseq_wean.data.dictionary import check_dictionary
+
+                try:  # one line for what fairseq refused
+                    check_dictionary(f, self.symbols[: self.nspecial])
+                except FairseqWeanError as error:
+                    raise error from None
+                raise  # something else
 
         return add_from_file
 
@@ -345,41 +348,6 @@ def refuse_non_regular(path, what):
         raise FairseqWeanError("{} {} is {}, not a regular file: refused (reading it could block or never "
                                "end)".format(what, path, "a directory" if stat.S_ISDIR(mode) else "a named pipe, "
                                              "socket or device"))
-
-
-def dictionary_file_problem(path, existing=()):
-    """What makes PATH unreadable as a fairseq dictionary ('line N ...'), or None. ``existing``:
-    the symbols the dictionary holds already (fairseq's special symbols)."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read().split(b"\n")
-    except OSError as exc:
-        return ": {}".format(exc.strerror)
-    seen = {word: 0 for word in existing}
-    for n, line in enumerate(raw, 1):
-        try:
-            text = line.decode("utf-8").rstrip()
-        except UnicodeDecodeError:
-            return "line {} is not UTF-8 text: re-encode the file as UTF-8 or rebuild it with fairseq-preprocess".format(n)
-        if not text:
-            continue
-        fields = text.rsplit(" ", 1)
-        overwrite = fields[-1] == "#fairseq:overwrite" and len(fields) == 2
-        if overwrite:
-            fields = fields[0].rsplit(" ", 1)
-        if len(fields) != 2 or not fields[1].lstrip("-").isdigit():
-            if n == 1 and text.startswith("#"):
-                continue  # fairseq's metadata line
-            return "line {}: expected 'WORD COUNT' (a fairseq dictionary, as fairseq-preprocess writes " \
-                   "dict.LANG.txt), got {!r}".format(n, text[:80])
-        if seen.get(fields[0]) == 0 and not overwrite:
-            return "line {} lists {!r}, which fairseq adds to every dictionary itself: remove the line".format(
-                n, fields[0])
-        if fields[0] in seen and not overwrite:
-            return "lists {!r} twice (lines {} and {}): a fairseq dictionary has each word once (fairseq's " \
-                   "'#fairseq:overwrite' flag at the end of the second line keeps it)".format(fields[0], seen[fields[0]], n)
-        seen.setdefault(fields[0], n)
-    return None
 
 
 def install_preprocess_input_check():

@@ -5,17 +5,40 @@ from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.textio import read_lines
 
 
-def dictionary_words(path, what="--dict"):
-    """The words of a fairseq dictionary file in file order (frequency order for dictionaries
-    fairseq-preprocess wrote), read as ``Dictionary.add_from_file`` reads them; a malformed line is
-    a one-line error naming ``what``."""
-    words = []
+def dictionary_entries(path, what="--dict"):
+    """``[(line number, word, overwrite)]`` of a fairseq dictionary file in file order, read as
+    ``Dictionary.add_from_file`` reads them (``overwrite``: the line's ``#fairseq:overwrite`` flag);
+    a malformed or non-UTF-8 line is a one-line error naming ``what``."""
+    entries = []
     for n, line in enumerate(read_lines(path, what), 1):
         fields = line.rstrip().rsplit(" ", 1)
-        if fields[-1] == "#fairseq:overwrite" and len(fields) == 2:
+        overwrite = fields[-1] == "#fairseq:overwrite" and len(fields) == 2
+        if overwrite:
             fields = fields[0].rsplit(" ", 1)
         if len(fields) != 2 or not fields[1].lstrip("-").isdigit():
             raise FairseqWeanError("{} {} line {}: expected 'WORD COUNT' (a fairseq dictionary, e.g. "
                                    "data-bin/dict.src.txt), got {!r}".format(what, path, n, line[:80]))
-        words.append(fields[0])
-    return words
+        entries.append((n, fields[0], overwrite))
+    return entries
+
+
+def dictionary_words(path, what="--dict"):
+    """The words of a fairseq dictionary file in file order (frequency order for dictionaries
+    fairseq-preprocess wrote); see :func:`dictionary_entries`."""
+    return [word for _n, word, _overwrite in dictionary_entries(path, what)]
+
+
+def check_dictionary(path, existing=(), what="dictionary"):
+    """Raise a one-line ``FairseqWeanError`` for what fairseq's ``Dictionary.add_from_file`` refuses
+    in the file at ``path``: a malformed or non-UTF-8 line, a word listed twice without the
+    ``#fairseq:overwrite`` flag, or one of ``existing`` (the special symbols fairseq adds itself)."""
+    seen = {word: 0 for word in existing}
+    for n, word, overwrite in dictionary_entries(path, what):
+        if seen.get(word) == 0 and not overwrite:
+            raise FairseqWeanError("{} {} line {} lists {!r}, which fairseq adds to every dictionary itself: remove "
+                                   "the line".format(what, path, n, word))
+        if word in seen and not overwrite:
+            raise FairseqWeanError("{} {} lists {!r} twice (lines {} and {}): a fairseq dictionary has each word "
+                                   "once (fairseq's '#fairseq:overwrite' flag at the end of the second line keeps "
+                                   "it)".format(what, path, word, seen[word], n))
+        seen.setdefault(word, n)

@@ -81,6 +81,23 @@ def install_excepthook():
         sys.excepthook = _excepthook
 
 
+def parse_number(text, kind=int):
+    """``kind(text)`` for an argparse ``type``; not a number is argparse's usage error."""
+    import argparse
+
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected {} number, got {!r}".format(
+            "a whole" if kind is int else "a", text)) from None
+
+
+def in_range(value, low, high=None, above=False):
+    """Whether the finite number ``value`` is >= ``low`` (> with ``above``) and <= ``high`` if given:
+    the range rule of :func:`at_least` and of every table that feeds it."""
+    return not (value < low or above and value == low or high is not None and value > high)
+
+
 def at_least(low, kind=int, high=None, above=False):
     """An argparse ``type`` for a number >= ``low`` (> ``low`` with ``above``; <= ``high`` if given;
     ``kind``: int or float): a value out of range is argparse's one-line usage error naming the
@@ -89,14 +106,10 @@ def at_least(low, kind=int, high=None, above=False):
     import math
 
     def parse(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError("expected {} number, got {!r}".format(
-                "a whole" if kind is int else "a", text)) from None
+        value = parse_number(text, kind)
         if not math.isfinite(value):  # nan passes every comparison; inf ("1e400") is no setting either
             raise argparse.ArgumentTypeError("must be a finite number, got {}".format(text))
-        if value < low or above and value == low or high is not None and value > high:
+        if not in_range(value, low, high, above):
             raise argparse.ArgumentTypeError("must be {}, got {}".format(describe(), text))
         return value
 

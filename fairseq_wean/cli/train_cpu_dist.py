@@ -51,6 +51,8 @@ import sys
 import threading
 import time
 
+from fairseq_wean.errors import parse_number
+
 
 PROG = "fairseq-wean-train-cpu-dist"
 # The launcher's pid, for a rank to check that it did not die before PR_SET_PDEATHSIG was set.
@@ -223,11 +225,7 @@ def launcher_number(flag):
     kind, low, high = _NUMBERS[flag]
 
     def parse(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError("expected {} number, got {!r}".format(
-                "a whole" if kind is int else "a", text)) from None
+        value = parse_number(text, kind)
         check_number(flag, value)
         return value
 

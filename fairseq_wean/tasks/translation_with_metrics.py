@@ -63,7 +63,7 @@ from fairseq.tasks.translation import EVAL_BLEU_ORDER, TranslationConfig, Transl
 from omegaconf import II
 
 from fairseq_wean import cpu
-from fairseq_wean.errors import FairseqWeanError
+from fairseq_wean.errors import FairseqWeanError, in_range
 from fairseq_wean.known_words import KnownWordsBeamSearch, KnownWordsConstraint, read_known_words
 from fairseq_wean.scoring import sari as sari_lib
 from fairseq_wean.scoring.pieces import check_no_pieces
@@ -178,8 +178,8 @@ def check_generation_args(text):
         if value is None:
             continue
         kinds = (int,) if kind is int else (int, float)
-        if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) or value < low \
-                or above and value == low or high is not None and value > high:
+        if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) \
+                or not in_range(value, low, high, above):
             raise bad("{} must be {} {} {}{}, got {!r}".format(
                 name, "a whole number" if kind is int else "a number", ">" if above else ">=", low,
                 "" if high is None else " and <= {}".format(high), value))

@@ -61,6 +61,7 @@ LAYERS = "fairseq_wean/modules/layers.py"
 ATTENTION = "fairseq_wean/modules/attention.py"
 DECODER_STATE = ["tests/test_decoder_state.py"]
 SAFETY = "fairseq_wean/checkpoint_safety.py"
+METRICS = "fairseq_wean/scoring/metrics.py"
 
 _WEAN_REORDER = "reordered = tuple(t.index_select(1, new_order) for t in cached)"
 _GATED_RECURRENT = 'recurrent = {key: cache[key].index_select(1, new_order) for key in ("hidden", "cell") if key in cache}'
@@ -156,6 +157,11 @@ MUTANTS = [
     ("U2", SAFETY, "return torch.load(f, map_location, weights_only=True, **kwargs)",
      "return torch.load(f, map_location, weights_only=False, **kwargs)",
      "checkpoints loaded with torch's unrestricted unpickler (torch >= 2.4)", ["tests/test_crafted_checkpoints.py"]),
+    # --- scoring: ROUGE's unit against the references' script
+    ("T1", METRICS, "share, example = latin_letter_share(texts)", "share, example = 0.0, None",
+     "character ROUGE on Latin text scored (each line one token)", ["tests/test_rouge_unit.py"]),
+    ("T2", METRICS, "    if unit_option is not None:\n        check_rouge_unit(", "    if False:\n        check_rouge_unit(",
+     "ROUGE computed without checking its unit", ["tests/test_rouge_unit.py"]),
 ]
 
 

@@ -5,7 +5,7 @@ from fairseq.data import data_utils
 
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.scoring import pieces
-from fairseq_wean.scoring.metrics import character_tokens, check_rouge_words, rouge_sentence_scores
+from fairseq_wean.scoring.metrics import character_tokens, check_rouge_unit, rouge_sentence_scores
 
 SENTENCES = ["wir@@ es su@@ ck ist gut", "\u2581wir \u2581hab en \u2581es", "t h e | c a t", "a@@ b@@ c d",
              "a b_EOW c d_EOW", "hello <SIL> world", "he_llo wor_ld", "", "plain words here"]
@@ -46,7 +46,7 @@ def test_pieces_are_refused_naming_the_input_and_the_fix():
 ])
 def test_one_character_tokenization_whatever_the_spacing(a, b):
     assert character_tokens(a) == character_tokens(b)
-    assert rouge_sentence_scores([a], [[b]], chars=True)["rouge1"][0] == 100.0
+    assert rouge_sentence_scores([a], [[b]], chars=True, unit_option=None)["rouge1"][0] == 100.0
 
 
 def test_unknown_words_are_one_token_and_never_match():
@@ -60,9 +60,24 @@ def test_word_rouge_on_another_script_is_refused(refs):
     """The guard counts letters: Cyrillic with numbers used to pass (only a-z0-9-less references
     were refused) and scored 100 for different words with the same numbers."""
     with pytest.raises(FairseqWeanError, match="outside them"):
-        check_rouge_words([refs])
+        check_rouge_unit([refs], chars=False)
 
 
 @pytest.mark.parametrize("refs", [["the café is open", "naïve people"], ["über alles 10"], ["", "a"]])
 def test_word_rouge_on_latin_text_with_accents_passes(refs):
-    check_rouge_words([refs])
+    check_rouge_unit([refs], chars=False)
+
+
+@pytest.mark.parametrize("refs", [["the cat sat on the mat"], ["police arrest 2 men", "我们"], ["café au lait"]])
+def test_character_rouge_on_latin_text_is_refused(refs):
+    """Character ROUGE reads no spaces and keeps an a-z/0-9 run whole: 'the cat sat' is one token,
+    so every score on Latin text is 100 or 0."""
+    with pytest.raises(FairseqWeanError, match="drop --rouge-chars"):
+        check_rouge_unit([refs], chars=True)
+
+
+@pytest.mark.parametrize("refs", [["雅虎 2014年"], ["苹果iPhone6发布会在北京举行"], ["2014", "10"], ["", "好"], ["Привет мир"]])
+def test_character_rouge_on_chinese_with_names_and_numbers_passes(refs):
+    """Digits are in every script and do not count; a Latin brand name in Chinese text is a minority."""
+    check_rouge_unit([refs], chars=True)
+

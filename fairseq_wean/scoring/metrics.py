@@ -121,20 +121,51 @@ def non_latin_share(texts):
     return (lost / (kept + lost) if kept + lost else 0.0), example
 
 
-def check_rouge_words(refs_streams, option="--rouge-chars"):
-    """ROUGE by words keeps only a-z and 0-9 (rouge-score's tokenizer): on text mostly in another
-    script every score is computed on what is left (the digits, the Latin words), e.g. 100 for two
-    different Cyrillic sentences with the same numbers. Refuse when more than half of the
-    references' letters and digits would be lost; ``option`` names the fix (fairseq-train's
-    --eval-rouge-chars)."""
+def latin_letter_share(texts):
+    """(share, example): the share of the letters of ``texts`` that are ASCII a-z (digits are in
+    every script and not counted, nor fairseq's unknown-word forms), and a text that has some."""
+    latin = other = 0
+    example = None
+    for text in texts:
+        for ch in UNK_FORMS.sub("", text):
+            if ch.isalpha():
+                if ch.isascii():
+                    latin += 1
+                    example = example or text
+                else:
+                    other += 1
+    return (latin / (latin + other) if latin + other else 0.0), example
+
+
+def check_rouge_unit(refs_streams, chars, option="--rouge-chars"):
+    """Refuse ROUGE in a unit that does not fit the references' script, naming ``option`` (the
+    tool's switch: --rouge-chars, fairseq-train's --eval-rouge-chars):
+
+    * by words (rouge-score's tokenizer keeps only a-z and 0-9): on text mostly in another script
+      every score is computed on what is left (the digits, the Latin words), e.g. 100 for two
+      different Cyrillic sentences with the same numbers: more than half of the references'
+      letters and digits lost is refused;
+    * by characters (:func:`character_tokens` reads no spaces and keeps a run of ASCII letters
+      and digits as one token): on Latin text a line's words run together into one token, so every
+      score is 100 or 0: more than half of the references' letters a-z is refused.
+    """
     from fairseq_wean.errors import FairseqWeanError
 
-    share, example = non_latin_share(r for stream in refs_streams for r in stream)
+    texts = [r for stream in refs_streams for r in stream]
+    if not chars:
+        share, example = non_latin_share(texts)
+        if share > 0.5:
+            raise FairseqWeanError(
+                "ROUGE by words keeps only a-z and 0-9 (rouge-score's tokenizer), and {:.0f}% of the references' "
+                "letters and digits are outside them (e.g. {!r}): the scores would ignore that text; add {} to score "
+                "by character (Chinese, Japanese; e.g. LCSTS)".format(100 * share, example[:40], option))
+        return
+    share, example = latin_letter_share(texts)
     if share > 0.5:
         raise FairseqWeanError(
-            "ROUGE by words keeps only a-z and 0-9 (rouge-score's tokenizer), and {:.0f}% of the references' letters "
-            "and digits are outside them (e.g. {!r}): the scores would ignore that text; add {} to score by "
-            "character (Chinese, Japanese; e.g. LCSTS)".format(100 * share, example[:40], option))
+            "ROUGE by character reads no spaces and keeps a run of a-z/0-9 as one token, and {:.0f}% of the "
+            "references' letters are a-z (e.g. {!r}): each line's words would run together into one token and "
+            "every score would be 100 or 0; drop {} to score by words".format(100 * share, example[:40], option))
 
 
 # Metrics whose cost for one sentence grows with the product of its length and its reference's:
@@ -164,8 +195,13 @@ def check_line_lengths(metric, sys_sents, refs_streams, chars=False):
                         metric, i, side, count(text), MAX_LINE_TOKENS, metric))
 
 
-def rouge_sentence_scores(sys_sents, refs_streams, types=ROUGE_TYPES, chars=False, stemmer=True):
-    """{type: array of per-sentence F1 x 100}."""
+def rouge_sentence_scores(sys_sents, refs_streams, types=ROUGE_TYPES, chars=False, stemmer=True,
+                          unit_option="--rouge-chars"):
+    """{type: array of per-sentence F1 x 100}. Every ROUGE of every tool is computed here, so the
+    unit is checked here (:func:`check_rouge_unit`, naming ``unit_option``); ``unit_option=None``
+    only where the caller checked all its references before (validation, batch by batch)."""
+    if unit_option is not None:
+        check_rouge_unit(refs_streams, chars, unit_option)
     if "rougeL" in types:
         check_line_lengths("rougeL", sys_sents, refs_streams, chars)
     scorer = rouge_scorer(types, chars, stemmer)
@@ -365,8 +401,6 @@ def build_metrics(names, sys_sents, orig_sents, refs_streams, sari_mode="default
         out["fkgl"] = CorpusMetric(fkgl_sentence_stats(sys_sents), fkgl_from_stats)
     types = [t for t in ROUGE_TYPES if t in names]
     if types:
-        if not rouge_chars:
-            check_rouge_words(refs_streams)
         per_sent = rouge_sentence_scores(sys_sents, refs_streams, types, rouge_chars, rouge_stemmer)
         for t in types:
             out[t] = CorpusMetric(per_sent[t].reshape(-1, 1), lambda tot, n=n: float(tot[0]) / n if n else 0.0)

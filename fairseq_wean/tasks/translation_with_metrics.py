@@ -67,7 +67,7 @@ from fairseq_wean.errors import FairseqWeanError, in_range
 from fairseq_wean.known_words import KnownWordsBeamSearch, KnownWordsConstraint, read_known_words
 from fairseq_wean.scoring import sari as sari_lib
 from fairseq_wean.scoring.pieces import check_no_pieces
-from fairseq_wean.scoring.metrics import ROUGE_TYPES, check_line_lengths, check_rouge_words, rouge_sentence_scores
+from fairseq_wean.scoring.metrics import ROUGE_TYPES, check_line_lengths, check_rouge_unit, rouge_sentence_scores
 from fairseq_wean.textio import read_lines
 
 logger = logging.getLogger(__name__)
@@ -307,8 +307,8 @@ class TranslationWithMetricsTask(TranslationTask):
     def _check_validation_text(self, split):
         """Before any training: what validation will score is words (the hypotheses and references
         after --eval-bleu-remove-bpe, as fairseq-wean-score's rule: :mod:`fairseq_wean.scoring.pieces`),
-        and --eval-rouge without --eval-rouge-chars is not asked to score text in another script
-        (every ROUGE would be 0)."""
+        and --eval-rouge scores in a unit that fits the references' script (words on Latin text,
+        --eval-rouge-chars on Chinese: :func:`~fairseq_wean.scoring.metrics.check_rouge_unit`)."""
         dataset = self.datasets[split]
         remove_bpe = self.cfg.eval_bleu_remove_bpe
         targets = [self.tgt_dict.string(dataset.tgt[i], remove_bpe) for i in range(len(dataset))] \
@@ -321,8 +321,8 @@ class TranslationWithMetricsTask(TranslationTask):
             named += [("--eval-refs " + path, lines, "give the references as text (before BPE / sentencepiece)")
                       for path, lines in zip(self.cfg.eval_refs.split(","), self.eval_refs)]
         check_no_pieces(named, option="--eval-bleu-remove-bpe")
-        if self.cfg.eval_rouge and not self.cfg.eval_rouge_chars:
-            check_rouge_words(self.eval_refs or [targets or []], option="--eval-rouge-chars")
+        if self.cfg.eval_rouge:  # all the references here: one batch's could be all digits or one name
+            check_rouge_unit(self.eval_refs or [targets or []], self.cfg.eval_rouge_chars, option="--eval-rouge-chars")
         if self.cfg.eval_rouge:  # ROUGE-L's references, before training (hypotheses: at most --max-len-b long)
             check_line_lengths("rougeL", [], self.eval_refs or [targets or []], chars=self.cfg.eval_rouge_chars)
 
@@ -455,7 +455,8 @@ class TranslationWithMetricsTask(TranslationTask):
             rows = sari_lib.corpus_stats(origs, hyps, ref_streams, mode=self.cfg.eval_sari_mode)
             out.update(zip(SARI_KEYS, sari_lib.sum_stats(rows)))
         if self.cfg.eval_rouge:
-            per_sentence = rouge_sentence_scores(hyps, ref_streams, ROUGE_TYPES, chars=self.cfg.eval_rouge_chars)
+            per_sentence = rouge_sentence_scores(hyps, ref_streams, ROUGE_TYPES, chars=self.cfg.eval_rouge_chars,
+                                                 unit_option=None)  # checked on all of them in load_dataset
             for t in ROUGE_TYPES:
                 out[ROUGE_SUM_KEYS[t]] = float(per_sentence[t].sum())
         return out

@@ -152,20 +152,18 @@ def check_rouge_unit(refs_streams, chars, option="--rouge-chars"):
     from fairseq_wean.errors import FairseqWeanError
 
     texts = [r for stream in refs_streams for r in stream]
-    if not chars:
+    if chars:
+        share, example = latin_letter_share(texts)
+        message = ("ROUGE by character reads no spaces and keeps a run of a-z/0-9 as one token, and {:.0f}% of the "
+                   "references' letters are a-z (e.g. {!r}): each line's words would run together into one token "
+                   "and every score would be 100 or 0; drop {} to score by words")
+    else:
         share, example = non_latin_share(texts)
-        if share > 0.5:
-            raise FairseqWeanError(
-                "ROUGE by words keeps only a-z and 0-9 (rouge-score's tokenizer), and {:.0f}% of the references' "
-                "letters and digits are outside them (e.g. {!r}): the scores would ignore that text; add {} to score "
-                "by character (Chinese, Japanese; e.g. LCSTS)".format(100 * share, example[:40], option))
-        return
-    share, example = latin_letter_share(texts)
+        message = ("ROUGE by words keeps only a-z and 0-9 (rouge-score's tokenizer), and {:.0f}% of the references' "
+                   "letters and digits are outside them (e.g. {!r}): the scores would ignore that text; add {} to "
+                   "score by character (Chinese, Japanese; e.g. LCSTS)")
     if share > 0.5:
-        raise FairseqWeanError(
-            "ROUGE by character reads no spaces and keeps a run of a-z/0-9 as one token, and {:.0f}% of the "
-            "references' letters are a-z (e.g. {!r}): each line's words would run together into one token and "
-            "every score would be 100 or 0; drop {} to score by words".format(100 * share, example[:40], option))
+        raise FairseqWeanError(message.format(100 * share, example[:40], option))
 
 
 # Metrics whose cost for one sentence grows with the product of its length and its reference's:

@@ -1,4 +1,5 @@
 """Shared test helpers: tiny data written by the tests, the real CLIs, small models."""
+import contextlib
 import os
 import random
 import subprocess
@@ -256,3 +257,27 @@ def shared_data_dir(*parts):
 def read_text_lines(path):
     with open(path, encoding="utf-8") as f:
         return [line.rstrip("\r\n") for line in f]
+
+
+LOCK_AND_WAIT = r"""
+import sys, time
+from fairseq_wean.textio import lock_folder
+lock_folder(sys.argv[1], sys.argv[2], sys.argv[3])
+print("locked", flush=True)
+time.sleep(600)
+"""
+
+
+@contextlib.contextmanager
+def folder_locked_elsewhere(folder, what="a running job", flag="--out"):
+    """Hold ``folder``'s lock (``textio.lock_folder``, as a run writing there does) in another
+    process for the duration of the block; yields that process (its pid names the holder). The
+    process is killed at the end, so the lock is free again."""
+    holder = subprocess.Popen([sys.executable, "-c", LOCK_AND_WAIT, str(folder), flag, what],
+                              stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()

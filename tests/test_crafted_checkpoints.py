@@ -280,38 +280,6 @@ ENTRY_POINTS = [
     ("hub from_pretrained", "path", ["hub"]),
 ]
 
-DRIVER = r"""
-import contextlib, io, json, os, shutil, sys, traceback
-jobs, marker = json.load(open(sys.argv[1])), sys.argv[2]
-results = []
-for job in jobs:
-    argv = job["argv"]
-    from fairseq import checkpoint_utils
-    if hasattr(checkpoint_utils.save_checkpoint, "best"):  # a console script starts without it
-        del checkpoint_utils.save_checkpoint.best
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            if argv[0] == "hub":
-                from fairseq_wean.hub import from_pretrained
-                from_pretrained(job["folder"], checkpoint_file=os.path.basename(job["crafted"]),
-                                data_name_or_path=job["data"])
-            else:
-                from fairseq_cli import generate, interactive, train, validate
-                main = {"generate": generate, "interactive": interactive, "train": train,
-                        "validate": validate}[argv[0]].cli_main
-                sys.argv = ["fairseq-" + argv[0]] + argv[1:]
-                sys.stdin = io.StringIO("w11 w12\n")
-                main()
-        outcome = "ran to the end"
-    except BaseException as exc:
-        outcome = "{}: {}".format(type(exc).__name__, exc)
-    results.append({"name": job["name"], "outcome": outcome, "code_ran": os.path.exists(marker)})
-    if os.path.exists(marker):
-        os.remove(marker)
-print(json.dumps(results))
-"""
-
-
 def train_argv(data, save_dir, *extra):
     return ["train", str(data), "--user-dir", USER_DIR, "--arch", "wean_lstm", "--cpu", "--optimizer", "adam",
             "--lr", "0.005", "--max-tokens", "2000", "--max-update", "1", "--save-dir", str(save_dir),
@@ -319,10 +287,21 @@ def train_argv(data, save_dir, *extra):
 
 
 def run_driver(jobs, tmp_path, marker, python=sys.executable):
+    """Run ``jobs`` ({"name", "argv": [cli, *args]}; a hub job {"argv": ["hub"], "folder", "crafted",
+    "data"}) in one process of tests/fairseq_runs.py; their results (outcome, code_ran: whether
+    ``marker`` was created)."""
+    runs = []
+    for job in jobs:
+        cli_name, args = job["argv"][0], job["argv"][1:]
+        run = {"name": job["name"], "cli": cli_name, "args": args, "stdin": "w11 w12\n"}
+        if cli_name == "hub":
+            run.update(folder=job["folder"], checkpoint_file=os.path.basename(job["crafted"]), data=job["data"])
+        runs.append(run)
     spec = tmp_path / "jobs.json"
-    spec.write_text(json.dumps(jobs))
-    proc = subprocess.run([python, "-c", DRIVER, str(spec), str(marker)], capture_output=True, text=True,
-                          cwd=REPO, timeout=600, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    spec.write_text(json.dumps(runs))
+    proc = subprocess.run([python, os.path.join(REPO, "tests", "fairseq_runs.py"), str(spec), str(marker)],
+                          capture_output=True, text=True, cwd=REPO, timeout=600,
+                          env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO)))
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -3,14 +3,11 @@ checkpoint file it may read or replace at its start is a regular file (a directo
 checkpoint_last.pt made fairseq train from scratch and replace checkpoint_best.pt), and one run
 at a time writes a --save-dir (any task, once the plugin is loaded)."""
 import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import folder_locked_elsewhere
 from test_crafted_checkpoints import run_driver, train_argv
-from test_untrusted_files import LOCK_AND_WAIT
 
 # (option, how a non-file is planted): each file fairseq-train may read or replace at its start
 PLANTED = [
@@ -52,15 +49,9 @@ def test_a_checkpoint_path_that_is_not_a_file_is_refused_before_training(data_bi
 def test_one_run_per_save_dir_for_any_task(data_bin, tmp_path, task):
     save_dir = tmp_path / "save"
     save_dir.mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", LOCK_AND_WAIT, str(save_dir), "120"], stdout=subprocess.PIPE,
-                              text=True, cwd=REPO)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with folder_locked_elsewhere(save_dir):
         results = run_driver([{"name": task, "argv": train_argv(data_bin, save_dir, "--task", task)}], tmp_path,
                              tmp_path / "no-marker")
-    finally:
-        holder.kill()
-        holder.wait()
     outcome = results[0]["outcome"]
     assert outcome.startswith("FairseqWeanError: --save-dir ") and "is in use by a running job" in outcome, outcome
     assert not list(save_dir.glob("*.pt"))

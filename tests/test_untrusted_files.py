@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, shared_data_dir
+from conftest import REPO, folder_locked_elsewhere, shared_data_dir
 from fairseq_wean.compare import runner
 from fairseq_wean.errors import FairseqWeanError
 
@@ -264,15 +264,6 @@ def test_checkpoints_are_deleted_only_after_the_run_is_published(tmp_path, monke
     assert not ckpt.exists()
 
 
-LOCK_AND_WAIT = r"""
-import sys, time
-from fairseq_wean.textio import lock_folder
-lock_folder(sys.argv[1], "--out", "a running job")
-print("locked", flush=True)
-time.sleep(float(sys.argv[2]))
-"""
-
-
 def test_one_run_per_output_folder_and_no_stale_lock(tmp_path):
     """Two runs into one --save-dir (or --out) replaced each other's files and both exited 0. The lock
     is the OS's: a live holder keeps it, whatever flag the other run has, and it is free once the
@@ -281,16 +272,10 @@ def test_one_run_per_output_folder_and_no_stale_lock(tmp_path):
 
     folder = tmp_path / "ck"
     folder.mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", LOCK_AND_WAIT, str(folder), "60"], stdout=subprocess.PIPE,
-                              text=True, cwd=REPO)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with folder_locked_elsewhere(folder) as holder:
         with pytest.raises(FairseqWeanError, match=r"--save-dir .*ck is in use by a running job \(pid {}\)".format(
                 holder.pid)):
             textio.lock_folder(str(folder), "--save-dir", "fairseq-train")
-    finally:
-        holder.kill()
-        holder.wait()
     textio.lock_folder(str(folder), "--save-dir", "fairseq-train")  # SIGKILLed holder: free again
     assert "fairseq-train (pid {})".format(os.getpid()) in (folder / ".fairseq-wean.lock").read_text()
 

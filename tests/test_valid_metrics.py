@@ -24,7 +24,7 @@ import struct
 import pytest
 import torch
 
-from conftest import USER_DIR, WORDS, cli_concurrently, generated_hypotheses, read_text_lines
+from conftest import USER_DIR, WORDS, cli_concurrently, folder_locked_elsewhere, generated_hypotheses, read_text_lines
 
 SMALL_WEAN = ["--arch", "wean_lstm", "--embed-dim", 32, "--encoder-hidden-size", 32, "--decoder-hidden-size", 32]
 SMALL_CORE = ["--arch", "core_copy", "--criterion", "core_mode_loss", "--embed-dim", 16,
@@ -324,21 +324,11 @@ def test_a_best_checkpoint_without_a_last_one_is_not_replaced_by_a_fresh_run(dat
 def test_a_save_dir_in_use_by_another_training_is_refused(data_bin, tmp_path):
     """Two runs of the task into one --save-dir (e.g. wean_lstm and core_copy) both exited 0, the
     second's checkpoints over the first's: the second is refused while the first lives."""
-    import subprocess
-    import sys
-
     busy = tmp_path / "busy"
     busy.mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from fairseq_wean.textio import lock_folder; "
-                               "lock_folder(sys.argv[1], '--save-dir', 'fairseq-train'); print('locked', flush=True); "
-                               "time.sleep(120)", str(busy)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with folder_locked_elsewhere(busy, "fairseq-train", "--save-dir") as holder:
         proc = cli_concurrently([("fairseq-train", train_args(data_bin, busy, SMALL_WEAN, "--cpu", "--max-epoch", 1,
                                                               *NO_DECODING), {"check": False})])[0]
-    finally:
-        holder.kill()
-        holder.wait()
     last = proc.stderr.strip().splitlines()[-1]
     assert proc.returncode != 0 and last.startswith("fairseq-wean: error: --save-dir ") and \
         "is in use by fairseq-train (pid {})".format(holder.pid) in last, proc.stderr[-2000:]

@@ -8,7 +8,7 @@ o_i is a vector (one gate per unit of c^alpha_i); a word's value is the mean of 
 over the units. Below the sentence the script draws the two attention maps of the same
 steps, alpha (hidden attention) and beta (word attention).
 
-    python examples/word_attention_figure3.py --path checkpoints/checkpoint_best.pt \\
+    python examples/word_attention_figure3.py --path checkpoints/checkpoint_best.pt --data data-bin \\
         --source "ein kleines beispiel ." [--target "a small example ."] --output fig3.png
 
 Without ``--target`` the target is the model's own beam-search output. Tokens are shown as
@@ -30,7 +30,8 @@ def parse_args(argv=None):
     parser.add_argument("--path", required=True, help="checkpoint of a --word-attention gated model")
     parser.add_argument("--source", required=True, help="source sentence, tokenized as the training data")
     parser.add_argument("--target", help="target sentence to force-decode (default: beam search output)")
-    parser.add_argument("--data", help="data-bin folder with the dictionaries (default: the checkpoint's)")
+    parser.add_argument("--data", help="data-bin folder with the dictionaries (required: the folder a checkpoint "
+                        "names is never read)")
     parser.add_argument("--beam", type=at_least(1), default=5, help="beam size when no --target is given")
     parser.add_argument("--output", default="figure3.png", help="PNG file to write")
     return parser.parse_args(argv)
@@ -42,14 +43,24 @@ def import_plugin():
     import fairseq_wean  # noqa: F401  (registers the models; safe checkpoint loading; one-line errors)
 
 
-def load_model(path, data=None, **overrides):
-    """The gated model of checkpoint ``path`` and its task; ``overrides``: more of its settings
-    to replace (``arg_overrides`` of fairseq's loader)."""
+def require_data(data, path):
+    """The data folder the dictionaries are read from: the one given, never the folder stored in the
+    checkpoint (it may be another machine's, or a planted one)."""
+    if not data:
+        from fairseq_wean.errors import FairseqWeanError
+
+        raise FairseqWeanError("--data is required: the data-bin folder with the dictionaries {} was trained with (the "
+                               "folder a checkpoint names is never read)".format(path))
+    return data
+
+
+def load_model(path, data, **overrides):
+    """The gated model of checkpoint ``path`` and its task, with the dictionaries of ``data`` (required);
+    ``overrides``: more of its settings to replace (``arg_overrides`` of fairseq's loader)."""
     import_plugin()
     from fairseq import checkpoint_utils
 
-    if data:
-        overrides["data"] = data
+    overrides["data"] = require_data(data, path)
     models, _cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
     model = models[0]
     model.eval()
@@ -131,6 +142,7 @@ def main(argv=None):
     from fairseq_wean.textio import check_output
 
     check_output(args.output, (args.path,), "--output")  # before the model is loaded, not after
+    require_data(args.data, args.path)
     model, task = load_model(args.path, args.data)
     src_words, tgt_words, one_minus_gate, alpha, beta = gates_for_sentence(
         model, task, args.source, args.target, args.beam)

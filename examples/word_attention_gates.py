@@ -31,7 +31,7 @@ def parse_args(argv=None):
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--path", required=True, help="checkpoint of a --word-attention gated model")
-    parser.add_argument("--data", help="data-bin folder (default: the checkpoint's)")
+    parser.add_argument("--data", help="data-bin folder (required: the folder a checkpoint names is never read)")
     parser.add_argument("--subset", default="valid", help="binarized subset to measure (default: valid)")
     parser.add_argument("--max-tokens", type=at_least(1), default=4000, help="tokens per batch (default: 4000)")
     return parser.parse_args(argv)
@@ -81,7 +81,10 @@ def main(argv=None):
     args = parse_args(argv)
     sys.path.insert(0, REPO)
     sys.path.insert(0, os.path.join(REPO, "examples"))
-    from word_attention_figure3 import load_model  # refuses a model without gates, in one line
+    from word_attention_figure3 import import_plugin, load_model, require_data  # refuses a model without gates
+
+    import_plugin()  # the one-line error of a FairseqWeanError
+    require_data(args.data, args.path)  # before anything is loaded
 
     # measuring needs no decoding: without these, a translation_with_metrics checkpoint would want
     # its --eval-refs to be line-aligned with whichever subset is loaded (and, with no metric, a

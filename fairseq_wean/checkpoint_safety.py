@@ -18,14 +18,22 @@ fairseq versions); a refused global is a one-line error naming it.
 Also here, because they are about checkpoint files:
 
 * a truncated or corrupted checkpoint gives a one-line error naming the file (``checkpoint_error``);
+* every loader (``load_model_ensemble_and_task``: --path, --lm-path, the hub, fairseq-validate;
+  ``load_checkpoint_to_cpu``; ``load_ema_from_checkpoint``: --ema-seed-model) checks its file first
+  (``check_checkpoint_file``): missing, a folder or a named pipe is one line, never opened;
+* no path stored in a loaded checkpoint's configuration is opened (``stored_paths.forget_stored_paths``);
 * fairseq's copies of a new checkpoint to ``checkpoint_best.pt`` / ``checkpoint_last.pt`` are
   made atomic, so a job killed while saving never leaves a truncated checkpoint behind
   (``_atomic_checkpoint_copies``; the first file was already written atomically);
-* fairseq-train's start (``_wrap_training_start``, before the first update): ``--restore-file
-  PATH`` with a missing PATH is an error instead of a silent start from scratch; with
-  ``--task translation_with_metrics``, a ``--save-dir`` holding ``checkpoint_best.pt`` but no
-  ``checkpoint_last.pt`` is refused unless ``--overwrite-best-checkpoint`` (a fresh run would
-  replace the best checkpoint with its first, worse epochs), the task checks its training
+* fairseq-train's start (``_wrap_training_start``, before the first update): a checkpoint named by
+  ``--restore-file``, ``--finetune-from-model`` or ``--continue-once`` that is missing, a folder or a
+  pipe is an error instead of a silent start from scratch, and --save-dir's ``checkpoint_last.pt`` /
+  ``checkpoint_best.pt`` must be regular files, not links (``_check_checkpoint_files``); a
+  ``--save-dir`` holding ``checkpoint_best.pt`` but no ``checkpoint_last.pt`` is refused for every way
+  of starting a run (from scratch, fine-tuning, --continue-once, --restore-file with a reset), except
+  resuming from that best checkpoint itself with its meters, or ``--overwrite-best-checkpoint`` of the
+  plugin's task (``_check_best_without_last``: the run would replace the best checkpoint with its
+  first, worse epochs); the task checks its training
   options (``check_training_options``: the metric's name and direction, options that change a metric
   that is off; the generation options are checked earlier, where the model is built),
   and rank 0 locks ``--save-dir`` for the run (``textio.lock_folder``: one run per folder).
@@ -207,6 +215,7 @@ def _wrap_fairseq_loader():
 
     def wrap_load_checkpoint_to_cpu(original):
         def load_checkpoint_to_cpu(path, *args, **kwargs):
+            check_checkpoint_file(path)
             state = _explained(path, original, path, *args, **kwargs)
             # torch reads the zip archive without checking its CRCs: damaged tensor data would
             # load as wrong weights. One pass over the file (about 1 s per GB) catches it.
@@ -221,6 +230,7 @@ def _wrap_fairseq_loader():
 
     def wrap_load_ema_from_checkpoint(original):  # --store-ema --ema-seed-model PATH
         def load_ema_from_checkpoint(fpath):
+            check_checkpoint_file(fpath, "--ema-seed-model")
             try:
                 state = _explained(fpath, original, fpath)
             except (KeyError, TypeError, AttributeError, ValueError) as exc:
@@ -237,7 +247,23 @@ def _wrap_fairseq_loader():
 
         return load_ema_from_checkpoint
 
+    def wrap_load_model_ensemble_and_task(original):  # --path, --lm-path, the hub, fairseq-validate
+        def load_model_ensemble_and_task(filenames, *args, **kwargs):
+            suffix, shards = kwargs.get("suffix", ""), kwargs.get("num_shards", 1)
+            if len(args) >= 4:
+                suffix = args[3]
+            if len(args) >= 5:
+                shards = args[4]
+            for filename in filenames:
+                for shard in range(shards if isinstance(shards, int) and shards > 0 else 1):
+                    check_checkpoint_file(checkpoint_utils.get_maybe_sharded_checkpoint_filename(
+                        filename, suffix, shard, shards))
+            return original(filenames, *args, **kwargs)
+
+        return load_model_ensemble_and_task
+
     wrap_once(checkpoint_utils, "load_checkpoint_to_cpu", wrap_load_checkpoint_to_cpu)
+    wrap_once(checkpoint_utils, "load_model_ensemble_and_task", wrap_load_model_ensemble_and_task)
     wrap_once(checkpoint_utils, "load_ema_from_checkpoint", wrap_load_ema_from_checkpoint)
 
 
@@ -251,112 +277,10 @@ def _explained(path, load, *args, **kwargs):
         raise error from exc
 
 
-# Options whose value is a file that building the task, the model or the BPE would open. A
-# checkpoint stores them with the rest of its configuration; loading it must not open them: the
-# file may be gone, another machine's, or planted (/dev/zero, a named pipe that never answers).
-# The plugin's are found by construction (stored_path_options): a dataclass field declared with
-# metadata {"path": True}, a model argument with metavar PATH or FILE. fairseq's own: the
-# hub opens generation.replace_unk (an alignment dictionary) when it is a string.
-FAIRSEQ_STORED_PATHS = {"generation": ("replace_unk",)}
-PATH_METAVARS = ("PATH", "FILE")
-# Sections built from a loaded checkpoint by the hub whose components (fairseq's BPEs and
-# tokenizers, any of them) read files named by their options (sentencepiece_model, bpe_codes,
-# gpt2_encoder_json, ...): every stored string there that names a path (one that exists, holds a
-# path separator, or is a URL, which fairseq's cached_path would fetch) is forgotten too. The
-# hub passes the files it finds beside the checkpoint as overrides, which are kept.
-PATH_SECTIONS = ("bpe", "tokenizer")
-
-
-def looks_like_path(value):
-    import os
-
-    return isinstance(value, str) and value != "" and (
-        os.sep in value or "://" in value or os.path.lexists(value))
-
-
-def plugin_options():
-    """``[(component, dest, declaration)]`` of every option a plugin component declares: the
-    dataclass fields of its tasks, criteria, BPEs, tokenizers and scorers (``declaration``: the
-    ``dataclasses.Field``) and the ``add_args`` arguments of its models (an argparse action)."""
-    import dataclasses
-
-    from fairseq import models, tasks
-    from fairseq.registry import REGISTRIES
-
-    found = []
-    configs = [("task " + name, config) for name, config in tasks.TASK_DATACLASS_REGISTRY.items()]
-    for kind, registry in REGISTRIES.items():
-        configs += [("{} {}".format(kind, name), config) for name, config in registry["dataclass_registry"].items()]
-    for component, config in configs:
-        if config is not None and config.__module__.startswith("fairseq_wean"):
-            found += [(component, field.name, field) for field in dataclasses.fields(config)]
-    for name, model in models.MODEL_REGISTRY.items():
-        if model.__module__.startswith("fairseq_wean"):
-            parser = argparse.ArgumentParser(add_help=False)
-            model.add_args(parser)
-            found += [("model " + name, action.dest, action) for action in parser._actions]
-    return found
-
-
-def is_path_option(declaration):
-    if isinstance(declaration, argparse.Action):
-        return declaration.metavar in PATH_METAVARS
-    return bool((declaration.metadata or {}).get("path"))
-
-
-def stored_path_options():
-    """The names of the plugin's options whose value is a file (see :data:`PATH_METAVARS`)."""
-    return sorted({dest for _component, dest, declaration in plugin_options() if is_path_option(declaration)})
-
-
-# Model options whose data a model reads once, when first built for training, and keeps in its
-# checkpoint; the second name is the argument that says the checkpoint holds it (then the build
-# reads nothing): option -> flag.
-BUILT_FROM_CHECKPOINT = {
-    "core_align_table": "core_align_table_in_checkpoint",  # models/core_copy.py: A, and a target-side U
-    "wean_candidates": "wean_candidates_in_checkpoint",  # models/wean_lstm.py: the candidate words
-}
-
-
-def forget_stored_paths(state, arg_overrides):
-    """Set the :func:`stored_path_options` (and :data:`FAIRSEQ_STORED_PATHS`) of a loaded
-    checkpoint's configuration (``args`` and every section of ``cfg``) to None, except those the
-    caller gives again in ``arg_overrides`` (the hub's keyword arguments), and mark a ``core_copy``
-    checkpoint as holding its alignment table and a ``wean_lstm`` one as holding its candidate
-    words (:data:`BUILT_FROM_CHECKPOINT`), so that building its model reads neither the table nor
-    the training data (``--core-frequent-from target``, ``--wean-candidates``). Nothing of a
-    checkpoint's own becomes a path that loading it opens."""
-    from omegaconf import OmegaConf, open_dict
-
-    paths = stored_path_options()
-    cfg = state.get("cfg")
-    sections = [(None, state.get("args"))]
-    if cfg is not None:
-        sections += [(name, cfg.get(name)) for name in cfg.keys() if OmegaConf.is_config(cfg.get(name))]
-    for name, section in sections:
-        if section is None:
-            continue
-        is_config = OmegaConf.is_config(section)
-        present = (lambda key: key in section) if is_config else (lambda key: hasattr(section, key))
-        value = (lambda key: section.get(key)) if is_config else (lambda key: getattr(section, key))
-        changes = {key: None for key in paths if present(key) and key not in arg_overrides}
-        for key in FAIRSEQ_STORED_PATHS.get(name, ()) if name else [k for v in FAIRSEQ_STORED_PATHS.values() for k in v]:
-            if present(key) and isinstance(value(key), str) and key not in arg_overrides:
-                changes[key] = None
-        if name in PATH_SECTIONS:
-            for key in list(section.keys()):
-                if key != "_name" and key not in arg_overrides and looks_like_path(value(key)):
-                    changes[key] = None
-        for option, flag in BUILT_FROM_CHECKPOINT.items():
-            if present(flag) or present(option):
-                changes[flag] = True
-        if is_config:
-            with open_dict(section):
-                for key, new in changes.items():
-                    section[key] = new
-        else:
-            for key, new in changes.items():
-                setattr(section, key, new)
+# What loading a checkpoint must not open (a path stored in its configuration): fairseq_wean.stored_paths.
+from fairseq_wean.stored_paths import (  # noqa: E402,F401  (their home before; tests and hub import them here)
+    BUILT_FROM_CHECKPOINT, FAIRSEQ_STORED_PATHS, PATH_METAVARS, PATH_SECTIONS, forget_stored_paths, is_path_option,
+    looks_like_path, plugin_options, stored_path_options)
 
 
 def checkpoint_error(path, exc):
@@ -372,7 +296,7 @@ def checkpoint_error(path, exc):
     if isinstance(exc, FairseqWeanError):
         return exc
     if isinstance(exc, OSError) and exc.errno in (errno.ENOENT, errno.EACCES, errno.EPERM, errno.EISDIR):
-        return exc  # the path, not the file's contents: the message says so already
+        return FairseqWeanError("checkpoint {}: {}; nothing was loaded".format(path, exc.strerror))
     problem = archive_problem(path, require_zip=_starts_as_zip(path))
     if problem is not None or any(text in message for text in DAMAGED_MESSAGES):
         first = (message.splitlines() or [""])[0][:200]
@@ -516,16 +440,7 @@ def _wrap_training_start():
 
     def wrap_load_checkpoint(original):
         def load_checkpoint(cfg, trainer, **passthrough_args):
-            restore = getattr(cfg, "restore_file", "checkpoint_last.pt")
             suffix = getattr(trainer, "checkpoint_suffix", "") or ""
-            if restore and restore != "checkpoint_last.pt" and not getattr(cfg, "continue_once", None):
-                path = restore.replace(".pt", suffix + ".pt")
-                if "://" not in path and not os.path.exists(path):
-                    raise FairseqWeanError(
-                        "--restore-file {}: no such file (fairseq would silently train from scratch); "
-                        "fix the path, or leave --restore-file out to resume from --save-dir's "
-                        "checkpoint_last.pt".format(path)
-                    )
             _check_checkpoint_files(cfg, suffix)
             from fairseq_wean.tasks.translation_with_metrics import TranslationWithMetricsTask
 
@@ -533,18 +448,7 @@ def _wrap_training_start():
             # the plugin's task only, by its class: fairseq's own tests call this with a MagicMock
             # trainer, whose task "has" every attribute (its checks failed there, issue 40)
             plugin_task = isinstance(task, TranslationWithMetricsTask)
-            if isinstance(getattr(cfg, "save_dir", None), str):  # any task (not fairseq's tests' mocks)
-                best, last = (os.path.join(cfg.save_dir, "checkpoint_{}{}.pt".format(name, suffix))
-                              for name in ("best", "last"))
-                overwrite = plugin_task and task.cfg.overwrite_best_checkpoint
-                if (restore == "checkpoint_last.pt" and not getattr(cfg, "finetune_from_model", None)
-                        and not getattr(cfg, "continue_once", None)
-                        and os.path.exists(best) and not os.path.exists(last) and not overwrite):
-                    raise FairseqWeanError(
-                        "--save-dir {} holds {} but no {}: this run would start from scratch and replace the best "
-                        "checkpoint with worse ones; resume with --restore-file {}, use another --save-dir, or {}".format(
-                            cfg.save_dir, os.path.basename(best), os.path.basename(last), best,
-                            "add --overwrite-best-checkpoint" if plugin_task else "move {} away".format(best)))
+            _check_best_without_last(cfg, suffix, plugin_task and task.cfg.overwrite_best_checkpoint, plugin_task)
             if plugin_task:
                 task.check_training_options(cfg)
             from fairseq.trainer import Trainer
@@ -568,26 +472,111 @@ def _wrap_training_start():
     wrap_once(checkpoint_utils, "load_checkpoint", wrap_load_checkpoint)
 
 
+def checkpoint_file_problem(path):
+    """Why ``path`` (links followed) is no checkpoint file, or None; found without opening it (a
+    named pipe would block the reader)."""
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    if stat.S_ISDIR(mode):
+        return "a directory, not a checkpoint file"
+    if not stat.S_ISREG(mode):
+        return "not a regular file (a named pipe, a socket or a device), not a checkpoint file"
+    return None
+
+
+def check_checkpoint_file(path, what="checkpoint"):
+    """One line (FairseqWeanError) unless ``path`` is a checkpoint file torch may open: every
+    loader (--path, --lm-path, the hub, --restore-file, --finetune-from-model, --continue-once,
+    --ema-seed-model, resuming) checks its file here before fairseq opens it."""
+    if not isinstance(path, str) or "://" in path:
+        return
+    problem = checkpoint_file_problem(path)
+    if problem is not None:
+        raise FairseqWeanError("{} {}: {}; nothing was loaded".format(what, path, problem))
+
+
+# the files fairseq-train reads at its start, named by an option (links followed: the user named them)
+NAMED_CHECKPOINTS = ("restore_file", "finetune_from_model", "continue_once")
+
+
+def _named_checkpoints(cfg, suffix):
+    """(option, path) of each checkpoint a fairseq-train option names (fairseq adds the suffix of
+    --checkpoint-suffix to --restore-file only)."""
+    for option in NAMED_CHECKPOINTS:
+        path = getattr(cfg, option, None)
+        if option == "restore_file" and path == "checkpoint_last.pt":
+            continue  # the default: --save-dir's checkpoint_last.pt, which a first run does not have
+        if isinstance(path, str) and path:
+            yield "--" + option.replace("_", "-"), path.replace(".pt", suffix + ".pt") if option == "restore_file" else path
+
+
 def _check_checkpoint_files(cfg, suffix):
-    """Every checkpoint file fairseq-train may read or replace at its start is a regular file where
-    it exists: a directory (or a pipe) named checkpoint_last.pt made fairseq log "No existing
-    checkpoint found", train from scratch and replace checkpoint_best.pt before failing."""
+    """Every checkpoint file fairseq-train may read or replace at its start: those in --save-dir
+    (checkpoint_last.pt, checkpoint_best.pt) are regular files and not links where they exist (a
+    directory named checkpoint_last.pt made fairseq train from scratch and replace checkpoint_best.pt;
+    a link was followed), and those named by an option exist and are regular files (a missing one
+    made fairseq log "No existing checkpoint found" and train from scratch)."""
     import os
 
     save_dir = getattr(cfg, "save_dir", None)
     if not isinstance(save_dir, str):
         return  # fairseq's own tests: a MagicMock configuration
-    restore = getattr(cfg, "restore_file", "checkpoint_last.pt")
-    candidates = [("--save-dir", os.path.join(save_dir, "checkpoint_{}{}.pt".format(name, suffix)))
-                  for name in ("last", "best")]
-    if restore and restore != "checkpoint_last.pt":
-        candidates.append(("--restore-file", restore.replace(".pt", suffix + ".pt")))
-    for option in ("finetune_from_model", "continue_once"):
-        if isinstance(getattr(cfg, option, None), str):
-            candidates.append(("--" + option.replace("_", "-"), getattr(cfg, option)))
-    for option, path in candidates:
-        if "://" not in path and os.path.lexists(path) and not os.path.isfile(path):
-            kind = "a directory" if os.path.isdir(path) else "not a regular file"
-            raise FairseqWeanError("{} {}: {} is {}, not a checkpoint file; nothing was trained (fairseq would start "
-                                   "from scratch and replace the checkpoints); move it away".format(
-                                       option, save_dir if option == "--save-dir" else path, path, kind))
+    for name in ("last", "best"):
+        path = os.path.join(save_dir, "checkpoint_{}{}.pt".format(name, suffix))
+        if "://" in path or not os.path.lexists(path):
+            continue
+        if os.path.islink(path):
+            raise FairseqWeanError("--save-dir {}: {} is a symbolic link: refused (a checkpoint in --save-dir is read "
+                                   "and replaced only as itself); nothing was trained; move it away, or give its "
+                                   "target as --restore-file".format(save_dir, path))
+        problem = checkpoint_file_problem(path)
+        if problem is not None:
+            raise FairseqWeanError("--save-dir {}: {} is {}; nothing was trained (fairseq would start from scratch "
+                                   "and replace the checkpoints); move it away".format(save_dir, path, problem))
+    for option, path in _named_checkpoints(cfg, suffix):
+        if "://" in path:
+            continue
+        problem = checkpoint_file_problem(path)
+        if problem == "no such file":
+            raise FairseqWeanError(
+                "{} {}: no such file (fairseq would silently train from scratch); fix the path{}".format(
+                    option, path, ", or leave --restore-file out to resume from --save-dir's checkpoint_last.pt"
+                    if option == "--restore-file" else ""))
+        if problem is not None:
+            raise FairseqWeanError("{} {}: {} is {}; nothing was trained (fairseq would start from scratch and "
+                                   "replace the checkpoints); move it away".format(option, path, path, problem))
+
+
+def _check_best_without_last(cfg, suffix, overwrite, plugin_task):
+    """A --save-dir holding checkpoint_best.pt but no checkpoint_last.pt: any run started there (from
+    scratch, --finetune-from-model, --continue-once, --restore-file with --reset-optimizer or
+    --reset-meters, or another run's checkpoint) saves its first validated model as the best one and
+    replaces it. Allowed: resuming from that checkpoint_best.pt itself with its meters (fairseq then
+    keeps its best score), or the task's --overwrite-best-checkpoint."""
+    import os
+
+    save_dir = getattr(cfg, "save_dir", None)
+    if not isinstance(save_dir, str) or overwrite:
+        return
+    best, last = (os.path.join(save_dir, "checkpoint_{}{}.pt".format(name, suffix)) for name in ("best", "last"))
+    if not os.path.exists(best) or os.path.exists(last):
+        return
+    named = dict(_named_checkpoints(cfg, suffix))
+    restore = named.get("--restore-file")
+    if restore is not None and not getattr(cfg, "finetune_from_model", None) \
+            and not getattr(cfg, "reset_optimizer", False) and not getattr(cfg, "reset_meters", False) \
+            and os.path.exists(restore) and os.path.samefile(restore, best):
+        return
+    how = "with " + ", ".join(sorted(named)) if named else "from scratch"
+    raise FairseqWeanError(
+        "--save-dir {} holds {} but no {}: this run ({}) would replace the best checkpoint with worse ones; resume "
+        "with --restore-file {} (without --reset-optimizer/--reset-meters), use another --save-dir, or {}".format(
+            save_dir, os.path.basename(best), os.path.basename(last), how, best,
+            "add --overwrite-best-checkpoint" if plugin_task else "move {} away".format(best)))

@@ -64,6 +64,10 @@ def from_pretrained(checkpoint_dir, checkpoint_file="checkpoint_best.pt", data_n
     from fairseq import hub_utils
 
     check_pretrained_paths(checkpoint_dir, checkpoint_file, data_name_or_path)
+    check_folder_files(checkpoint_dir)
+    problem = generation_kwargs_problem(kwargs)
+    if problem is not None:
+        raise FairseqWeanError("from_pretrained: {}".format(problem))
     kwargs.setdefault("user_dir", USER_DIR)
     try:
         loaded = hub_utils.from_pretrained(checkpoint_dir, checkpoint_file=checkpoint_file,
@@ -106,12 +110,12 @@ def from_pretrained(checkpoint_dir, checkpoint_file="checkpoint_best.pt", data_n
 
 def forgotten_files(cfg):
     """[(section, component, option)] of the BPE and tokenizer options that name a file and are
-    None in ``cfg``: what loading the checkpoint forgot (checkpoint_safety.PATH_SECTIONS)."""
+    None in ``cfg``: what loading the checkpoint forgot (stored_paths.PATH_SECTIONS)."""
     import dataclasses
 
     from fairseq.registry import REGISTRIES
 
-    from fairseq_wean.checkpoint_safety import PATH_SECTIONS
+    from fairseq_wean.stored_paths import PATH_SECTIONS
 
     missing = []
     for section in PATH_SECTIONS:
@@ -162,6 +166,102 @@ def subword_model_beside(checkpoint_dir, symbols):
     return None
 
 
+def hub_folder_files():
+    """{file name: option} of the files fairseq's ``hub_utils.from_pretrained`` takes from a model's
+    folder when they exist (``bpecodes``, ``code``, ``sentencepiece.bpe.model``, ``merges.txt``,
+    ``vocab.json``), read from fairseq's own source so that a file it adds is checked too, with the
+    plugin's own (:data:`SUBWORD_MODEL_FILES`)."""
+    import ast
+    import inspect
+
+    from fairseq import hub_utils
+
+    found = {}
+    try:
+        tree = ast.parse(inspect.getsource(inspect.unwrap(hub_utils.from_pretrained)).lstrip())
+    except (OSError, TypeError, SyntaxError):
+        tree = None
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.For) and isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Attribute) \
+                and isinstance(node.iter.func.value, ast.Dict):
+            table = node.iter.func.value
+            found.update({k.value: v.value for k, v in zip(table.keys, table.values)
+                          if isinstance(k, ast.Constant) and isinstance(v, ast.Constant)})
+    if not found:  # fairseq's source not at hand: its 0.12 list
+        found = {"code": "bpe_codes", "bpecodes": "bpe_codes", "sentencepiece.bpe.model": "sentencepiece_model",
+                 "merges.txt": "bpe_merges", "vocab.json": "bpe_vocab"}
+    for kind, (names, option) in SUBWORD_MODEL_FILES.items():
+        found.update({name: option for name in names})
+    return found
+
+
+def folder_file_problem(path, folder):
+    """Why ``path``, a file found in ``folder``, may not be opened, or None: textio.open_in_folder's
+    rules (never a symbolic link, only a regular file, only inside ``folder``), checked without
+    opening it (a named pipe would block)."""
+    import stat
+
+    real_folder = os.path.realpath(folder)
+    if os.path.commonpath([os.path.realpath(os.path.dirname(os.path.abspath(path))), real_folder]) != real_folder:
+        return "is outside {} (through a symbolic link)".format(folder)
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError as exc:
+        return exc.strerror
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link"
+    if not stat.S_ISREG(mode):
+        return "is not a regular file (a folder, named pipe, socket or device)"
+    return None
+
+
+def check_folder_files(checkpoint_dir):
+    """One line (FairseqWeanError) for any file of :func:`hub_folder_files` in ``checkpoint_dir`` that
+    fairseq's hub would open and that is not a regular file of the folder itself, before it is opened."""
+    for name, option in sorted(hub_folder_files().items()):
+        path = os.path.join(checkpoint_dir, name)
+        if os.path.lexists(path):
+            problem = folder_file_problem(path, checkpoint_dir)
+            if problem is not None:
+                raise FairseqWeanError(
+                    "from_pretrained: {} {}: refused (fairseq's hub reads it as the BPE's {}); put a regular file "
+                    "there, or move it away and give {}=PATH".format(path, problem, option, option))
+
+
+def generation_kwargs_problem(kwargs, base=None):
+    """What is wrong with the decoding keyword arguments of the hub (``translate``, ``sample``,
+    ``generate``, ``from_pretrained``), or None: the ranges the command line has
+    (``patching.GENERATION_RANGES``, ``GENERATION_ANY_VALUE``) and ``patching.decoding_option_problem``
+    on the options they give with ``base`` (the hub's generation configuration)."""
+    import argparse
+    import math
+
+    from fairseq_wean.errors import in_range
+    from fairseq_wean.patching import GENERATION_ANY_VALUE, GENERATION_RANGES, SHARDING_RANGES, \
+        decoding_option_problem
+
+    ranges = dict(GENERATION_RANGES, **SHARDING_RANGES)
+    for key in sorted(kwargs):
+        value = kwargs[key]
+        if value is None or key not in ranges and key not in GENERATION_ANY_VALUE:
+            continue  # None: unset (fairseq's default)
+        low, kind, high, above = ranges.get(key, (float("-inf"), float, None, False))
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and (kind is float or isinstance(value, int))
+        if not number or not math.isfinite(value):
+            return "{}={!r}: must be a finite {}number".format(key, value, "whole " if kind is int else "")
+        if not in_range(value, low, high, above):
+            return "{}={!r}: must be {} {}{}".format(key, value, ">" if above else ">=", low,
+                                                     "" if high is None else " and <= {}".format(high))
+    merged = argparse.Namespace()
+    for key in ("beam", "nbest", "sampling", "num_shards", "shard_id"):
+        value = kwargs.get(key, getattr(base, key, None) if base is not None else None)
+        setattr(merged, key, value)
+    problem = decoding_option_problem(merged)
+    import re
+
+    return None if problem is None else re.sub(r"--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), problem)
+
+
 def check_pretrained_paths(checkpoint_dir, checkpoint_file, data_name_or_path):
     """One-line errors, before fairseq's unrelated ones, for a missing folder, checkpoint file or
     dictionary (fairseq's ``dict.*.txt`` in the data folder)."""
@@ -170,8 +270,14 @@ def check_pretrained_paths(checkpoint_dir, checkpoint_file, data_name_or_path):
     if not os.path.isdir(checkpoint_dir):
         raise FairseqWeanError("from_pretrained: {} is not a folder: give the folder that holds the checkpoint "
                                "(e.g. the --save-dir of fairseq-train)".format(checkpoint_dir))
+    from fairseq_wean.checkpoint_safety import checkpoint_file_problem
+
     for name in checkpoint_file.split(os.pathsep):
-        if not os.path.isfile(os.path.join(checkpoint_dir, name)):
+        problem = checkpoint_file_problem(os.path.join(checkpoint_dir, name))
+        if problem is not None and problem != "no such file":  # a folder, a named pipe: never opened
+            raise FairseqWeanError("from_pretrained: checkpoint {}: {}; nothing was loaded".format(
+                os.path.join(checkpoint_dir, name), problem))
+        if problem is not None:
             found = sorted(os.path.basename(p) for p in glob.glob(os.path.join(checkpoint_dir, "*.pt")))
             raise FairseqWeanError("from_pretrained: no checkpoint {} in {} (it holds: {})".format(
                 name, checkpoint_dir, ", ".join(found) or "no .pt file"))
@@ -232,8 +338,56 @@ class UnkMarkersBPE(object):
         return True
 
 
+def _wrapped_hub_utils_from_pretrained(original):
+    import functools
+
+    @functools.wraps(original)
+    def from_pretrained(model_name_or_path, *args, **kwargs):
+        """fairseq's, after :func:`check_folder_files` on a local model folder: every route to it
+        (``fairseq_wean.hub.from_pretrained``, a model class's ``from_pretrained``) is checked."""
+        if isinstance(model_name_or_path, str) and os.path.isdir(model_name_or_path):
+            check_folder_files(model_name_or_path)
+        return original(model_name_or_path, *args, **kwargs)
+
+    return from_pretrained
+
+
+def _wrapped_hub_generate(original):
+    def generate(self, tokenized_sentences, *args, **kwargs):
+        """fairseq's, after the checks of :func:`generation_kwargs_problem`: ``beam=0`` was a reshape
+        traceback, ``lenpen=nan`` or ``max_len_a=-3`` decoded with no error."""
+        given = dict(kwargs)
+        given["beam"] = args[0] if args else kwargs.get("beam", 5)
+        problem = generation_kwargs_problem(given, getattr(self.cfg, "generation", None))
+        if problem is not None:
+            raise FairseqWeanError("hub generation: {}".format(problem))
+        return original(self, tokenized_sentences, *args, **kwargs)
+
+    return generate
+
+
+def _wrapped_hub_translate(original):
+    def translate(self, sentences, beam=None, verbose=False, **kwargs):
+        """fairseq's, whose own ``beam=5`` replaced the beam given to from_pretrained (``beam=...``,
+        kept in ``cfg.generation``): without ``beam`` here, that one."""
+        if beam is None:
+            beam = getattr(getattr(self.cfg, "generation", None), "beam", None) or 5
+        return original(self, sentences, beam, verbose, **kwargs)
+
+    return translate
+
+
 def _wrapped_hub_init(original):
     def __init__(self, cfg, task, models):
+        generation = cfg.get("generation") if hasattr(cfg, "get") else None
+        if generation is not None:  # what from_pretrained's keyword arguments set (beam=0, ...), any route
+            from fairseq_wean.patching import GENERATION_ANY_VALUE, GENERATION_RANGES
+
+            given = {k: generation.get(k) for k in list(GENERATION_RANGES) + list(GENERATION_ANY_VALUE)
+                     if generation.get(k) is not None and k not in ("batch_size", "max_tokens")}
+            problem = generation_kwargs_problem(given, generation)
+            if problem is not None:
+                raise FairseqWeanError("from_pretrained: {}".format(problem))
         original(self, cfg, task, models)
         if isinstance(self.bpe, UnkMarkersBPE) and self.bpe.vocabulary is None:
             self.bpe.set_dictionary(self.src_dict)
@@ -295,13 +449,18 @@ def _wrapped_hub_binarize(original):
 
 
 def install():
-    """Patch the hub's sample, binarize and the task's BPE builder (called when the plugin is imported)."""
+    """Patch the hub (fairseq's from_pretrained: the folder's files checked; sample, generate, translate,
+    binarize) and the task's BPE builder (called when the plugin is imported)."""
+    from fairseq import hub_utils
     from fairseq.hub_utils import GeneratorHubInterface
     from fairseq.tasks import FairseqTask
 
     same_code("hub (the Python API)", "GeneratorHubInterface encodes control symbols typed in the input "
               "as themselves and knows no --bpe unk_markers")
+    wrap_once(hub_utils, "from_pretrained", _wrapped_hub_utils_from_pretrained)
     wrap_once(GeneratorHubInterface, "__init__", _wrapped_hub_init)
     wrap_once(GeneratorHubInterface, "sample", _wrapped_hub_sample)
+    wrap_once(GeneratorHubInterface, "generate", _wrapped_hub_generate)
+    wrap_once(GeneratorHubInterface, "translate", _wrapped_hub_translate)
     wrap_once(GeneratorHubInterface, "binarize", _wrapped_hub_binarize)
     wrap_once(FairseqTask, "build_bpe", _wrapped_build_bpe)

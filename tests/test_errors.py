@@ -197,7 +197,7 @@ def runs(data_bin, raw_dir, tmp_path_factory):
         ("fairseq-interactive", [data_bin, "--user-dir", USER_DIR, "--path", best, "--source-lang", "src",
                                  "--target-lang", "tgt", "--beam", 2, "--cpu"],
          {"input": "w1 w2 w3\n" + long_line + "\n", "check": False}),
-        ("python", [os.path.join(REPO, "examples", "word_attention_figure3.py"), "--path", evil,
+        ("python", [os.path.join(REPO, "examples", "word_attention_figure3.py"), "--path", evil, "--data", data_bin,
                     "--source", "w1 w2", "--output", work / "fig.png"], {"check": False}),
         ("python", ["-m", "fairseq_wean.compare.evaluate", plan], {"check": False}),
         ("fairseq-interactive", [data_bin, "--user-dir", USER_DIR, "--path", best, "--source-lang", "src",

@@ -110,3 +110,60 @@ def test_a_best_checkpoint_without_a_last_one_is_not_replaced_whatever_the_task(
         "checkpoint_last.pt" in outcome, outcome
     assert (save_dir / "checkpoint_best.pt").read_bytes() == b"the best weights"
     assert not list(save_dir.glob("checkpoint[0-9]*.pt"))
+
+
+# every way of starting a run in a --save-dir that holds checkpoint_best.pt but no checkpoint_last.pt:
+# (name, extra options, refused); {other}: another run's checkpoint, {best}: the folder's own best
+STARTS = [
+    ("from scratch", [], True),
+    ("--finetune-from-model", ["--finetune-from-model", "{other}"], True),
+    ("--continue-once", ["--continue-once", "{other}"], True),
+    ("--restore-file of another run", ["--restore-file", "{other}"], True),
+    ("--restore-file --reset-optimizer", ["--restore-file", "{other}", "--reset-optimizer"], True),
+    ("--restore-file --reset-meters", ["--restore-file", "{other}", "--reset-meters"], True),
+    ("--restore-file its own best --reset-meters", ["--restore-file", "{best}", "--reset-meters"], True),
+    ("--restore-file its own best --reset-optimizer", ["--restore-file", "{best}", "--reset-optimizer"], True),
+    ("--restore-file its own best (fairseq keeps its best score)", ["--restore-file", "{best}"], False),
+]
+
+
+def test_every_way_of_starting_a_run_keeps_a_best_checkpoint_without_a_last_one(data_bin, tmp_path):
+    other_dir = tmp_path / "other"
+    jobs = [{"name": "another run", "argv": train_argv(data_bin, other_dir)}]
+    for i, (name, extra, _refused) in enumerate(STARTS):
+        save_dir = tmp_path / "save{}".format(i)
+        jobs.append({"name": name, "argv": train_argv(data_bin, save_dir, *[
+            a.format(other=other_dir / "checkpoint_last.pt", best=save_dir / "checkpoint_best.pt") for a in extra])})
+    # the other run trains first (the driver runs its jobs in order); each save dir gets a copy of its best
+    first = run_driver(jobs[:1], tmp_path, tmp_path / "no-marker")
+    assert first[0]["outcome"] == "ran to the end", first
+    best_bytes = (other_dir / "checkpoint_best.pt").read_bytes()
+    for i in range(len(STARTS)):
+        (tmp_path / "save{}".format(i)).mkdir()
+        (tmp_path / "save{}".format(i) / "checkpoint_best.pt").write_bytes(best_bytes)
+    results = run_driver(jobs[1:], tmp_path, tmp_path / "no-marker")
+    for i, ((name, _extra, refused), result) in enumerate(zip(STARTS, results)):
+        best = tmp_path / "save{}".format(i) / "checkpoint_best.pt"
+        if refused:
+            assert result["outcome"].startswith("FairseqWeanError: --save-dir ") and "holds checkpoint_best.pt but " \
+                "no checkpoint_last.pt" in result["outcome"], (name, result)
+            assert best.read_bytes() == best_bytes, name
+            assert not (tmp_path / "save{}".format(i) / "checkpoint_last.pt").exists(), name
+        else:
+            assert result["outcome"] == "ran to the end", (name, result)
+
+
+@pytest.mark.parametrize("name", ["checkpoint_last.pt", "checkpoint_best.pt"])
+def test_a_linked_checkpoint_in_the_save_dir_is_refused(data_bin, tmp_path, name):
+    """fairseq-train reads --save-dir's checkpoints at its start: a symbolic link there is not followed."""
+    save_dir = tmp_path / "save"
+    save_dir.mkdir()
+    target = tmp_path / "elsewhere.pt"
+    target.write_bytes(b"not to be read")
+    (save_dir / name).symlink_to(target)
+    results = run_driver([{"name": name, "argv": train_argv(data_bin, save_dir)}], tmp_path, tmp_path / "no-marker")
+    outcome = results[0]["outcome"]
+    assert outcome.startswith("FairseqWeanError: --save-dir ") and "{} is a symbolic link".format(
+        save_dir / name) in outcome and "\n" not in outcome, outcome
+    assert (save_dir / name).is_symlink() and target.read_bytes() == b"not to be read"
+    assert sorted(os.listdir(save_dir)) == [name]

@@ -380,14 +380,14 @@ def load_figure3_script():
     return module
 
 
-def test_figure3_script_draws_a_png_from_the_trained_checkpoint(trained, raw_dir, tmp_path, capsys):
+def test_figure3_script_draws_a_png_from_the_trained_checkpoint(trained, data_bin, raw_dir, tmp_path, capsys):
     """Run in this process (its import of torch and fairseq is already paid for)."""
     dirs, _ = trained
     figure3 = load_figure3_script()
     source = open(raw_dir / "test.src").readline().strip()
     figure = tmp_path / "figure3.png"
     checkpoint = str(dirs["gated"] / "checkpoint_best.pt")
-    figure3.main(["--path", checkpoint, "--source", source, "--output", str(figure)])
+    figure3.main(["--path", checkpoint, "--data", str(data_bin), "--source", source, "--output", str(figure)])
     values = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
     assert values and values[-1][0] == "</s>" and all(0 < float(v) < 1 for _, v in values)
     with open(figure, "rb") as f:
@@ -395,7 +395,7 @@ def test_figure3_script_draws_a_png_from_the_trained_checkpoint(trained, raw_dir
     assert os.path.getsize(figure) > 1000
     # Figure 3 needs gates: the RNNsearch checkpoint is refused
     with pytest.raises(FairseqWeanError, match="gated"):
-        figure3.main(["--path", str(dirs["none"] / "checkpoint_best.pt"), "--source", source,
+        figure3.main(["--path", str(dirs["none"] / "checkpoint_best.pt"), "--data", str(data_bin), "--source", source,
                       "--output", str(tmp_path / "none.png")])
     assert not os.path.exists(tmp_path / "none.png")
 

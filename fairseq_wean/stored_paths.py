@@ -1,0 +1,264 @@
+"""No path stored in a checkpoint is opened by loading it (used by ``checkpoint_safety``).
+
+A checkpoint stores its whole configuration: ``args`` (older fairseq) and every section of ``cfg``
+(``model``, ``task``, ``bpe``, ``common``, ...; a section may be an ``argparse.Namespace``). Building
+its task, model or BPE from that configuration would open any file an option there names:
+fairseq's own ``encoder_embed_path`` (lstm, transformer, fconv), ``load_pretrained_decoder_from``
+(xm_transformer: a raw ``torch.load``, which runs a pickle's code on torch < 2.6), ``w2v_path``,
+``bpe_codes`` and the plugin's ``--known-words``, ``--core-align-table``... The file may be gone,
+another machine's, or planted (a named pipe that never answers, /dev/zero, a pickle).
+
+:func:`forget_stored_paths` sets to None, by construction, every stored string (at any depth) that
+may name a file: any value of the plugin's path options (:func:`stored_path_options`); a value that
+could be opened (a path, a URL, a file name with an extension, or an existing entry) of an option
+that any registered component (fairseq's or the plugin's) declares a path by its metavar, help or
+name (:func:`path_option_names`), or whose name says so (:func:`is_path_name`: ``path``, ``file``,
+``dir``, ``from``, ``pretrained``, ``codes``, ``vocab``, ``json``, ``yaml``, ``url``; ``*_model``,
+``*_dict``); and, in any other option, a value that looks like a path (:func:`looks_like_path`: a
+path separator, a URL, a file name with an extension, or an existing entry that is not a plain
+word: ``relu`` stays). Kept: ``_name``, the task's ``data`` (every loader
+gives it again: fairseq-generate's DATA, the hub's ``data_name_or_path``) and what the caller gives
+again in ``arg_overrides``. A model's pretrained embeddings or encoder are only read when it is first
+built for training; a checkpoint holds their trained weights, so dropping the path loses nothing.
+"""
+import argparse
+import os
+import re
+
+# fairseq's own option the hub opens when it is a string (an alignment dictionary)
+FAIRSEQ_STORED_PATHS = {"generation": ("replace_unk",)}
+PATH_METAVARS = ("PATH", "FILE")
+# Sections built by the hub whose components read files named by their options: every stored string
+# there that looks like a path is forgotten (hub.forgotten_files names what to give again).
+PATH_SECTIONS = ("bpe", "tokenizer")
+# words of an option's name that say its value is a file or folder
+PATH_WORDS = {"path", "paths", "file", "files", "dir", "folder", "from", "pretrained", "codes", "vocab", "json",
+              "yaml", "url", "checkpoint_file"}
+PATH_SUFFIXES = ("_model", "_dict")
+# keys kept whatever their value: the component's name; the data folder, which every loader gives again
+KEPT = {"_name"}
+KEPT_DATA_SECTIONS = (None, "task")  # None: the old-style args Namespace
+FILE_NAME = re.compile(r"^[^\s{}()\[\]'\",]+\.[A-Za-z][A-Za-z0-9]{0,7}$")
+WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+
+
+def is_path_name(key):
+    words = set(str(key).lower().split("_"))
+    return bool(words & PATH_WORDS) or str(key).lower().endswith(PATH_SUFFIXES)
+
+
+def looks_like_path(value):
+    """Whether a stored string may name a file: it holds a path separator or ``://`` (fairseq's
+    cached_path fetches URLs), is a file name with an extension (``emb.txt``, ``evil.pt``), or names
+    an existing entry and is not a plain word (``relu``, ``lstm``: option values, not files)."""
+    return isinstance(value, str) and value != "" and (
+        os.sep in value or "://" in value or FILE_NAME.match(value) is not None
+        or (os.path.lexists(value) and WORD.match(value) is None))
+
+
+def plugin_options():
+    """``[(component, dest, declaration)]`` of every option a plugin component declares: the
+    dataclass fields of its tasks, criteria, BPEs, tokenizers and scorers (``declaration``: the
+    ``dataclasses.Field``) and the ``add_args`` arguments of its models (an argparse action)."""
+    import dataclasses
+
+    from fairseq import models, tasks
+    from fairseq.registry import REGISTRIES
+
+    found = []
+    configs = [("task " + name, config) for name, config in tasks.TASK_DATACLASS_REGISTRY.items()]
+    for kind, registry in REGISTRIES.items():
+        configs += [("{} {}".format(kind, name), config) for name, config in registry["dataclass_registry"].items()]
+    for component, config in configs:
+        if config is not None and config.__module__.startswith("fairseq_wean"):
+            found += [(component, field.name, field) for field in dataclasses.fields(config)]
+    for name, model in models.MODEL_REGISTRY.items():
+        if model.__module__.startswith("fairseq_wean"):
+            parser = argparse.ArgumentParser(add_help=False)
+            model.add_args(parser)
+            found += [("model " + name, action.dest, action) for action in parser._actions]
+    return found
+
+
+def is_path_option(declaration):
+    if isinstance(declaration, argparse.Action):
+        return declaration.metavar in PATH_METAVARS
+    return bool((declaration.metadata or {}).get("path"))
+
+
+def stored_path_options():
+    """The names of the plugin's options whose value is a file (see :data:`PATH_METAVARS`)."""
+    return sorted({dest for _component, dest, declaration in plugin_options() if is_path_option(declaration)})
+
+
+PATH_HELP = re.compile(r"\bpaths?\b|\bfiles?\b|director|folder|\bload|pretrained|checkpoint|\burl\b", re.I)
+
+
+def registered_options():
+    """``[(component, dest, declaration)]`` of every option of every registered task, model, BPE,
+    tokenizer, criterion... (fairseq's and the plugin's): dataclass fields and the ``add_args``
+    arguments of the models and tasks that declare none."""
+    import dataclasses
+
+    from fairseq import models, tasks
+    from fairseq.registry import REGISTRIES
+
+    found = []
+    configs = [("task " + name, config) for name, config in tasks.TASK_DATACLASS_REGISTRY.items()]
+    configs += [("model " + name, config) for name, config in models.MODEL_DATACLASS_REGISTRY.items()]
+    for kind, registry in REGISTRIES.items():
+        configs += [("{} {}".format(kind, name), config) for name, config in registry["dataclass_registry"].items()]
+    for component, config in configs:
+        if config is not None and dataclasses.is_dataclass(config):
+            found += [(component, field.name, field) for field in dataclasses.fields(config)]
+    classes = [("model " + name, cls) for name, cls in models.MODEL_REGISTRY.items()]
+    classes += [("task " + name, cls) for name, cls in tasks.TASK_REGISTRY.items()]
+    for component, cls in classes:
+        parser = argparse.ArgumentParser(add_help=False, conflict_handler="resolve")
+        try:
+            cls.add_args(parser)
+        except Exception:  # an add_args that needs more than a parser: its dataclass is listed above
+            continue
+        found += [(component, action.dest, action) for action in parser._actions]
+    return found
+
+
+def declares_a_path(dest, declaration):
+    """Whether an option's declaration says its value is a file or folder: a string option (no
+    choices) whose metavar, help or name says so."""
+    if isinstance(declaration, argparse.Action):
+        if declaration.choices or declaration.nargs == 0 or declaration.type not in (None, str):
+            return False
+        text, metavar = declaration.help or "", str(declaration.metavar or "")
+    else:
+        if str(declaration.type) not in ("<class 'str'>", "typing.Optional[str]"):
+            return False
+        text, metavar = str((declaration.metadata or {}).get("help") or ""), ""
+    return (is_path_option(declaration) or metavar.upper() in ("PATH", "FILE", "DIR", "FOLDER")
+            or is_path_name(dest) or PATH_HELP.search(text) is not None)
+
+
+_PATH_NAMES = None
+
+
+def path_option_names():
+    """(names declared a path by some component, names every component declares no path): see
+    :func:`declares_a_path`; computed once per process."""
+    global _PATH_NAMES
+    if _PATH_NAMES is None:
+        paths, others = set(), set()
+        for _component, dest, declaration in registered_options():
+            (paths if declares_a_path(dest, declaration) else others).add(dest)
+        _PATH_NAMES = (paths, others - paths)
+    return _PATH_NAMES
+
+
+# Model options whose data a model reads once, when first built for training, and keeps in its
+# checkpoint; the second name is the argument that says the checkpoint holds it (then the build
+# reads nothing): option -> flag.
+BUILT_FROM_CHECKPOINT = {
+    "core_align_table": "core_align_table_in_checkpoint",  # models/core_copy.py: A, and a target-side U
+    "wean_candidates": "wean_candidates_in_checkpoint",  # models/wean_lstm.py: the candidate words
+}
+
+
+class _Section:
+    """One stored section, a DictConfig, a dict or an argparse Namespace, read and written alike."""
+
+    def __init__(self, section):
+        from omegaconf import OmegaConf
+
+        self.section = section
+        self.is_config = OmegaConf.is_config(section)
+        self.is_dict = self.is_config or isinstance(section, dict)
+
+    def keys(self):
+        return list(self.section.keys()) if self.is_dict else list(vars(self.section))
+
+    def has(self, key):
+        return key in self.section if self.is_dict else hasattr(self.section, key)
+
+    def get(self, key):
+        if self.is_config:
+            from omegaconf import OmegaConf
+
+            node = self.section._get_node(key)  # unresolved: an interpolation is no value to open
+            return node if OmegaConf.is_config(node) else node._value()
+        return self.section[key] if self.is_dict else getattr(self.section, key)
+
+    def set(self, changes):
+        if not changes:
+            return
+        if self.is_config:
+            from omegaconf import open_dict
+
+            with open_dict(self.section):
+                for key, new in changes.items():
+                    self.section[key] = new
+        elif self.is_dict:
+            self.section.update(changes)
+        else:
+            for key, new in changes.items():
+                setattr(self.section, key, new)
+
+
+def _is_section(value):
+    from omegaconf import OmegaConf
+
+    return OmegaConf.is_dict(value) or isinstance(value, (dict, argparse.Namespace))
+
+
+def _names_a_file(key, value, paths):
+    from omegaconf import OmegaConf
+
+    if OmegaConf.is_list(value) or isinstance(value, (list, tuple)):
+        return any(_names_a_file(key, item, paths) for item in value)
+    if not isinstance(value, str) or value == "":
+        return False
+    if key in paths:  # the plugin's own path options: whatever the value
+        return True
+    declared, not_paths = path_option_names()
+    if key in declared or (is_path_name(key) and key not in not_paths):
+        # a path option: any value that could be opened (a bare name is one where it exists; a list of
+        # words that name nothing, such as --langs en,de, is kept)
+        return looks_like_path(value) or any(os.path.lexists(part) for part in [value] + value.split(","))
+    return looks_like_path(value)
+
+
+def _forget_in(section, name, paths, arg_overrides, top=True):
+    """Set every path-like string of ``section`` (and of the sections nested in it) to None."""
+    part = _Section(section)
+    changes = {}
+    for key in part.keys():
+        if key in KEPT or (top and key in arg_overrides) or (top and key == "data" and name in KEPT_DATA_SECTIONS):
+            continue
+        value = part.get(key)
+        if _is_section(value):
+            _forget_in(value, name, paths, arg_overrides, top=False)
+        elif _names_a_file(key, value, paths):
+            if value is not None:
+                changes[key] = None
+        elif key in FAIRSEQ_STORED_PATHS.get(name or "generation", ()) and isinstance(value, str):
+            changes[key] = None
+    if top:
+        for option, flag in BUILT_FROM_CHECKPOINT.items():
+            if part.has(flag) or part.has(option):
+                changes[flag] = True
+    part.set(changes)
+
+
+def forget_stored_paths(state, arg_overrides):
+    """Forget every stored path of a loaded checkpoint's configuration (``args`` and every section of
+    ``cfg``: see the module docstring), except those the caller gives again in ``arg_overrides`` (the
+    hub's keyword arguments), and mark a ``core_copy`` checkpoint as holding its alignment table and a
+    ``wean_lstm`` one as holding its candidate words (:data:`BUILT_FROM_CHECKPOINT`), so that building
+    its model reads neither the table nor the training data. Nothing of a checkpoint's own becomes a
+    path that loading it opens."""
+    paths = set(stored_path_options())
+    cfg = state.get("cfg")
+    sections = [(None, state.get("args"))]
+    if cfg is not None and _is_section(cfg):
+        sections += [(name, _Section(cfg).get(name)) for name in _Section(cfg).keys()]
+    for name, section in sections:
+        if section is not None and _is_section(section):
+            _forget_in(section, name, paths, arg_overrides or {})

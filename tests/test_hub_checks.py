@@ -1,0 +1,161 @@
+"""The hub's checks before fairseq opens or decodes anything (fairseq_wean/hub.py).
+
+* Every file fairseq's ``hub_utils.from_pretrained`` takes from the checkpoint's folder
+  (``hub.hub_folder_files``: read from fairseq's own source, with the plugin's) that is a link, a named
+  pipe or a folder is refused in one line before it is opened (a named pipe blocked the load).
+* Every decoding keyword argument of the hub (``translate``, ``sample``, ``generate``,
+  ``from_pretrained``) is checked against the command line's table (``patching.GENERATION_RANGES``,
+  ``GENERATION_ANY_VALUE``, ``SHARDING_RANGES``) and ``decoding_option_problem``; a ``beam`` given to
+  ``from_pretrained`` is the one ``translate`` uses.
+"""
+import math
+import os
+import signal
+
+import pytest
+
+from conftest import USER_DIR
+from fairseq_wean.errors import FairseqWeanError
+from test_crafted_checkpoints import run_driver, train_argv
+
+
+@pytest.fixture
+def no_hang():
+    """A named pipe opened for reading would block: fail instead after 60 s."""
+    def alarm(*_):
+        raise TimeoutError("blocked: a named pipe was opened")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def folder_files():
+    import fairseq_wean  # noqa: F401
+    from fairseq_wean.hub import hub_folder_files
+
+    return sorted(hub_folder_files())
+
+
+def test_the_folder_files_are_fairseqs_own():
+    assert {"code", "bpecodes", "sentencepiece.bpe.model", "merges.txt", "vocab.json"} <= set(folder_files())
+
+
+def plugin_from_pretrained(folder, data):
+    from fairseq_wean.hub import from_pretrained
+
+    return from_pretrained(folder, data_name_or_path=data)
+
+
+def model_class_from_pretrained(folder, data):  # fairseq's BaseFairseqModel.from_pretrained
+    from fairseq_wean.models.wean_lstm import WeanLSTMModel
+
+    return WeanLSTMModel.from_pretrained(folder, checkpoint_file="checkpoint_best.pt", data_name_or_path=data)
+
+
+@pytest.mark.parametrize("route", [plugin_from_pretrained, model_class_from_pretrained])
+@pytest.mark.parametrize("kind", ["a link to a regular file", "a named pipe", "a folder", "a link to a named pipe"])
+@pytest.mark.parametrize("name", folder_files())
+def test_a_file_the_hub_finds_in_the_folder_is_refused_unless_a_regular_file(tmp_path, name, kind, route, no_hang):
+
+    folder, data = tmp_path / "model", tmp_path / "data"
+    folder.mkdir()
+    data.mkdir()
+    (folder / "checkpoint_best.pt").write_bytes(b"never read: the refusal comes first")
+    for lang in ("src", "tgt"):
+        (data / "dict.{}.txt".format(lang)).write_text("w1 3\n")
+    planted = folder / name
+    elsewhere = tmp_path / "elsewhere"
+    if kind == "a link to a regular file":
+        elsewhere.write_text("secret\n")
+        planted.symlink_to(elsewhere)
+    elif kind == "a link to a named pipe":
+        os.mkfifo(elsewhere)
+        planted.symlink_to(elsewhere)
+    elif kind == "a named pipe":
+        os.mkfifo(planted)
+    else:
+        planted.mkdir()
+    with pytest.raises(FairseqWeanError) as info:
+        route(str(folder), str(data))
+    message = str(info.value)
+    assert message.startswith("from_pretrained: {} ".format(planted)) and "refused" in message and "\n" not in message
+
+
+def bad_value(key):
+    from fairseq_wean.patching import GENERATION_ANY_VALUE, GENERATION_RANGES, SHARDING_RANGES
+
+    if key in GENERATION_ANY_VALUE:
+        return float("nan")
+    low, kind, _high, above = dict(GENERATION_RANGES, **SHARDING_RANGES)[key]
+    return low if above else (low - 1 if kind is int else low - 0.5)
+
+
+def ranged_keys():
+    from fairseq_wean.patching import GENERATION_ANY_VALUE, GENERATION_RANGES, SHARDING_RANGES
+
+    return sorted(set(GENERATION_RANGES) | set(GENERATION_ANY_VALUE) | set(SHARDING_RANGES))
+
+
+@pytest.mark.parametrize("key", ranged_keys())
+def test_every_ranged_decoding_option_is_checked_as_a_hub_keyword(key):
+    from fairseq_wean.hub import generation_kwargs_problem
+
+    bad = bad_value(key)
+    problem = generation_kwargs_problem({key: bad})
+    assert problem is not None and problem.startswith("{}=".format(key)), (key, bad, problem)
+    assert generation_kwargs_problem({key: float("inf")}) is not None
+    assert generation_kwargs_problem({key: "3"}) is not None  # not a number
+
+
+@pytest.fixture(scope="module")
+def hub_model(data_bin, tmp_path_factory):
+    work = tmp_path_factory.mktemp("hub-checks")
+    argv = train_argv(data_bin, work / "ck", "--encoder-hidden-size", "8", "--decoder-hidden-size", "8",
+                      "--embed-dim", "8")
+    result = run_driver([{"name": "train", "argv": argv}], work, work / "no-marker")
+    assert result[0]["outcome"] == "ran to the end", result
+    return work / "ck", data_bin
+
+
+@pytest.mark.parametrize("method", ["translate", "sample", "generate"])
+@pytest.mark.parametrize("kwargs", [{"beam": 0}, {"lenpen": float("nan")}, {"max_len_a": -3}, {"beam": 2, "nbest": 3},
+                                    {"temperature": 0}, {"sampling_topp": 1.5}])
+def test_hub_decoding_keywords_are_range_checked(hub_model, method, kwargs):
+    from fairseq_wean.hub import from_pretrained
+
+    folder, data = hub_model
+    hub = from_pretrained(str(folder), checkpoint_file="checkpoint_last.pt", data_name_or_path=str(data),
+                          user_dir=USER_DIR)
+    sentence = "w1 w2 w3"
+    kwargs = dict(kwargs)
+    with pytest.raises(FairseqWeanError, match=r"^hub generation: \w+") as info:
+        if method == "generate":
+            beam = kwargs.pop("beam", 5)
+            hub.generate([hub.encode(sentence)], beam, **kwargs)
+        else:
+            getattr(hub, method)(sentence, **kwargs)
+    assert "\n" not in str(info.value)
+
+
+def test_a_beam_given_to_from_pretrained_is_checked_and_used(hub_model, monkeypatch):
+    from fairseq_wean.hub import from_pretrained
+
+    folder, data = hub_model
+    for bad in ({"beam": 0}, {"lenpen": math.nan}, {"beam": 2, "nbest": 3}):
+        with pytest.raises(FairseqWeanError, match=r"^from_pretrained: (beam|lenpen|nbest)"):
+            from_pretrained(str(folder), checkpoint_file="checkpoint_last.pt", data_name_or_path=str(data), **bad)
+    hub = from_pretrained(str(folder), checkpoint_file="checkpoint_last.pt", data_name_or_path=str(data), beam=1)
+    beams = []
+    original = type(hub.task).build_generator
+
+    def spy(self, models, args, *a, **k):
+        beams.append(args.beam)
+        return original(self, models, args, *a, **k)
+
+    monkeypatch.setattr(type(hub.task), "build_generator", spy)
+    hub.translate("w1 w2")
+    hub.translate("w1 w2", beam=3)
+    assert beams == [1, 3]

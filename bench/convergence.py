@@ -25,22 +25,34 @@ import json
 import os
 import sys
 
-from bench.run import REPO, read_epochs, write_section
+from bench.run import REPO, read_epochs
+from fairseq_wean.errors import FairseqWeanError, run_cli
+from fairseq_wean.textio import open_in_folder, update_section
 
 BEGIN, END = "<!-- convergence:begin -->", "<!-- convergence:end -->"
 ANCHOR = "lstm"
 
 
+def _folder_log(train_log):
+    """Whether the comparison folder has this train.log; a symbolic link, named pipe or device there is
+    refused in one line (``textio.open_in_folder``), never read through or waited on."""
+    if not os.path.lexists(train_log):
+        return False
+    folder = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(train_log))))
+    open_in_folder(train_log, "r", folder, "train log").close()
+    return True
+
+
 def epoch_walls(train_log):
     """{epoch: fairseq's wall seconds at the end of that epoch} from a fairseq-train log."""
-    if not os.path.exists(train_log):
+    if not _folder_log(train_log):
         return {}
     return read_epochs(train_log)[1]
 
 
 def best_loss_epoch(train_log):
     """The epoch of the lowest validation loss (ties: the earliest) in a fairseq-train log, or None."""
-    if not os.path.exists(train_log):
+    if not _folder_log(train_log):
         return None
     losses = read_epochs(train_log, "loss")[0]
     return min(losses, key=lambda e: (losses[e], e)) if losses else None
@@ -54,13 +66,74 @@ def anchor_key(runs, system, vocab):
     return None
 
 
+NUMBER = (int, float)
+
+
+def read_results(compare_dir, need_recipe=False):
+    """A comparison folder's ``results.json``, read only as itself (``textio.open_in_folder``: not a
+    symbolic link, pipe or device) and checked field by field as the compare runner checks a
+    published ``scores.json`` (``compare.runner.read_published``): every field this command and
+    ``examples/publish_results.py`` read has its type. Anything else is one ``FairseqWeanError`` line
+    naming the file and the field. ``need_recipe``: ``recipe.task`` and ``recipe.valid.metric`` too
+    (what redrawing the figure reads)."""
+    path = os.path.join(compare_dir, "results.json")
+    if not os.path.lexists(path):
+        raise FairseqWeanError("{} not found: run fairseq-wean-compare first".format(path))
+
+    def bad(what):
+        return FairseqWeanError("{}: {}; run fairseq-wean-compare again to rewrite it".format(path, what))
+
+    try:
+        with open_in_folder(path, "r", compare_dir, "results.json") as f:
+            results = json.load(f)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise bad("not valid JSON ({})".format(exc)) from None
+
+    def field(obj, name, types, where, optional=False):
+        if not isinstance(obj, dict) or name not in obj:
+            if optional and isinstance(obj, dict):
+                return None
+            raise bad("no field {}{}".format(where, name))
+        value = obj[name]
+        if optional and value is None:
+            return None
+        if not isinstance(value, types) or isinstance(value, bool) and bool not in types:
+            raise bad("field {}{} is {}, not {}".format(where, name, type(value).__name__,
+                                                       " or ".join(t.__name__ for t in types)))
+        return value
+
+    if not isinstance(results, dict):
+        raise bad("not a JSON object")
+    field(results, "meta", (dict,), "", optional=True)
+    recipe_metric = None
+    if need_recipe:
+        recipe = field(results, "recipe", (dict,), "")
+        field(recipe, "task", (str,), "recipe.")
+        recipe_metric = field(field(recipe, "valid", (dict,), "recipe."), "metric", (str,), "recipe.valid.")
+    runs = field(results, "runs", (dict,), "")
+    for key, run in runs.items():
+        parts = key.split(":")
+        if len(parts) not in (2, 3) or not all(parts) or len(parts) == 3 and not parts[2].isdigit():
+            raise bad("runs names {!r}, not SYSTEM:VOCAB or SYSTEM:VOCAB:SEED".format(key))
+        where = "runs.{}.".format(key)
+        # the figure plots recipe.valid.metric; this command each run's own valid_metric
+        metric = field(run, "valid_metric", (str,), where, optional=need_recipe)
+        for metric in {metric, recipe_metric} - {None}:
+            for i, point in enumerate(field(run, "curve", (list,), where)):
+                field(point, "epoch", (int,), "{}curve[{}].".format(where, i))
+                if metric == recipe_metric or metric in point:  # this command skips an epoch without it
+                    field(point, metric, NUMBER, "{}curve[{}].".format(where, i))
+        loss = field(run, "valid_loss", (dict,), where, optional=True) or {}
+        for epoch in loss:
+            if not str(epoch).isdigit():
+                raise bad("{}valid_loss names epoch {!r}".format(where, epoch))
+            field(loss, epoch, NUMBER, where + "valid_loss.")
+    return results
+
+
 def summarize(compare_dir):
     """One dict per system run of the comparison in ``compare_dir``, in the runner's order."""
-    path = os.path.join(compare_dir, "results.json")
-    if not os.path.exists(path):
-        raise SystemExit("error: {} not found: run fairseq-wean-compare first".format(path))
-    with open(path) as f:
-        results = json.load(f)
+    results = read_results(compare_dir)
     runs = results["runs"]
     rows = []
     for key, run in runs.items():
@@ -96,7 +169,7 @@ def ratio(value, reference, fmt="{:.2f}x"):
 
 
 def markdown(compare_dir, results, rows, by_key, argv):
-    meta = results.get("meta", {})
+    meta = results.get("meta") or {}
     epochs = max((max(r["scores"]) for r in rows), default=0)
     metric = rows[0]["metric"] if rows else "?"
     out = [BEGIN, "## Time to the best validation score", "",
@@ -144,14 +217,29 @@ def get_parser():
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     cfg = get_parser().parse_args(argv)
+    if cfg.out != "-":
+        # before reading anything: not a folder, pipe or device, nor a symbolic link (merged as itself)
+        update_section_check(cfg.out)
     results, rows, by_key = summarize(cfg.compare_dir)
     if not rows:
-        raise SystemExit("error: no per-epoch validation scores in {}/results.json".format(cfg.compare_dir))
+        raise FairseqWeanError("no per-epoch validation scores in {}".format(os.path.join(cfg.compare_dir, "results.json")))
     section = markdown(cfg.compare_dir, results, rows, by_key, argv)
     print(section)
     if cfg.out != "-":
-        write_section(cfg.out, section, BEGIN, END)
+        update_section(cfg.out, section, BEGIN, END, "--out")
+
+
+def update_section_check(path, what="--out"):
+    """Refuse before any work an output page that :func:`fairseq_wean.textio.update_section` would
+    refuse after it: a symbolic link, a folder, a pipe or device (its folder is made)."""
+    from fairseq_wean.textio import check_output
+
+    if os.path.islink(path):
+        raise FairseqWeanError("{} {} is a symbolic link: the section is merged into the file itself; give the "
+                               "file's own path".format(what, path))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)  # as the page was always written
+    check_output(path, (), what)
 
 
 if __name__ == "__main__":
-    main()
+    run_cli(main, "python -m bench.convergence")

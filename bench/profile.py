@@ -206,8 +206,30 @@ def get_parser():
     return p
 
 
+def check_paths(cfg):
+    """Refuse, in one line before any work, a --workdir holding a symbolic link, named pipe or device
+    (as ``bench.run``: the benchmark writes only its own files there) and an --out that cannot be
+    replaced (``textio.check_output``: a folder, a pipe, a device) or is a symbolic link (the new
+    section is merged into the old file, which is read only as itself)."""
+    from fairseq_wean.errors import FairseqWeanError
+    from fairseq_wean.textio import check_output
+
+    planted = bench_run.planted_entry(cfg.workdir)
+    if planted:
+        raise FairseqWeanError("--workdir {}: {} is a symbolic link, named pipe or device: the benchmark writes "
+                               "only its own files there; remove it or use another --workdir".format(cfg.workdir, planted))
+    if os.path.islink(cfg.workdir) or (os.path.lexists(cfg.workdir) and not os.path.isdir(cfg.workdir)):
+        raise FairseqWeanError("--workdir {} is not a folder (or is a symbolic link): give a folder".format(cfg.workdir))
+    if os.path.islink(cfg.out):
+        raise FairseqWeanError("--out {} is a symbolic link: the section is merged into the file itself; give "
+                               "the file's own path".format(cfg.out))
+    os.makedirs(os.path.dirname(os.path.abspath(cfg.out)), exist_ok=True)
+    check_output(cfg.out, (), "--out")
+
+
 def main(argv=None):
     cfg = get_parser().parse_args(argv)
+    check_paths(cfg)
     torch.set_num_threads(1)
     work = os.path.join(cfg.workdir, "v%d" % cfg.vocab)
     os.makedirs(work, exist_ok=True)
@@ -221,15 +243,12 @@ def main(argv=None):
     section = markdown(results, cfg)
     print(section)
     begin, end = (m.format(cfg.vocab) for m in MARKERS)
-    old = open(cfg.out).read() if os.path.exists(cfg.out) else ""
-    if begin in old and end in old:
-        new = old[: old.index(begin)] + section + old[old.index(end) + len(end):]
-    else:
-        new = (old.rstrip() + "\n\n" if old.strip() else "") + section + "\n"
-    os.makedirs(os.path.dirname(os.path.abspath(cfg.out)), exist_ok=True)
-    with open(cfg.out, "w") as f:
-        f.write(new)
+    from fairseq_wean.textio import update_section  # read only as itself, written atomically
+
+    update_section(cfg.out, section, begin, end, "--out")
 
 
 if __name__ == "__main__":
-    main()
+    from fairseq_wean.errors import run_cli
+
+    run_cli(main, "python -m bench.profile")

@@ -31,7 +31,9 @@ def sentences(rng, n, vocab, probs, simpler, min_len=8, max_len=32):
 
 
 def write_split(prefix, pairs):
-    with open(prefix + ".src", "w") as fs, open(prefix + ".tgt", "w") as ft:
+    from fairseq_wean.textio import atomic_output  # a planted link is replaced, never written through
+
+    with atomic_output(prefix + ".src", (), "synthetic data") as fs, atomic_output(prefix + ".tgt", (), "synthetic data") as ft:
         for src, tgt in pairs:
             fs.write(" ".join("w%d" % w for w in src) + "\n")
             ft.write(" ".join("w%d" % w for w in tgt) + "\n")
@@ -47,7 +49,9 @@ def make(workdir, vocab, n_train, n_test, n_latency, bin_dir, seed=1, log=None):
     data_bin = os.path.join(workdir, "data-bin")
     if os.path.exists(os.path.join(data_bin, "test1.src-tgt.tgt.idx")):
         return data_bin
-    os.makedirs(raw, exist_ok=True)
+    from fairseq_wean.textio import makedirs_in_folder
+
+    makedirs_in_folder(raw, workdir, "synthetic data folder")  # not a planted link to a folder elsewhere
     rng = np.random.default_rng(seed)
     probs = zipf_probs(vocab)
     # each word's "simpler" word: a fixed, more frequent one
@@ -55,7 +59,9 @@ def make(workdir, vocab, n_train, n_test, n_latency, bin_dir, seed=1, log=None):
     for split, n in (("train", n_train), ("valid", 200), ("test", n_test), ("test1", n_latency)):
         write_split(os.path.join(raw, split), sentences(rng, n, vocab, probs, simpler))
     dict_path = os.path.join(raw, "dict.txt")
-    with open(dict_path, "w") as f:
+    from fairseq_wean.textio import atomic_output
+
+    with atomic_output(dict_path, (), "synthetic dictionary") as f:
         for r in range(vocab):
             f.write("w%d %d\n" % (r, max(1, int(round(1e8 * probs[r])))))
     cmd = [os.path.join(bin_dir, "fairseq-preprocess"), "--source-lang", "src", "--target-lang", "tgt",

@@ -15,7 +15,6 @@ page in ``docs/results/``, else the page's own folder) and linked from the page.
 ``--redraw`` first draws the figure anew from the run's ``results.json`` (after a change to the plot).
 """
 import argparse
-import json
 import os
 import re
 import shutil
@@ -25,7 +24,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
-from bench.run import write_section  # noqa: E402
+from bench.convergence import read_results, update_section_check  # noqa: E402
+from fairseq_wean.errors import FairseqWeanError, run_cli  # noqa: E402
+from fairseq_wean.textio import atomic_output, open_in_folder, update_section  # noqa: E402
 
 
 def redraw_figure(compare_dir):
@@ -33,8 +34,7 @@ def redraw_figure(compare_dir):
     fairseq-wean-compare (no training or decoding: the curves are in results.json)."""
     from fairseq_wean.compare import report
 
-    with open(os.path.join(compare_dir, "results.json"), encoding="utf-8") as f:
-        results = json.load(f)
+    results = read_results(compare_dir, need_recipe=True)  # read only as itself, every field checked
     # keys SYSTEM:VOCAB, and SYSTEM:VOCAB:SEED for extra seeds
     evals = {tuple(int(p) if i == 2 else p for i, p in enumerate(key.split(":"))): ev
              for key, ev in results["runs"].items()}
@@ -82,14 +82,19 @@ def heading(title, table):
 
 
 def publish(compare_dir, results_path):
-    with open(os.path.join(compare_dir, "results.md"), encoding="utf-8") as f:
+    # the comparison folder's files are read only as themselves (textio.open_in_folder: no symbolic
+    # link, pipe or device); the figure and the page are written through textio.atomic_output
+    with open_in_folder(os.path.join(compare_dir, "results.md"), "r", compare_dir, "results.md") as f:
         table = f.read().rstrip("\n")
     name = run_name(compare_dir)
     figure_dir = figures_dir(results_path)
     figure = os.path.join(compare_dir, "valid_curve.png")
-    if os.path.exists(figure):
+    if os.path.lexists(figure):
         os.makedirs(figure_dir, exist_ok=True)
-        shutil.copyfile(figure, os.path.join(figure_dir, "{}_valid_curve.png".format(name)))
+        target = os.path.join(figure_dir, "{}_valid_curve.png".format(name))
+        with open_in_folder(figure, "rb", compare_dir, "valid_curve.png") as source, \
+                atomic_output(target, (), "figure", "wb") as copy:
+            shutil.copyfileobj(source, copy)
     link = os.path.relpath(os.path.join(figure_dir, "{}_valid_curve.png".format(name)),
                            os.path.dirname(os.path.abspath(results_path))).replace(os.sep, "/")
     table = table.replace("](valid_curve.png)", "]({})".format(link))
@@ -97,7 +102,7 @@ def publish(compare_dir, results_path):
         first, _, rest = table.partition("\n")
         table = "### " + heading(first[2:], table) + ("\n" + rest if rest else "")  # a subsection of the page
     begin, end = "<!-- compare-{}:begin -->".format(name), "<!-- compare-{}:end -->".format(name)
-    write_section(results_path, "\n".join([begin, table, end]), begin, end)
+    update_section(results_path, "\n".join([begin, table, end]), begin, end, "--results")
     return begin
 
 
@@ -109,9 +114,14 @@ def main(argv=None):
     p.add_argument("--redraw", action="store_true",
                    help="first redraw valid_curve.png from results.json with the current plot code")
     args = p.parse_args(argv)
-    if not os.path.exists(os.path.join(args.compare_dir, "results.md")):
-        raise SystemExit("error: {} has no results.md: the comparison has not finished".format(args.compare_dir))
+    if not os.path.lexists(os.path.join(args.compare_dir, "results.md")):
+        raise FairseqWeanError("{} has no results.md: the comparison has not finished".format(args.compare_dir))
     args.results = args.results or default_results_page(args.compare_dir)
+    # before any work: the comparison's files (no link, pipe or device; results.json's fields) and the page
+    open_in_folder(os.path.join(args.compare_dir, "results.md"), "r", args.compare_dir, "results.md").close()
+    if args.redraw:
+        read_results(args.compare_dir, need_recipe=True)
+    update_section_check(args.results, "--results")
     if args.redraw:
         print("redrew {}".format(redraw_figure(args.compare_dir)))
     marker = publish(args.compare_dir, args.results)
@@ -119,4 +129,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    run_cli(main, "python examples/publish_results.py")

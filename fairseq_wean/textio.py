@@ -9,8 +9,10 @@ them agree on what a usable input is and none of them can lose data:
   that names the file and the line;
 * an output is written to a temporary file beside it and renamed over the target only when
   the whole output was written (``atomic_output``), so a failure leaves the previous file,
-  or none, never a partial one; an output path equal to one of the inputs, a directory, or a
-  path in a directory that does not exist is refused before anything is read or written;
+  or none, never a partial one; an output path equal to one of the inputs, a directory, a
+  device, named pipe or socket (or a link to one), or a path in a directory that does not exist
+  is refused before anything is read or written; a symbolic link is replaced, never written
+  through;
 * a file the tools find in a folder (a published results folder, a --save-dir, a comparison's
   --out) rather than one the user named is opened with :func:`open_in_folder`: never through a
   symbolic link, only a regular file, only inside that folder (git stores symlinks, so a
@@ -64,6 +66,8 @@ def open_in_folder(path, mode="r", folder=None, what="file"):
                                    "written only as itself)".format(what, path)) from None
         if not os.path.exists(path) or os.path.isdir(path):
             raise
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a pipe opened for writing with no reader: ENXIO
+            raise FairseqWeanError("{} {} is not a regular file: refused".format(what, path)) from None
         raise FairseqWeanError("{} {}: {}".format(what, path, exc.strerror)) from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
@@ -117,8 +121,43 @@ def same_file(a, b):
         return False
 
 
-def check_output(path, inputs=(), what="--out"):
-    """Refuse, before any work is done, an output that would destroy an input or cannot be written."""
+def _check_replaceable(path, what):
+    """Refuse an existing output that the rename of :func:`atomic_output` must not replace: a device
+    node, a named pipe or a socket (``--out /dev/null`` run as root would replace the system's
+    /dev/null), or a symbolic link to one of them (``/dev/stdout``). A regular file, a symbolic link to
+    one and a dangling link are replaced by the rename (the link itself, never written through)."""
+    import stat
+
+    for follow, kind in ((False, ""), (True, " (through a symbolic link)")):
+        try:
+            mode = (os.stat if follow else os.lstat)(path).st_mode
+        except OSError:  # absent (or a dangling link): nothing is lost by the rename
+            return
+        if stat.S_ISLNK(mode):
+            target = os.path.join(os.path.dirname(os.path.abspath(path)), os.readlink(path))
+            if os.path.abspath(target).startswith("/proc/"):  # /dev/stdout, /dev/fd/N: a descriptor
+                raise FairseqWeanError("{} {} is a link to a file descriptor ({}): give a file "
+                                       "path".format(what, path, target))
+            continue
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            name = ("a named pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+            raise FairseqWeanError(
+                "{} {} is {}{}: an output is written to a new regular file that replaces it; give a "
+                "file path".format(what, path, name, kind))
+        if stat.S_ISDIR(mode):
+            raise FairseqWeanError("{} {} is a directory{}: give a file path".format(what, path, kind))
+        return
+
+
+def check_output(path, inputs=(), what="--out", folder=None):
+    """Refuse, before any work is done, an output that would destroy an input or cannot be written:
+    the same file as an input, a directory, a device, pipe or socket (or a link to one), a missing or
+    read-only directory. ``folder``: the output is a file the tool writes in that folder (a --save-dir,
+    --out/data/text), not a path the user named: it must lie inside that folder, not behind a
+    linked directory."""
+    if folder is not None:
+        _check_inside(path, folder, what)
     for given in inputs:
         if given is not None and given not in STDIN_NAMES and same_file(path, given):
             raise FairseqWeanError(
@@ -127,6 +166,7 @@ def check_output(path, inputs=(), what="--out"):
             )
     if os.path.isdir(path):
         raise FairseqWeanError("{} {} is a directory: give a file path".format(what, path))
+    _check_replaceable(path, what)
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise FairseqWeanError(
@@ -136,15 +176,43 @@ def check_output(path, inputs=(), what="--out"):
         raise FairseqWeanError("{} {}: the directory {} is not writable".format(what, path, parent))
 
 
+def _check_inside(path, folder, what):
+    folder = os.path.realpath(folder)
+    parent = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    if os.path.commonpath([parent, folder]) != folder:
+        raise FairseqWeanError("{} {} is outside {} (through a symbolic link): refused".format(what, path, folder))
+
+
+def makedirs_in_folder(path, folder, what="folder"):
+    """``os.makedirs(path, exist_ok=True)`` for a folder a tool makes inside ``folder`` (its --out,
+    --workdir): a symbolic link (or anything but a folder) on the way below ``folder`` is refused in
+    one line before anything is made through it."""
+    folder = os.path.abspath(folder)
+    rel = os.path.relpath(os.path.abspath(path), folder)
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        raise FairseqWeanError("{} {} is outside {}: refused".format(what, path, folder))
+    os.makedirs(folder, exist_ok=True)
+    current = folder
+    for part in ([] if rel == os.curdir else rel.split(os.sep)):
+        current = os.path.join(current, part)
+        if os.path.islink(current) or os.path.lexists(current) and not os.path.isdir(current):
+            raise FairseqWeanError("{} {} is a symbolic link or not a folder: refused (a tool makes its own "
+                                   "folders there)".format(what, current))
+        if not os.path.lexists(current):
+            os.mkdir(current)
+    return path
+
+
 @contextlib.contextmanager
-def atomic_output(path, inputs=(), what="--out", mode="w"):
+def atomic_output(path, inputs=(), what="--out", mode="w", folder=None):
     """Open ``path`` for writing through a temporary file that replaces it only on success.
 
     ``inputs`` are the paths the command reads: an output equal to one of them is refused.
     On any exception inside the ``with`` block the temporary file is removed and ``path`` is
-    left as it was.
+    left as it was. What ``path`` was is checked again just before the rename: a device or pipe
+    put there meanwhile is refused, not replaced. ``folder``: see :func:`check_output`.
     """
-    check_output(path, inputs, what)
+    check_output(path, inputs, what, folder)
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
                                dir=os.path.dirname(os.path.abspath(path)))
     try:
@@ -160,6 +228,7 @@ def atomic_output(path, inputs=(), what="--out", mode="w"):
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
+        _check_replaceable(path, what)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -202,3 +271,30 @@ def lock_folder(folder, what, holder):
     except OSError:
         pass
     _HELD_LOCKS[folder] = f
+
+
+def update_section(path, section, begin, end, what="--out"):
+    """Put ``section`` between the markers ``begin`` and ``end`` of the text file ``path`` (appended
+    when they are absent; text outside them is kept), through :func:`atomic_output`. The old file
+    is read only as itself: a symbolic link, pipe or device at ``path`` is refused in one line
+    (merging it would copy the link's target into the page, or hang), never read or written through."""
+    import stat
+
+    old = ""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and stat.S_ISLNK(mode):
+        raise FairseqWeanError("{} {} is a symbolic link: the section is merged into the file itself; give the "
+                               "file's own path".format(what, path))
+    check_output(path, (), what)
+    if mode is not None:
+        with open_in_folder(path, "r", what=what) as f:
+            old = f.read()
+    if begin in old and end in old:
+        new = old[: old.index(begin)] + section + old[old.index(end) + len(end):]
+    else:
+        new = (old.rstrip() + "\n\n" if old.strip() else "") + section + "\n"
+    with atomic_output(path, (), what) as f:
+        f.write(new)

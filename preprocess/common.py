@@ -100,12 +100,30 @@ def read_lines(path, strip=True):
 
 
 def write_lines(path, lines):
+    """Write ``lines`` to ``path`` through ``textio.atomic_output``: a new file renamed over the old
+    one on success, so a planted link in --out is replaced, never written through, and a device or
+    pipe there is refused in one line."""
+    from fairseq_wean.textio import atomic_output
+
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
+    with atomic_output(path, (), os.path.basename(path)) as f:
         for line in lines:
             if "\n" in line:
                 raise ValueError("line with a newline inside, for {}".format(path))
             f.write(line + "\n")
+
+
+def clear_for_tool(path):
+    """Remove ``path`` when it is anything but a regular file or a folder (a planted link, pipe or
+    device), before an outside tool (sentencepiece, fairseq-preprocess) writes it with a plain open."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        os.unlink(path)
 
 
 def sample_indices(n, k, seed):
@@ -165,7 +183,9 @@ def run(cmd, log_path=None, quiet=True):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if log_path:
-        with open(log_path, "a", encoding="utf-8") as f:
+        from fairseq_wean.textio import open_in_folder
+
+        with open_in_folder(log_path, "a+", what="log") as f:
             f.write("$ " + " ".join(cmd) + "\n" + proc.stdout + proc.stderr)
     if proc.returncode != 0:
         raise RecipeError("command failed ({}): {}\n{}\n{}".format(
@@ -181,6 +201,7 @@ def fairseq_preprocess(text_dir, dest, src, tgt, train, valid, test, threshold=0
 
     Several valid/test prefixes become fairseq subsets valid, valid1, ... and test, test1, ...
     """
+    clear_for_tool(dest)  # a planted link to a folder elsewhere: removed, never emptied
     if os.path.isdir(dest):  # fairseq-preprocess refuses to overwrite a dictionary
         shutil.rmtree(dest)
     os.makedirs(dest)
@@ -227,6 +248,8 @@ def subset_names(prefixes, split):
 def train_sentencepiece(inputs, model_prefix, vocab_size, model_type="unigram"):
     import sentencepiece as spm
 
+    for ext in (".model", ".vocab"):  # sentencepiece writes them with a plain open
+        clear_for_tool(model_prefix + ext)
     spm.SentencePieceTrainer.train(
         input=",".join(inputs), model_prefix=model_prefix, vocab_size=vocab_size,
         model_type=model_type, character_coverage=1.0, input_sentence_size=1000000,
@@ -329,7 +352,10 @@ def build_variants(out, text_dir, src, tgt, prefixes, variants, threshold=2, spm
 
             codes = os.path.join(out, "bpe.codes")
             if bpe_codes:
-                shutil.copyfile(bpe_codes, codes)
+                from fairseq_wean.textio import atomic_output
+
+                with open(bpe_codes, "rb") as source, atomic_output(codes, (bpe_codes,), "bpe.codes", "wb") as f:
+                    shutil.copyfileobj(source, f)
             else:
                 learn_joint_bpe([os.path.join(text_dir, "{}.{}".format(prefixes["train"], l)) for l in (src, tgt)],
                                 codes, min(bpe_merges, 500) if small else bpe_merges)
@@ -354,7 +380,9 @@ def learn_joint_bpe(inputs, codes_path, merges):
     import io
 
     text = io.StringIO("".join(open(p, encoding="utf-8").read() for p in inputs))
-    with open(codes_path, "w", encoding="utf-8") as out:
+    from fairseq_wean.textio import atomic_output
+
+    with atomic_output(codes_path, inputs, os.path.basename(codes_path)) as out:
         learn_bpe(text, out, merges)
     return codes_path
 
@@ -372,28 +400,69 @@ def unk_rate(dict_path, text_path):
     return unk / max(total, 1)
 
 
+def check_out_folder(out):
+    """Refuse, in one line before any work, an --out that is not a folder, or one that holds a named
+    pipe, a device, a socket (what the recipe writes there would be refused half-way) or a symbolic
+    link to a folder (the recipe would write into it); a planted link to a file is replaced by the
+    recipe's atomic writes, never written through."""
+    import stat
+
+    from fairseq_wean.errors import FairseqWeanError
+
+    if os.path.lexists(out) and not os.path.isdir(out):
+        raise FairseqWeanError("--out {} is not a folder: give a folder path".format(out))
+    for root, dirs, files in os.walk(out):  # links to folders are not followed
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode) and os.path.isdir(path):
+                raise FairseqWeanError("--out {} holds {}, a symbolic link to the folder {}: the recipe would write "
+                                       "there; remove the link".format(out, path, os.path.realpath(path)))
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+                raise FairseqWeanError("--out {} holds {}, which is not a regular file (a named pipe, a device "
+                                       "or a socket): remove it".format(out, path))
+
+
 def done(out):
-    return os.path.exists(os.path.join(out, "recipe.json"))
+    """Whether ``out`` holds a finished recipe; first checks the folder (:func:`check_out_folder`),
+    which every recipe calls before any work."""
+    check_out_folder(out)
+    return os.path.lexists(os.path.join(out, "recipe.json"))
 
 
 def write_recipe(out, recipe, note=""):
     """Write ``recipe.json`` (what examples/compare.py reads) last, so a folder that has one is
     complete; log where it is and return the recipe (each prepare_* main() ends with this)."""
-    with open(os.path.join(out, "recipe.json"), "w", encoding="utf-8") as f:
+    from fairseq_wean.textio import atomic_output
+
+    with atomic_output(os.path.join(out, "recipe.json"), (), "recipe.json") as f:
         json.dump(recipe, f, indent=2, sort_keys=True)
     log("done: {}{}".format(out, " ({})".format(note) if note else ""))
     return recipe
 
 
 def load_recipe(out):
-    with open(os.path.join(out, "recipe.json"), encoding="utf-8") as f:
-        return json.load(f)
+    """``OUT/recipe.json``, read only as itself (``textio.open_in_folder``); not JSON: one line."""
+    from fairseq_wean.errors import FairseqWeanError
+    from fairseq_wean.textio import open_in_folder
+
+    path = os.path.join(out, "recipe.json")
+    with open_in_folder(path, "r", out, "recipe.json") as f:
+        try:
+            recipe = json.load(f)
+        except ValueError as e:
+            raise FairseqWeanError("{} is not JSON ({}): remove it and prepare the data again".format(path, e))
+    if not isinstance(recipe, dict) or not isinstance(recipe.get("variants"), dict):
+        raise FairseqWeanError("{} is not a recipe (no variants): remove it and prepare the data again".format(path))
+    return recipe
 
 
 def main_wrapper(fn):
     """Run a recipe's main(); a RecipeError becomes one line on stderr and exit status 1."""
+    from fairseq_wean.errors import FairseqWeanError
+
     try:
         return fn()
-    except RecipeError as e:
+    except (RecipeError, FairseqWeanError) as e:
         sys.stderr.write("prepare: error: {}\n".format(e))
         sys.exit(1)

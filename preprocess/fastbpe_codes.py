@@ -31,18 +31,24 @@ def convert(lines):
 
 
 def main(argv=None):
+    from fairseq_wean.errors import FairseqWeanError
+    from fairseq_wean.textio import atomic_output, check_input, check_output, read_lines
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fastbpe", required=True, help="fastBPE codes file (a b COUNT per line)")
-    parser.add_argument("--out", required=True, help="subword-nmt codes file to write")
+    parser.add_argument("--out", required=True, help="subword-nmt codes file to write (not the input: "
+                        "written to a new file renamed over it on success)")
     args = parser.parse_args(argv)
     try:
-        with open(args.fastbpe, encoding="utf-8") as f:
-            converted = convert(f)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        check_input(args.fastbpe, "--fastbpe")
+        check_output(args.out, (args.fastbpe,), "--out")  # never over the input, a pipe or a device
+        converted = convert(read_lines(args.fastbpe, "--fastbpe"))
+        with atomic_output(args.out, (args.fastbpe,), "--out") as f:
+            f.write("\n".join(converted) + "\n")
+    except FairseqWeanError as exc:
+        sys.exit("fastbpe_codes: error: {}".format(exc))
+    except (OSError, ValueError) as exc:
         sys.exit("fastbpe_codes: error: {}: {}".format(args.fastbpe, exc))
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.write("\n".join(converted) + "\n")
-
 
 if __name__ == "__main__":
     main()

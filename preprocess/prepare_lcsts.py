@@ -85,7 +85,9 @@ def lead_table(out, text_dir, n_values):
     lines = ["| system | R-1 | R-2 | R-L |", "|---|---|---|---|"]
     lines += ["| LEAD-{} (characters) | {:.2f} | {:.2f} | {:.2f} |".format(n, s["rouge1"], s["rouge2"], s["rougeL"])
               for n, s in rows]
-    with open(os.path.join(out, "lead.md"), "w", encoding="utf-8") as f:
+    from fairseq_wean.textio import atomic_output
+
+    with atomic_output(os.path.join(out, "lead.md"), (), "lead.md") as f:
         f.write("LCSTS PART III (score >= 3), character ROUGE F1 (fairseq-wean-score --rouge-chars)\n\n")
         f.write("\n".join(lines) + "\n")
     return rows

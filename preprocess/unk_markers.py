@@ -50,6 +50,10 @@ def count_words(paths):
     return counts
 
 
+# one marker per source position: no model reads sources this long (1e8 markers filled GBs of memory)
+MAX_MARKERS = 100000
+
+
 def build_vocab(counts, min_count=2, markers=1000):
     """[(word, count)] in fairseq dictionary order: count-sorted words, then the markers."""
     words = [(w, c) for w, c in counts.items()
@@ -71,7 +75,8 @@ def get_parser():
     p.add_argument("--src", required=True)
     p.add_argument("--tgt", required=True)
     p.add_argument("--min-count", type=at_least(1), default=2, help="words seen fewer times become markers")
-    p.add_argument("--markers", type=at_least(1), default=1000, help="number of markers (longest source to cover)")
+    p.add_argument("--markers", type=at_least(1, high=MAX_MARKERS), default=1000,
+                   help="number of markers (longest source to cover; at most {:,})".format(MAX_MARKERS))
     p.add_argument("--out", required=True)
     p = sub.add_parser("encode", help="replace out-of-vocabulary words by <unk-N>")
     p.add_argument("--vocab", required=True, help="dictionary written by 'vocab' (or any dict.txt)")

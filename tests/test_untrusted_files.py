@@ -470,3 +470,63 @@ def test_the_hub_opens_no_bpe_or_tokenizer_file_named_in_a_checkpoint(data_bin, 
                                       or (outcome.startswith("FairseqWeanError") and "is never opened" in outcome)):
             wrong.append("{}: {}".format(result["name"], outcome[:300]))
     assert not wrong, "\n".join(wrong)
+
+
+def comparison_results(folder, change=None, text=None):
+    """A finished comparison's results.json (what bench.convergence and publish_results read)."""
+    run = {"valid_metric": "bleu", "curve": [{"epoch": 1, "bleu": 10.0}, {"epoch": 2, "bleu": 20.0}],
+           "valid_loss": {"1": 4.0, "2": 3.0}}
+    results = {"meta": {}, "recipe": {"task": "translation", "valid": {"metric": "bleu"}}, "runs": {"lstm:word": run}}
+    if change:
+        change(results)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").write_text(json.dumps(results) if text is None else text)
+    (folder / "results.md").write_text("# translation comparison\n")
+    return folder
+
+
+@pytest.mark.parametrize("change,field", [
+    (lambda r: r.clear() or r.update(x=1), "no field runs"),
+    (lambda r: r.__setitem__("runs", []), "field runs is list, not dict"),
+    (lambda r: r["runs"]["lstm:word"].pop("valid_metric"), "no field runs.lstm:word.valid_metric"),
+    (lambda r: r["runs"]["lstm:word"]["curve"][0].__setitem__("epoch", "1"),
+     "field runs.lstm:word.curve[0].epoch is str, not int"),
+    (lambda r: r["runs"]["lstm:word"]["curve"][1].__setitem__("bleu", None),
+     "field runs.lstm:word.curve[1].bleu is NoneType"),
+    (lambda r: r["runs"]["lstm:word"]["valid_loss"].__setitem__("x", 1.0), "valid_loss names epoch 'x'"),
+    (lambda r: r["runs"].__setitem__("lstm", {}), "runs names 'lstm', not SYSTEM:VOCAB"),
+    (lambda r: r.__setitem__("meta", "today"), "field meta is str, not dict"),
+])
+def test_a_tampered_comparison_results_json_is_one_error_naming_file_and_field(tmp_path, change, field):
+    """bench.convergence and examples/publish_results.py read results.json: a KeyError traceback on
+    a hand-edited one before; now every field they read is checked (as read_published checks scores.json)."""
+    from bench.convergence import read_results
+
+    folder = comparison_results(tmp_path / "compare-translation", change)
+    with pytest.raises(FairseqWeanError) as info:
+        read_results(str(folder))
+    assert str(info.value).startswith(str(folder / "results.json") + ": ") and field in str(info.value)
+
+
+def test_redrawing_needs_the_recipe_of_results_json(tmp_path):
+    from bench.convergence import read_results
+
+    folder = comparison_results(tmp_path / "compare-translation", lambda r: r.pop("recipe"))
+    read_results(str(folder))  # bench.convergence does not read it
+    with pytest.raises(FairseqWeanError, match="no field recipe"):
+        read_results(str(folder), need_recipe=True)
+
+
+@pytest.mark.parametrize("command", [
+    ["-m", "bench.convergence", "{cmp}", "--out", "-"],
+    [os.path.join(REPO, "examples", "publish_results.py"), "{cmp}", "--results", "{page}", "--redraw"],
+])
+@pytest.mark.parametrize("text", ['{"x": 1}', "{not json", "[1, 2]"])
+def test_the_comparison_readers_exit_with_one_line_on_a_bad_results_json(tmp_path, command, text):
+    folder = comparison_results(tmp_path / "compare-translation", text=text)
+    page = tmp_path / "page.md"
+    argv = [sys.executable] + [c.format(cmp=folder, page=page) for c in command]
+    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert len(proc.stderr.strip().splitlines()) == 1 and "results.json" in proc.stderr
+    assert not page.exists()

@@ -28,8 +28,9 @@ checkpoints are written to a temporary file and renamed.
 
 Bad launcher options (``--nproc-per-node`` or ``--nnodes`` below 1, ``--node-rank`` outside
 0..nnodes-1, a ``--master-port`` that is already in use on node 0, a negative or nan time
-limit, an empty ``--log-dir``, ``--dump-rank-params`` or ``--master-addr``) are refused with one
-line and a non-zero exit before any rank starts.
+limit, an empty ``--log-dir``, ``--dump-rank-params`` or ``--master-addr``, a ``--master-addr`` that
+does not resolve, a ``--log-dir`` that is a file or holds a symbolic link, named pipe or device as a
+``rank{R}.log``) are refused with one line and a non-zero exit before any rank starts.
 
 Each rank processes its own batches (``--max-tokens``/``--batch-size`` are per rank), so an
 update sees W times the data of a one-process run; ``--update-freq K`` on one process is the
@@ -132,9 +133,8 @@ def rank_command(train_args, rank, world_size, init_method):
 
 
 class _Rank:
-    def __init__(self, rank, cmd, env, log_dir, out, lock):
+    def __init__(self, rank, cmd, env, log, out, lock):
         self.rank = rank
-        log = open(os.path.join(log_dir, "rank{}.log".format(rank)), "w") if log_dir else None
         self.proc = subprocess.Popen(
             cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,  # its own process group: stopping it stops its children
@@ -248,6 +248,13 @@ def check_options(train_args, nproc_per_node, nnodes, node_rank, master_addr, ma
             _refuse("{} is empty: give a folder, or leave {} out".format(flag, flag))
     if not master_addr.strip():
         _refuse("--master-addr is empty: give the address of node 0 (default 127.0.0.1)")
+    try:
+        socket.getaddrinfo(master_addr, None)
+    except (OSError, UnicodeError) as exc:  # socket.gaierror: no such host
+        _refuse("--master-addr {}: cannot resolve the address ({}): give the address of node 0".format(
+            master_addr, getattr(exc, "strerror", None) or exc))
+    if log_dir is not None and os.path.lexists(log_dir) and not os.path.isdir(log_dir):
+        _refuse("--log-dir {} exists and is not a folder: give a folder path".format(log_dir))
     check_number("--nproc-per-node", nproc_per_node)
     check_number("--nnodes", nnodes)
     if not 0 <= node_rank < nnodes:
@@ -268,6 +275,28 @@ def check_options(train_args, nproc_per_node, nnodes, node_rank, master_addr, ma
                     "--master-port out to use a free one (one machine only)".format(master_port, master_addr))
 
 
+def _open_rank_logs(log_dir, ranks):
+    """``{rank: open DIR/rank{R}.log}``, all opened before any rank starts, each through
+    ``textio.open_in_folder``: a planted symbolic link, named pipe or device there is refused with one
+    line (exit 1), never written through; so is a folder that cannot be made."""
+    if not log_dir:
+        return {}
+    from fairseq_wean.errors import FairseqWeanError
+    from fairseq_wean.textio import open_in_folder  # imports neither fairseq nor torch
+
+    logs = {}
+    try:
+        os.makedirs(log_dir, exist_ok=True)
+        for rank in ranks:
+            logs[rank] = open_in_folder(os.path.join(log_dir, "rank{}.log".format(rank)), "w", log_dir, "--log-dir file")
+    except (FairseqWeanError, OSError) as exc:
+        for log in logs.values():
+            log.close()
+        _refuse(str(exc) if isinstance(exc, FairseqWeanError) else "--log-dir {}: {}".format(
+            log_dir, exc.strerror or exc))
+    return logs
+
+
 def launch(train_args, nproc_per_node=2, nnodes=1, node_rank=0, master_addr="127.0.0.1",
            master_port=None, timeout=0.0, finish_timeout=300.0, kill_grace=10.0,
            log_dir=None, dump_rank_params=None, out=None, poll=0.2):
@@ -276,7 +305,11 @@ def launch(train_args, nproc_per_node=2, nnodes=1, node_rank=0, master_addr="127
     check_options(train_args, nproc_per_node, nnodes, node_rank, master_addr, master_port, timeout=timeout,
                   finish_timeout=finish_timeout, kill_grace=kill_grace, log_dir=log_dir,
                   dump_rank_params=dump_rank_params)
-    port = master_port or free_port(master_addr)
+    try:
+        port = master_port or free_port(master_addr)
+    except OSError as exc:
+        _refuse("cannot listen on --master-addr {} ({}): give an address of this machine".format(
+            master_addr, exc.strerror or exc))
     world_size = nnodes * nproc_per_node
     init_method = "tcp://{}:{}".format(master_addr, port)
 
@@ -287,8 +320,7 @@ def launch(train_args, nproc_per_node=2, nnodes=1, node_rank=0, master_addr="127
         from fairseq_wean.distributed import DUMP_ENV  # here: the launcher itself needs no torch
 
         env[DUMP_ENV] = os.path.abspath(dump_rank_params)
-    if log_dir:
-        os.makedirs(log_dir, exist_ok=True)
+    logs = _open_rank_logs(log_dir, [node_rank * nproc_per_node + local for local in range(nproc_per_node)])
 
     lock = threading.Lock()
     ranks = []
@@ -303,7 +335,7 @@ def launch(train_args, nproc_per_node=2, nnodes=1, node_rank=0, master_addr="127
         for local in range(nproc_per_node):
             rank = node_rank * nproc_per_node + local
             cmd = rank_command(train_args, rank, world_size, init_method)
-            ranks.append(_Rank(rank, cmd, env, log_dir, out, lock))
+            ranks.append(_Rank(rank, cmd, env, logs.get(rank), out, lock))
             _say("started rank {} of {} (pid {}), rendezvous {}".format(
                 rank, world_size, ranks[-1].proc.pid, init_method))
 

@@ -68,7 +68,8 @@ def prepare(args):
     t0 = time.time()
     proc = subprocess.run(cmd, cwd=REPO)
     if proc.returncode != 0:
-        raise SystemExit("data preparation failed ({})".format(proc.returncode))
+        # the recipe printed its own one-line error above; this is the comparison's
+        raise FairseqWeanError("data preparation failed (exit status {}): see the line above".format(proc.returncode))
     log("data prepared in {}".format(fmt_secs(time.time() - t0)))
     return common.load_recipe(data_out), cmd
 

@@ -48,8 +48,15 @@ this order:
     alignment dictionary that is missing or not ``SOURCE TARGET`` lines, are one-line errors
     naming the file and the line, in every command and the hub
     (:func:`install_dictionary_file_errors`).
+17. fairseq-generate ``--results-path``: the results file is written through a temporary file
+    (a failed run leaves the old one intact), and a link planted there is refused
+    (:func:`install_generate_results_file`).
+18. ``--min-len`` above the longest output the model or ``--max-len-a``/``-b`` allow is one line, not
+    an assertion traceback (:func:`install_min_len_checks`; what the options alone decide is refused
+    when they are parsed).
 
-Fixes 1-7 and 16 live here; the decoding fixes (8-11, 15) in :mod:`fairseq_wean.fixes_decoding`, the
+The ranges of fairseq's numeric options and their cross-rules: :func:`fairseq_wean.patching.install_option_ranges`.
+Fixes 1-7 and 16 live here; the decoding fixes (8-11, 15, 17, 18) in :mod:`fairseq_wean.fixes_decoding`, the
 training-run fixes (12-14) in :mod:`fairseq_wean.fixes_training`.
 """
 import os
@@ -58,13 +65,14 @@ import numpy as np
 from fairseq.data import data_utils
 
 from fairseq_wean import checkpoint_safety, distributed
-from fairseq_wean.fixes_decoding import (install_diverse_beam_search_fixes, install_generator_never_chooses_bos,
-                                         install_interactive_input_reader, install_no_repeat_ngram_on_cpu,
+from fairseq_wean.fixes_decoding import (install_diverse_beam_search_fixes, install_generate_results_file,
+                                         install_generator_never_chooses_bos, install_interactive_input_reader,
+                                         install_min_len_checks, install_no_repeat_ngram_on_cpu,
                                          install_transformer_without_fast_path)
 from fairseq_wean.fixes_training import (install_help_lists_model_options, install_patience_survives_restart,
                                          install_resume_keeps_the_batches)
 from fairseq_wean.errors import FairseqWeanError
-from fairseq_wean.patching import found, note, replace_once, same_code, wrap_once
+from fairseq_wean.patching import found, install_option_ranges, note, replace_once, same_code, wrap_once
 
 _original_batch_by_size = data_utils.batch_by_size
 
@@ -409,3 +417,6 @@ def apply():
     install_resume_keeps_the_batches()  # batches of a resumed run: see its docstring
     install_help_lists_model_options()  # --help with --arch: see its docstring
     install_transformer_without_fast_path()  # fairseq 0.12.2's transformer on torch >= 1.13
+    install_generate_results_file()  # fairseq-generate --results-path: see its docstring
+    install_min_len_checks()  # --min-len above the longest output: see its docstring
+    install_option_ranges()  # every numeric option of fairseq's parsers, and their cross-rules

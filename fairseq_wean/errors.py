@@ -119,3 +119,37 @@ def at_least(low, kind=int, high=None, above=False):
     parse.__name__ = "{} {}".format(kind.__name__, describe())
     parse.range = (low, kind, high, above)
     return parse
+
+
+def ranged_type(original, low, kind=int, high=None, above=False, literal=False):
+    """An argparse ``type`` that parses as ``original`` does (fairseq's list parsers: ``--lr 0.25,0.1``,
+    ``--update-freq 2``; ``literal``: a Python literal such as ``--adam-betas '(0.9, 0.98)'``, kept as
+    the text fairseq reads) and requires every number of the result to be of ``kind``, finite and in
+    :func:`at_least`'s range: anything else is argparse's one-line usage error naming the option."""
+    import argparse
+    import ast
+    import math
+
+    def parse(text):
+        try:
+            value = ast.literal_eval(text) if literal else original(text)
+        except (ValueError, TypeError, SyntaxError, NameError, MemoryError, RecursionError):
+            raise argparse.ArgumentTypeError("expected {} number(s), got {!r}".format(
+                "whole" if kind is int else "", text).replace("  ", " ")) from None
+        values = list(value) if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, (int,) if kind is int else (int, float)):
+                raise argparse.ArgumentTypeError("expected {} number(s), got {!r}".format(
+                    "whole" if kind is int else "", text).replace("  ", " "))
+            if not math.isfinite(v):
+                raise argparse.ArgumentTypeError("must be finite numbers, got {}".format(text))
+            if not in_range(v, low, high, above):
+                raise argparse.ArgumentTypeError("must be {} {}{}, got {}".format(
+                    ">" if above else ">=", low, "" if high is None else " and <= {}".format(high), text))
+        if not values:
+            raise argparse.ArgumentTypeError("expected a number, got {!r}".format(text))
+        return text if literal else value
+
+    parse.__name__ = "{} {} {}".format(kind.__name__, ">" if above else ">=", low)
+    parse.range = (low, kind, high, above)
+    return parse

@@ -1,12 +1,12 @@
 """fairseq fixes for decoding (fairseq-generate, fairseq-interactive, validation's decoding): fixes
-8-11 and 15 of :mod:`fairseq_wean.compat`, which applies them (docs/fairseq-patches.md)."""
+8-11, 15, 17 and 18 of :mod:`fairseq_wean.compat`, which applies them (docs/fairseq-patches.md)."""
 from typing import Optional
 
 import torch
 from torch import Tensor
 
 from fairseq_wean.errors import FairseqWeanError
-from fairseq_wean.patching import found, note, replace_method_once, wrap_once
+from fairseq_wean.patching import found, note, replace_method_once, same_code, wrap_once
 
 
 def install_interactive_input_reader():
@@ -276,3 +276,131 @@ def install_transformer_without_fast_path():
         return __init__
 
     wrap_once(layer, "__init__", wrap_init)
+
+
+def install_generate_results_file():
+    """fairseq-generate ``--results-path DIR``: ``DIR/generate-SUBSET.txt`` is written through a
+    temporary file that replaces it only when the run succeeds, and a link or non-regular file
+    there is refused in one line before any work.
+
+    fairseq's bug: ``fairseq_cli.generate.main`` opens the file with ``"w"`` before it loads the
+    model or the data, through whatever is there: a failed run (a typo in ``--path``, a refused
+    checkpoint) left the earlier results truncated to 0 bytes, and a symbolic link planted at that
+    name had its target overwritten. Now ``main`` checks the path, then runs fairseq's ``_main``
+    into :func:`fairseq_wean.textio.atomic_output`. Without ``--results-path`` nothing changes.
+    """
+    import fairseq_cli.generate as generate
+
+    same_code("compat 17 (--results-path file)", "fairseq-generate opens DIR/generate-SUBSET.txt with 'w' before "
+              "loading anything, through a planted link")
+
+    def wrap_main(original):
+        def main(cfg):
+            import os
+            import stat
+            from argparse import Namespace
+
+            from fairseq_wean.textio import atomic_output
+
+            if isinstance(cfg, Namespace):
+                from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+                cfg = convert_namespace_to_omegaconf(cfg)
+            folder = cfg.common_eval.results_path
+            if folder is None:
+                return original(cfg)
+            os.makedirs(folder, exist_ok=True)
+            path = os.path.join(folder, "generate-{}.txt".format(cfg.dataset.gen_subset))
+            try:
+                mode = os.lstat(path).st_mode
+            except FileNotFoundError:
+                mode = None
+            if mode is not None and not stat.S_ISREG(mode):
+                raise FairseqWeanError("--results-path {}: {} is {}, not a regular file: refused (fairseq-generate "
+                                       "would write through it); remove it or give another folder".format(
+                                           folder, path, "a symbolic link" if stat.S_ISLNK(mode)
+                                           else "a directory" if stat.S_ISDIR(mode) else "a pipe, socket or device"))
+            run = generate._main
+            with atomic_output(path, what="--results-path file") as handle:
+                # fairseq's main (its checks) with its output going to the temporary file
+                generate._main = lambda c, _stdout: run(c, handle)
+                try:
+                    with _no_results_path(cfg):
+                        return original(cfg)
+                finally:
+                    generate._main = run
+
+        return main
+
+    wrap_once(generate, "main", wrap_main)
+
+
+class _no_results_path:
+    """``cfg.common_eval.results_path`` set to None for the block (fairseq's main then writes to
+    what its ``_main`` is given), restored after."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+    def __enter__(self):
+        from omegaconf import open_dict
+
+        self.saved = self.cfg.common_eval.results_path
+        with open_dict(self.cfg):
+            self.cfg.common_eval.results_path = None
+
+    def __exit__(self, *exc):
+        from omegaconf import open_dict
+
+        with open_dict(self.cfg):
+            self.cfg.common_eval.results_path = self.saved
+        return False
+
+
+MIN_LEN_ASSERTION = "min_len cannot be larger than max_len"
+
+
+def install_min_len_checks():
+    """``--min-len`` above the longest output fairseq allows: one line, not an assertion traceback.
+
+    fairseq's bug: ``SequenceGenerator._generate`` asserts ``min_len <= max_len`` per batch, where
+    ``max_len = min(max_len_a * source length + max_len_b, model's max positions - 1)``. The
+    parse-time rule (:func:`fairseq_wean.patching.min_len_problem`) refuses what the options alone
+    decide (``--max-len-a 0``); here, where the generator is built (before any sentence is decoded),
+    a ``--min-len`` above the model's own maximum is refused, and a batch whose sources are too short
+    for it (``--max-len-a`` > 0) ends in one line naming the options instead of the assertion.
+    """
+    from fairseq.sequence_generator import SequenceGenerator
+    from fairseq.tasks import FairseqTask
+
+    same_code("compat 18 (--min-len above the maximum length)", "SequenceGenerator asserts min_len <= max_len "
+              "after the model is loaded (an assertion traceback)")
+
+    def wrap_init(original_init):
+        def __init__(self, *args, **kwargs):
+            original_init(self, *args, **kwargs)
+            longest = getattr(self, "max_len", None)
+            if isinstance(longest, int) and isinstance(self.min_len, int) and self.min_len > longest - 1:
+                raise FairseqWeanError("--min-len {} is above the longest output this model can decode ({} tokens, "
+                                       "its max positions): lower --min-len".format(self.min_len, longest - 1))
+
+        __init__.__doc__ = original_init.__doc__
+        return __init__
+
+    def wrap_inference_step(original):
+        def inference_step(self, generator, models, sample, *args, **kwargs):
+            try:
+                return original(self, generator, models, sample, *args, **kwargs)
+            except AssertionError as exc:
+                if MIN_LEN_ASSERTION not in str(exc):
+                    raise
+                raise FairseqWeanError(
+                    "--min-len {} is above the longest output --max-len-a {} x source length + --max-len-b {} "
+                    "allows for a sentence of this batch: lower --min-len or raise --max-len-a/--max-len-b".format(
+                        getattr(generator, "min_len", "?"), getattr(generator, "max_len_a", "?"),
+                        getattr(generator, "max_len_b", "?"))) from None
+
+        return inference_step
+
+    wrap_once(SequenceGenerator, "__init__", wrap_init)
+    wrap_once(FairseqTask, "inference_step", wrap_inference_step)

@@ -214,11 +214,123 @@ GENERATION_ANY_VALUE = {"unkpen": "a penalty of either sign", "diverse_beam_stre
                         "iter_decode_eos_penalty": "a penalty of either sign"}
 
 
+# fairseq's other numeric options, of every parser fairseq builds (fairseq-train, -generate,
+# -interactive, -validate, -eval-lm: dataset, distributed, checkpoint, optimization, the translation
+# and language_modeling tasks, adam and the lr schedulers), as (low, kind, high, above). Out of
+# range they were tracebacks,
+# some after a whole epoch (--validate-interval 0, --update-freq 0: ZeroDivisionError; --seed -5,
+# --num-workers -1: ValueError after the model was loaded) or nonsense (--max-source-positions -5).
+# Applied to every parser when fairseq parses it (options added with --task/--arch/--optimizer
+# included); an option whose type is fairseq's list parser (--lr, --update-freq) keeps it and every
+# number of the list is checked. Model options are the models' own (modules/model_options.py).
+_SEED = (0, int, 2 ** 32 - 1, False)  # numpy's seed range: outside it, ValueError after the model loaded
+FAIRSEQ_RANGES = {
+    "seed": _SEED, "fixed_validation_seed": _SEED, "num_workers": (0, int, None, False),
+    "data_buffer_size": (0, int, None, False), "log_interval": (1, int, None, False),
+    "validate_interval": (1, int, None, False), "validate_interval_updates": (0, int, None, False),
+    "validate_after_updates": (0, int, None, False), "save_interval": (1, int, None, False),
+    "save_interval_updates": (0, int, None, False), "update_freq": (1, int, None, False),
+    "lr": (0, float, None, False), "max_source_positions": (1, int, None, False),
+    "max_target_positions": (1, int, None, False), "max_epoch": (0, int, None, False),
+    "max_update": (0, int, None, False), "max_valid_steps": (1, int, None, False),
+    "stop_time_hours": (0, float, None, False), "clip_norm": (0, float, None, False),
+    "weight_decay": (0, float, None, False), "adam_eps": (0, float, None, True),
+    "adam_betas": (0, float, 1, False), "warmup_updates": (0, int, None, False),
+    "warmup_init_lr": (-1, float, None, False),  # any negative: fairseq's "not given" (-1 its default)
+    "lr_shrink": (0, float, 1, True), "lr_threshold": (0, float, None, False), "lr_patience": (0, int, None, False),
+    "force_anneal": (0, int, None, False),
+    "buffer_size": (0, int, None, False),  # fairseq-interactive: 0 (its default) reads one line at a time
+    "all_gather_list_size": (1, int, None, False), "amp_batch_retries": (0, int, None, False),
+    "amp_init_scale": (1, int, None, False), "amp_scale_window": (1, int, None, False),
+    "fp16_init_scale": (1, int, None, False), "fp16_scale_window": (1, int, None, False),
+    "fp16_scale_tolerance": (0, float, 1, False), "min_loss_scale": (0, float, None, True),
+    "threshold_loss_scale": (0, float, None, True), "bucket_cap_mb": (1, int, None, False),
+    "checkpoint_shard_count": (1, int, None, False), "curriculum": (0, int, None, False),
+    "device_id": (0, int, None, False), "distributed_num_procs": (1, int, None, False),
+    "distributed_port": (-1, int, 65535, False),  # -1: none (fairseq's default)
+    "distributed_rank": (0, int, None, False), "distributed_world_size": (1, int, None, False),
+    "nprocs_per_node": (1, int, None, False), "model_parallel_size": (1, int, None, False),
+    "localsgd_frequency": (1, int, None, False), "slowmo_momentum": (0, float, 1, False),
+    "pipeline_chunks": (0, int, None, False), "empty_cache_freq": (0, int, None, False),
+    "heartbeat_timeout": (-1, int, None, False),  # -1: none
+    "ema_decay": (0, float, 1, False), "ema_start_update": (0, int, None, False),
+    "ema_update_freq": (1, int, None, False),
+    "keep_best_checkpoints": (-1, int, None, False), "keep_interval_updates": (-1, int, None, False),
+    "keep_interval_updates_pattern": (-1, int, None, False), "keep_last_epochs": (-1, int, None, False),
+    "patience": (-1, int, None, False),  # -1 (any value <= 0): off
+    "num_batch_buckets": (0, int, None, False), "required_seq_len_multiple": (1, int, None, False),
+    "upsample_primary": (-1, int, None, False),  # -1: fairseq's default, no upsampling
+    "eos": (0, int, None, False), "pad": (0, int, None, False), "unk": (0, int, None, False),
+    "bos": (0, int, None, False),
+    "batch_size_valid": (1, int, None, False), "max_tokens_valid": (1, int, None, False),
+    # fairseq-eval-lm and its language_modeling task
+    "context_window": (0, int, None, False), "softmax_batch": (1, int, None, False),
+    "tokens_per_sample": (1, int, None, False), "output_dictionary_size": (-1, int, None, False),  # -1: all
+}
+FAIRSEQ_LITERAL = {"adam_betas"}  # a Python literal fairseq evaluates itself: the text is kept
+FAIRSEQ_ANY_VALUE = {"stop_min_lr": "a learning-rate threshold of either sign (-1, its default: off)"}
+
+# More rules on a parsed command's options, added by the plugin's modules (the task's options that
+# only fairseq-train reads): functions of the parsed args returning a problem (one line) or None.
+_OPTION_CHECKS = []
+
+
+def add_option_check(check):
+    """Run ``check(args)`` after fairseq parses any command (see :func:`decoding_option_problem`)."""
+    if check not in _OPTION_CHECKS:
+        _OPTION_CHECKS.append(check)
+
+
+def min_len_problem(min_len, max_len_a, max_len_b, prefix="--"):
+    """--min-len above the longest output --max-len-a/-b allow for every source (--max-len-a 0:
+    --max-len-b itself): fairseq asserts it after the model is loaded."""
+    if isinstance(min_len, (int, float)) and isinstance(max_len_b, (int, float)) and not max_len_a \
+            and min_len > max_len_b:
+        def name(option):
+            return prefix + option if prefix == "--" else option.replace("-", "_")
+
+        return ("{} {} is above {} {} (with {} 0 the length of every output): lower {} or raise {}".format(
+            name("min-len"), min_len, name("max-len-b"), max_len_b, name("max-len-a"), name("min-len"),
+            name("max-len-b")))
+    return None
+
+
+def model_overrides_problem(text):
+    """--model-overrides: fairseq evaluates it (ast.literal_eval, eval in fairseq-validate) and
+    reads it as a dict of config names: anything else was a traceback."""
+    import ast
+
+    if not isinstance(text, str):
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return ("--model-overrides {!r} is not a Python dict literal: give e.g. "
+                "\"{{'max_source_positions': 2048}}\"".format(text[:80]))
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        return ("--model-overrides {!r} must be a dict of option names (strings) to values, e.g. "
+                "\"{{'max_source_positions': 2048}}\"".format(text[:80]))
+    return None
+
+
 def decoding_option_problem(args):
-    """What makes a parsed decoding command's options contradict each other, or None: rules
+    """What makes a parsed command's options contradict each other, or None: rules
     fairseq checks only deep inside (an assertion traceback after the model is loaded) or never
     (--nbest past --beam printed --beam hypotheses; --shard-id past --num-shards decoded nothing
-    of what was asked)."""
+    of what was asked), and the rules of :func:`add_option_check`."""
+    problem = model_overrides_problem(getattr(args, "model_overrides", None))
+    if problem is None and hasattr(args, "beam"):
+        problem = min_len_problem(getattr(args, "min_len", None), getattr(args, "max_len_a", None),
+                                  getattr(args, "max_len_b", None))
+    buffer_size, batch_size = getattr(args, "buffer_size", None), getattr(args, "batch_size", None)
+    if problem is None and isinstance(buffer_size, int) and isinstance(batch_size, int) \
+            and batch_size > max(buffer_size, 1):  # fairseq-interactive (a buffer below 1 is 1)
+        problem = ("--batch-size {} is larger than --buffer-size {}: fairseq-interactive batches the lines of "
+                   "one buffer: raise --buffer-size to at least {}".format(batch_size, buffer_size, batch_size))
+    for check in _OPTION_CHECKS:
+        problem = problem or check(args)
+    if problem is not None:
+        return problem
     beam, nbest = getattr(args, "beam", None), getattr(args, "nbest", None)
     if isinstance(beam, int) and isinstance(nbest, int):
         if nbest > beam:
@@ -246,7 +358,7 @@ def _with_decoding_cross_checks(original):
 
 
 def _ranged_actions(parser):
-    from fairseq_wean.errors import at_least
+    from fairseq_wean.errors import at_least, ranged_type
 
     for action in parser._actions:
         if getattr(action.type, "range", None):
@@ -257,6 +369,14 @@ def _ranged_actions(parser):
             action.type = at_least(float("-inf"), float)  # any finite number (nan decoded, or failed late)
         elif action.dest in SHARDING_RANGES:
             action.type = at_least(*SHARDING_RANGES[action.dest])
+        elif action.dest in FAIRSEQ_RANGES and action.nargs != 0:
+            if action.type in (int, float, None) and action.dest not in FAIRSEQ_LITERAL:
+                action.type = at_least(*FAIRSEQ_RANGES[action.dest])
+            else:  # fairseq's list parser, or a literal fairseq evaluates
+                action.type = ranged_type(action.type, *FAIRSEQ_RANGES[action.dest],
+                                          literal=action.dest in FAIRSEQ_LITERAL)
+        elif action.dest in FAIRSEQ_ANY_VALUE and action.nargs != 0:
+            action.type = at_least(float("-inf"), float)
 
 
 def _with_plugin_generation_arguments(original):
@@ -273,3 +393,37 @@ def _with_plugin_generation_arguments(original):
         return group
 
     return add_generation_args
+
+
+def install_option_ranges():
+    """Every parse fairseq makes (``options.parse_args_and_arch``: fairseq-train, -generate,
+    -interactive, -validate, -eval-lm) first gives the parser's numeric options their ranges
+    (:data:`GENERATION_RANGES`, :data:`FAIRSEQ_RANGES`, ...; options that --task, --arch, --optimizer
+    add included, since it runs before each of fairseq's parses), and the parsed options are checked
+    against each other (:func:`decoding_option_problem`)."""
+    from fairseq import options
+
+    same_code("option ranges (fairseq's parsers)", "fairseq checks no numeric option's range: --seed -5, "
+              "--update-freq 0, --validate-interval 0 ended in tracebacks, some after an epoch")
+    wrap_once(options, "parse_args_and_arch", _with_decoding_cross_checks)
+    wrap_once(options, "parse_args_and_arch", _with_ranges_at_parse)
+
+
+def _with_ranges_at_parse(original):
+    def parse_args_and_arch(parser, input_args=None, parse_known=False, suppress_defaults=False, modify_parser=None):
+        if "parse_known_args" in vars(parser):  # a nested call, or fix 14's --help parse: ranged already
+            return original(parser, input_args, parse_known, suppress_defaults, modify_parser)
+        plain = parser.parse_known_args
+
+        def parse_known_args(args=None, namespace=None):  # argparse's parse_args calls it too
+            _ranged_actions(parser)
+            return plain(args, namespace)
+
+        parser.parse_known_args = parse_known_args
+        try:
+            return original(parser, input_args, parse_known, suppress_defaults, modify_parser)
+        finally:
+            if vars(parser).get("parse_known_args") is parse_known_args:
+                del parser.parse_known_args
+
+    return parse_args_and_arch

@@ -44,7 +44,9 @@ PATCHES = ["compat 1 (last batch kept)", "compat 2 / checkpoint_safety", "compat
            "compat 10 (--no-repeat-ngram-size on CPU)", "compat 11 (never <s>)",
            "compat 12 (--patience across a restart)", "compat 13 (resumed run, same batches)",
            "compat 14 (--help with --arch)", "compat 15 (transformer fast path)",
-           "compat 16 (dictionary files)", "report/gate_lines (--print-gates)",
+           "compat 16 (dictionary files)", "compat 17 (--results-path file)",
+           "compat 18 (--min-len above the maximum length)", "option ranges (fairseq's parsers)",
+           "report/gate_lines (--print-gates)",
            "unk_replacement (--replace-unk)", "hub (the Python API)"]
 
 

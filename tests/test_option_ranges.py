@@ -1,5 +1,6 @@
-"""Every numeric option of every command-line tool of the repository (fairseq's own commands aside:
-tests/test_cut_and_range.py) is range-checked when it is parsed: one line, before any work.
+"""Every numeric option of every command-line tool of the repository, and of fairseq's own commands as
+the plugin leaves them (the tests at the end; also tests/test_cut_and_range.py), is range-checked when it
+is parsed: one line, before any work.
 
 The tools are found, not listed: every module of preprocess/, bench/, examples/, fairseq_wean/cli/
 and fairseq_wean/compare/ that builds an argparse parser. Each parser is captured without running
@@ -320,3 +321,169 @@ def test_recipes_refuse_bad_variants_and_numbers_before_any_work(module, argv, m
         recipe.parse_args(argv)
     err = capsys.readouterr().err
     assert info.value.code == 2 and message in err.strip().splitlines()[-1], err
+
+
+# ------------------------------------------------------------------ fairseq's own parsers, plugin loaded
+# (command, argv): what the enumeration parses. The training parsers with this plugin's task and with
+# fairseq's, adam and an lr scheduler with options, so that every option --task/--optimizer/
+# --lr-scheduler add is in the parser; model options (the "Model-specific configuration" group) are the
+# models' own (fairseq_wean/modules/model_options.py).
+FAIRSEQ_COMMANDS = [
+    ("fairseq-train", "get_training_parser", ["--arch", "lstm", "--task", "translation_with_metrics", "--optimizer",
+                                              "adam", "--lr-scheduler", "inverse_sqrt"]),
+    ("fairseq-train", "get_training_parser", ["--arch", "lstm", "--task", "translation", "--optimizer", "adam",
+                                              "--lr-scheduler", "reduce_lr_on_plateau"]),
+    ("fairseq-generate", "get_generation_parser", ["--path", "x.pt", "--task", "translation_with_metrics"]),
+    ("fairseq-interactive", "get_interactive_generation_parser", ["--path", "x.pt"]),
+    ("fairseq-validate", "get_validation_parser", ["--path", "x.pt", "--task", "translation"]),
+    ("fairseq-eval-lm", "get_eval_lm_parser", ["--path", "x.pt"]),
+]
+
+
+def fairseq_parsers(tmp_path, monkeypatch):
+    """[(command, parser after fairseq's own parse, with every option its flags add)]."""
+    import fairseq_wean  # noqa: F401  (the plugin, as --user-dir loads it)
+    from fairseq import options
+
+    found = []
+    for command, build, argv in FAIRSEQ_COMMANDS:
+        monkeypatch.setattr(sys, "argv", [command])  # fairseq-interactive's parser knows itself by its name
+        parser = getattr(options, build)()
+        options.parse_args_and_arch(parser, [str(tmp_path)] + argv)
+        found.append((command, parser))
+    return found
+
+
+def model_actions(parser):
+    return {id(a) for g in parser._action_groups if g.title == "Model-specific configuration" for a in g._group_actions}
+
+
+def test_every_numeric_option_of_fairseqs_parsers_has_a_range_or_a_reason(tmp_path, monkeypatch):
+    """fairseq checks no range (--seed -5, --num-workers -1: ValueError tracebacks after the model was
+    loaded; --validate-interval 0, --update-freq 0: ZeroDivisionError after an epoch). Every numeric
+    option of fairseq-train, -generate, -interactive and -validate as the plugin leaves them is
+    range-checked (patching.GENERATION_RANGES, SHARDING_RANGES, FAIRSEQ_RANGES; -eval-lm too) or listed with a
+    reason (GENERATION_ANY_VALUE, FAIRSEQ_ANY_VALUE): a new fairseq option fails here."""
+    from fairseq_wean import patching
+
+    tables = [patching.GENERATION_RANGES, patching.SHARDING_RANGES, patching.FAIRSEQ_RANGES,
+              patching.GENERATION_ANY_VALUE, patching.FAIRSEQ_ANY_VALUE]
+    numeric, offenders = set(), []
+    for command, parser in fairseq_parsers(tmp_path, monkeypatch):
+        model = model_actions(parser)
+        for action in parser._actions:
+            if id(action) in model or not takes_numbers(action):
+                continue
+            numeric.add(action.dest)
+            if not ranged(action) or not any(action.dest in table for table in tables):
+                offenders.append("{} {}".format(command, option_name(action)))
+    assert len(numeric) >= 80, sorted(numeric)
+    assert {"seed", "num_workers", "update_freq", "lr", "validate_interval", "log_interval", "buffer_size",
+            "max_source_positions", "data_buffer_size", "beam"} <= numeric
+    assert not offenders, "numeric fairseq options with no range (add them to patching.FAIRSEQ_RANGES, or with " \
+        "a reason to FAIRSEQ_ANY_VALUE):\n  " + "\n  ".join(offenders)
+    for table in tables[2:] + [patching.GENERATION_ANY_VALUE]:
+        assert not set(table) - numeric - {"bos"}, "table names options that are gone: {}".format(set(table) - numeric)
+    assert all(isinstance(why, str) and why for why in patching.FAIRSEQ_ANY_VALUE.values())
+
+
+def test_fairseqs_ranges_refuse_out_of_range_values_and_keep_fairseqs_values(tmp_path, monkeypatch):
+    import argparse
+
+    failures = []
+    for command, parser in fairseq_parsers(tmp_path, monkeypatch):
+        for action in parser._actions:
+            if getattr(action.type, "range", None) is None or not action.option_strings:
+                continue
+            low = action.type.range[0]
+            if low == float("-inf"):
+                continue
+            for value in out_of_range(action) + ["nan"]:
+                try:
+                    action.type(value)
+                except argparse.ArgumentTypeError:
+                    continue
+                failures.append("{} {} {}: accepted".format(command, option_name(action), value))
+    assert not failures, "\n".join(failures)
+    from fairseq import options
+
+    # fairseq's list options keep fairseq's own values
+    monkeypatch.setattr(sys, "argv", ["fairseq-train"])
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        str(tmp_path), "--arch", "lstm", "--optimizer", "adam", "--lr", "0.5,0.25", "--update-freq", "2",
+        "--adam-betas", "(0.9, 0.98)", "--seed", "7"])
+    assert (args.lr, args.update_freq, args.adam_betas, args.seed) == ([0.5, 0.25], [2], "(0.9, 0.98)", 7)
+
+
+@pytest.mark.parametrize("command,argv,message", [
+    ("fairseq-train", ["--seed", "-5"], "argument --seed: must be >= 0"),
+    ("fairseq-train", ["--update-freq", "1,0"], "argument --update-freq: must be >= 1"),
+    ("fairseq-train", ["--validate-interval", "0"], "argument --validate-interval: must be >= 1"),
+    ("fairseq-train", ["--log-interval", "0"], "argument --log-interval: must be >= 1"),
+    ("fairseq-train", ["--adam-betas", "(0.9, 1.5)"], "argument --adam-betas: must be >= 0 and <= 1"),
+    ("fairseq-generate", ["--num-workers", "-1"], "argument --num-workers: must be >= 0"),
+    ("fairseq-generate", ["--max-source-positions", "-5"], "argument --max-source-positions: must be >= 1"),
+    ("fairseq-generate", ["--data-buffer-size", "-1"], "argument --data-buffer-size: must be >= 0"),
+    ("fairseq-generate", ["--min-len", "1000000"], "--min-len 1000000 is above --max-len-b 200"),
+    ("fairseq-generate", ["--max-len-a", "0", "--max-len-b", "0"], "--min-len 1 is above --max-len-b 0"),
+    ("fairseq-interactive", ["--min-len", "300"], "--min-len 300 is above --max-len-b 200"),
+    ("fairseq-interactive", ["--buffer-size", "-3"], "argument --buffer-size: must be >= 0"),
+    ("fairseq-interactive", ["--batch-size", "4", "--buffer-size", "2"], "--batch-size 4 is larger than --buffer-size 2"),
+    ("fairseq-interactive", ["--batch-size", "2"], "--batch-size 2 is larger than --buffer-size 0"),
+    ("fairseq-generate", ["--model-overrides", "{bad"], "--model-overrides '{bad' is not a Python dict literal"),
+    ("fairseq-generate", ["--model-overrides", "[1]"], "--model-overrides '[1]' must be a dict of option names"),
+    ("fairseq-interactive", ["--model-overrides", "{1: 2}"], "must be a dict of option names"),
+    ("fairseq-validate", ["--model-overrides", "1"], "--model-overrides '1' must be a dict of option names"),
+    ("fairseq-generate", ["--task", "translation_with_metrics", "--cpu-bf16"], "--cpu-bf16 is read only by fairseq-train"),
+    ("fairseq-generate", ["--task", "translation_with_metrics", "--eval-sari"],
+     "--eval-sari is read only by fairseq-train and fairseq-validate"),
+    ("fairseq-interactive", ["--task", "translation_with_metrics", "--overwrite-best-checkpoint"],
+     "--overwrite-best-checkpoint is read only by fairseq-train"),
+    ("fairseq-validate", ["--task", "translation_with_metrics", "--cpu-bf16"], "--cpu-bf16 is read only by fairseq-train"),
+])
+def test_fairseq_commands_refuse_bad_numbers_and_contradictions_in_one_line(command, argv, message, tmp_path,
+                                                                           monkeypatch, capsys):
+    import fairseq_wean  # noqa: F401
+    from fairseq import options
+
+    build, base = {"fairseq-train": ("get_training_parser", ["--arch", "lstm", "--optimizer", "adam"]),
+                   "fairseq-generate": ("get_generation_parser", ["--path", "x.pt"]),
+                   "fairseq-interactive": ("get_interactive_generation_parser", ["--path", "x.pt"]),
+                   "fairseq-validate": ("get_validation_parser", ["--path", "x.pt"])}[command]
+    if command == "fairseq-validate" and "--task" not in argv:
+        base = base + ["--task", "translation"]
+    monkeypatch.setattr(sys, "argv", [command])
+    with pytest.raises(SystemExit) as info:
+        options.parse_args_and_arch(getattr(options, build)(), [str(tmp_path)] + base + argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "Traceback" not in err
+    assert message in err.strip().splitlines()[-1], err
+
+
+@pytest.mark.parametrize("command,argv", [
+    ("fairseq-generate", ["--min-len", "200", "--model-overrides", "{'max_source_positions': 5}"]),
+    ("fairseq-generate", ["--min-len", "5", "--max-len-a", "1", "--max-len-b", "0"]),
+    ("fairseq-interactive", ["--batch-size", "4", "--buffer-size", "4"]),
+    ("fairseq-generate", ["--task", "translation_with_metrics", "--known-words", "words.txt"]),
+    ("fairseq-validate", ["--task", "translation_with_metrics", "--eval-sari"]),
+])
+def test_fairseq_commands_keep_what_is_meaningful(command, argv, tmp_path, monkeypatch):
+    import fairseq_wean  # noqa: F401
+    from fairseq import options
+
+    build = {"fairseq-generate": "get_generation_parser", "fairseq-interactive": "get_interactive_generation_parser",
+             "fairseq-validate": "get_validation_parser"}[command]
+    monkeypatch.setattr(sys, "argv", [command])
+    options.parse_args_and_arch(getattr(options, build)(), [str(tmp_path), "--path", "x.pt"] + argv)
+
+
+def test_every_option_of_the_task_says_which_commands_read_it():
+    """fairseq-generate --task translation_with_metrics took the training-only options and ignored them:
+    each field of the task's config is in TASK_OPTION_COMMANDS (a new option must choose)."""
+    from dataclasses import fields
+
+    from fairseq_wean.tasks.translation_with_metrics import TASK_OPTION_COMMANDS, TranslationWithMetricsConfig
+
+    names = {f.name for f in fields(TranslationWithMetricsConfig)} - {"_name"}
+    assert names == set(TASK_OPTION_COMMANDS), (names ^ set(TASK_OPTION_COMMANDS))
+    assert set(TASK_OPTION_COMMANDS.values()) <= {"train", "validate", "all"}

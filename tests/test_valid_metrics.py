@@ -341,3 +341,81 @@ def test_checkpoints_of_the_task_decode_with_plain_translation(runs, data_bin):
     assert ck["cfg"]["task"]["_name"] == "translation_with_metrics"
     assert ck["cfg"]["task"]["eval_sari"] is True
     assert len(_hypotheses(runs["work"] / "gen-single.log")) == 21
+
+
+# ------------------------------------------------------------------ --eval-bleu-args: types and keys
+def _wrong_value(field):
+    """A JSON value of the wrong type for a GenerationConfig field, or None for a field of any type."""
+    import typing
+
+    kind = field.type
+    if typing.get_origin(kind) is typing.Union:
+        kind = next(k for k in typing.get_args(kind) if k is not type(None))
+    if kind is typing.Any:
+        return None
+    if kind is bool:
+        return "yes"  # fairseq: ValueError (invalid literal for int()) at the first validation
+    if kind in (int, float):
+        return "5" if kind is float else 2.5
+    return 3  # text or a choice: a number is neither
+
+
+def test_every_eval_bleu_args_key_is_checked_against_its_type():
+    """"sampling": "yes" and "constraints": "ordered" were tracebacks at start: every field of fairseq's
+    GenerationConfig (a new one included) refuses a value of another type, in one line naming it."""
+    from dataclasses import fields
+
+    from fairseq.dataclass.configs import GenerationConfig
+
+    from fairseq_wean.errors import FairseqWeanError
+    from fairseq_wean.tasks.translation_with_metrics import check_generation_args
+
+    checked = 0
+    for field in fields(GenerationConfig):
+        value = _wrong_value(field)
+        if field.name == "_name" or value is None:
+            continue
+        with pytest.raises(FairseqWeanError, match="{} must be".format(field.name)) as info:
+            check_generation_args(json.dumps({field.name: value}))
+        assert "\n" not in str(info.value)
+        checked += 1
+    assert checked >= 35
+    with pytest.raises(FairseqWeanError, match='constraints must be one of "ordered", "unordered"|constraints is refused'):
+        check_generation_args('{"constraints": "sorted"}')
+
+
+@pytest.mark.parametrize("key,value", [("score_reference", True), ("constraints", "ordered"), ("prefix_size", 1),
+                                       ("print_alignment", "hard"), ("replace_unk", "dict.txt"),
+                                       ("lm_path", "lm.pt"), ("sacrebleu", True)])
+def test_eval_bleu_args_that_make_validation_meaningless_are_refused(key, value):
+    """"score_reference": true made validation BLEU 100 (the references scored against themselves)."""
+    from fairseq_wean.errors import FairseqWeanError
+    from fairseq_wean.tasks.translation_with_metrics import check_generation_args
+
+    with pytest.raises(FairseqWeanError, match="{} is refused in validation: ".format(key)):
+        check_generation_args(json.dumps({key: value}))
+    check_generation_args(json.dumps({key: None if key in ("constraints", "print_alignment", "replace_unk",
+                                                           "lm_path") else type(value)()}))  # the default: kept
+
+
+def test_eval_bleu_args_refused_keys_are_generation_options():
+    from dataclasses import fields
+
+    from fairseq.dataclass.configs import GenerationConfig
+
+    from fairseq_wean.tasks.translation_with_metrics import VALIDATION_REFUSED_GENERATION_ARGS
+
+    assert set(VALIDATION_REFUSED_GENERATION_ARGS) <= {f.name for f in fields(GenerationConfig)}
+
+
+@pytest.mark.parametrize("args,message", [
+    ({"min_len": 100000}, "min_len 100000 is above max_len_b 200"),
+    ({"max_len_a": 0, "max_len_b": 0}, "min_len 1 is above max_len_b 0"),
+])
+def test_eval_bleu_args_min_len_above_the_maximum_is_refused(args, message):
+    from fairseq_wean.errors import FairseqWeanError
+    from fairseq_wean.tasks.translation_with_metrics import check_generation_args
+
+    with pytest.raises(FairseqWeanError, match=message):
+        check_generation_args(json.dumps(args))
+    check_generation_args(json.dumps(dict(args, max_len_a=1.0)))  # then a longer source allows it

@@ -67,7 +67,8 @@ from fairseq_wean.errors import FairseqWeanError, in_range
 from fairseq_wean.known_words import KnownWordsBeamSearch, KnownWordsConstraint, read_known_words
 from fairseq_wean.scoring import sari as sari_lib
 from fairseq_wean.scoring.pieces import check_no_pieces
-from fairseq_wean.scoring.metrics import ROUGE_TYPES, check_line_lengths, check_rouge_unit, rouge_sentence_scores
+from fairseq_wean.scoring.metrics import (ROUGE_TYPES, SEGMENT, check_line_lengths, check_rouge_unit,
+                                         check_word_boundaries, rouge_sentence_scores)
 from fairseq_wean.textio import read_lines
 
 logger = logging.getLogger(__name__)
@@ -171,6 +172,7 @@ def check_generation_args(text):
         raise bad("unknown generation option(s) {} (fairseq-generate's options, with _ for -)".format(
             ", ".join(unknown)))
 
+    check_generation_arg_types(args, bad)
     from fairseq_wean.patching import GENERATION_RANGES
 
     for name, (low, kind, high, above) in GENERATION_RANGES.items():  # one table with fairseq-generate's
@@ -192,6 +194,130 @@ def check_generation_args(text):
             raise bad("{} must be a finite number, got {!r}".format(name, value))
     if args.get("nbest", 1) > args.get("beam", 5):
         raise bad("nbest ({}) cannot exceed beam ({})".format(args.get("nbest"), args.get("beam", 5)))
+    from fairseq_wean.patching import min_len_problem
+
+    problem = min_len_problem(args.get("min_len", 1), args.get("max_len_a", 0), args.get("max_len_b", 200), prefix="")
+    if problem is not None:
+        raise bad(problem)
+    check_generation_args_for_validation(args, bad)
+
+
+# --eval-bleu-args keys that fairseq-generate takes but that make validation's scores meaningless or
+# do nothing in validation: refused (when set to anything but fairseq's default), with the reason
+VALIDATION_REFUSED_GENERATION_ARGS = {
+    "score_reference": "it scores the references instead of decoding: validation would compare the references "
+                       "with themselves (BLEU 100) and checkpoint selection would mean nothing",
+    "constraints": "it needs constraints given with each input line (fairseq-interactive); validation has none",
+    "prefix_size": "validation decodes without a prefix (fairseq passes none), so it would change nothing; a "
+                   "prefix of the reference would also inflate the scores",
+    "print_alignment": "validation prints no alignment; it would only swap in fairseq's aligning generator",
+    "print_step": "validation prints nothing per step",
+    "retain_iter_history": "validation keeps no iteration history",
+    "replace_unk": "validation does not replace unknown words (an <unk> never matches a reference word)",
+    "sacrebleu": "it is fairseq-generate's scoring switch; validation's BLEU is --eval-bleu",
+    "lm_path": "validation decodes with the model alone (no language model is loaded)",
+    "lm_weight": "validation decodes with the model alone (no language model is loaded)",
+    "no_seed_provided": "it is fairseq's own bookkeeping of --seed",
+    "decoding_format": "it formats iterative refinement output, which validation does not print",
+}
+
+
+def _generation_arg_type_problem(field, value):
+    """Why ``value`` does not fit the GenerationConfig field's type (JSON: a bool for a bool, a whole
+    number for an int, a number for a float, text for a str, one of the choices), or None."""
+    import typing
+
+    kind = field.type
+    if typing.get_origin(kind) is typing.Union:  # Optional[X]: null is its default
+        if value is None:
+            return None
+        kind = next(k for k in typing.get_args(kind) if k is not type(None))
+    if kind is typing.Any:
+        return None
+    if kind is bool:
+        return None if isinstance(value, bool) else "true or false"
+    if kind is int:
+        return None if isinstance(value, int) and not isinstance(value, bool) else "a whole number"
+    if kind is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        return None if ok else "a finite number"
+    enum = isinstance(kind, type) and hasattr(kind, "__members__")
+    choices = [getattr(c, "value", c) for c in kind] if enum else None
+    if choices is not None:
+        return None if value in choices else "one of " + ", ".join('"{}"'.format(c) for c in choices)
+    if kind is str:
+        return None if isinstance(value, str) else "text"
+    return None
+
+
+def check_generation_arg_types(args, bad):
+    """Every key of --eval-bleu-args against its GenerationConfig field's type (fairseq turned
+    "sampling": "yes" into a ValueError traceback and "constraints": "ordered" into a TypeError)."""
+    from dataclasses import fields
+
+    from fairseq.dataclass.configs import GenerationConfig
+
+    for f in fields(GenerationConfig):
+        if f.name not in args:
+            continue
+        value = args[f.name]
+        wanted = _generation_arg_type_problem(f, value)
+        if wanted is not None:
+            raise bad("{} must be {} (JSON), got {}".format(f.name, wanted, json.dumps(value)))
+
+
+
+def check_generation_args_for_validation(args, bad):
+    """The keys that make validation meaningless or do nothing there, set to anything but fairseq's
+    default (:data:`VALIDATION_REFUSED_GENERATION_ARGS`)."""
+    from dataclasses import MISSING, fields
+
+    from fairseq.dataclass.configs import GenerationConfig
+
+    for f in fields(GenerationConfig):
+        default = f.default if f.default is not MISSING else None
+        if f.name in args and f.name in VALIDATION_REFUSED_GENERATION_ARGS and args[f.name] != default:
+            raise bad("{} is refused in validation: {}".format(f.name, VALIDATION_REFUSED_GENERATION_ARGS[f.name]))
+
+
+# Which commands read each option of the task (the enumeration of tests/test_option_ranges.py
+# requires every field of TranslationWithMetricsConfig here): "train" only fairseq-train, "validate"
+# fairseq-train and fairseq-validate (validation's metrics), "all" every command (data and decoding).
+# Given to another command, an option would do nothing: a one-line error before any work.
+TASK_OPTION_COMMANDS = dict(
+    {name: "validate" for name in ("eval_sari", "eval_sari_mode", "eval_rouge", "eval_rouge_chars", "eval_refs",
+                                   "eval_orig", "eval_bleu", "eval_bleu_args", "eval_bleu_detok",
+                                   "eval_bleu_detok_args", "eval_tokenized_bleu", "eval_bleu_remove_bpe",
+                                   "eval_bleu_print_samples")},
+    cpu_bf16="train", overwrite_best_checkpoint="train",
+    **{name: "all" for name in ("data", "source_lang", "target_lang", "load_alignments", "left_pad_source",
+                                "left_pad_target", "max_source_positions", "max_target_positions",
+                                "upsample_primary", "truncate_source", "num_batch_buckets", "train_subset",
+                                "dataset_impl", "required_seq_len_multiple", "known_words", "valid_subset",
+                                "best_checkpoint_metric")})
+_COMMAND_READS = {"train": ("train",), "validate": ("train", "validate"), "all": ("train", "validate", "decode")}
+
+
+def task_option_problem(args):
+    """An option of this task given to a command that does not read it (fairseq-generate --eval-sari,
+    --cpu-bf16, --overwrite-best-checkpoint, ...: accepted and ignored), or None. Registered with
+    :func:`fairseq_wean.patching.add_option_check`: run after fairseq parses any command."""
+    from dataclasses import MISSING, fields
+
+    if getattr(args, "task", None) != "translation_with_metrics":
+        return None
+    command = "train" if hasattr(args, "max_update") else "decode" if hasattr(args, "beam") else "validate"
+    for f in fields(TranslationWithMetricsConfig):
+        scope = TASK_OPTION_COMMANDS.get(f.name, "all")
+        if command in _COMMAND_READS[scope] or not hasattr(args, f.name):
+            continue
+        default = f.default if f.default is not MISSING else None
+        if getattr(args, f.name) not in (default, None):
+            flag = "--" + f.name.replace("_", "-")
+            return "{} is read only by {} (--task translation_with_metrics{}): drop it here".format(
+                flag, "fairseq-train" if scope == "train" else "fairseq-train and fairseq-validate",
+                "'s validation metrics" if scope == "validate" else "'s training")
+    return None
 
 
 @register_task("translation_with_metrics", dataclass=TranslationWithMetricsConfig)
@@ -321,10 +447,12 @@ class TranslationWithMetricsTask(TranslationTask):
             named += [("--eval-refs " + path, lines, "give the references as text (before BPE / sentencepiece)")
                       for path, lines in zip(self.cfg.eval_refs.split(","), self.eval_refs)]
         check_no_pieces(named, option="--eval-bleu-remove-bpe")
-        if self.cfg.eval_rouge:  # all the references here: one batch's could be all digits or one name
-            check_rouge_unit(self.eval_refs or [targets or []], self.cfg.eval_rouge_chars, option="--eval-rouge-chars")
-        if self.cfg.eval_rouge:  # ROUGE-L's references, before training (hypotheses: at most --max-len-b long)
-            check_line_lengths("rougeL", [], self.eval_refs or [targets or []], chars=self.cfg.eval_rouge_chars)
+        refs = self.eval_refs or [targets or []]
+        if self.cfg.eval_rouge:  # all the references here (one batch's could be all digits); ROUGE-L's lengths
+            check_rouge_unit(refs, self.cfg.eval_rouge_chars, option="--eval-rouge-chars")
+            check_line_lengths("rougeL", [], refs, chars=self.cfg.eval_rouge_chars)
+        for metric in [m for m, on in (("BLEU", self.cfg.eval_bleu), ("SARI", self.cfg.eval_sari)) if on]:
+            check_word_boundaries(metric, [r for stream in refs for r in stream], SEGMENT)  # unsegmented Chinese
 
     def build_model(self, cfg, from_checkpoint=False):
         # FairseqTask's, not TranslationTask's: this class builds the generator for every metric
@@ -509,3 +637,12 @@ def _bleu_from_meters(meters):
 
 def _mean(total, count):
     return float(total) / count if count > 0 else 0.0
+
+
+def _register_option_checks():
+    from fairseq_wean.patching import add_option_check
+
+    add_option_check(task_option_problem)
+
+
+_register_option_checks()

@@ -107,15 +107,20 @@ def size_list(text):
     return sizes
 
 
-_SIDE = at_least(1)
+# the largest matrix side timed: three float32 matrices of 8192^2 are 800 MB (1e8 asked for 4e16 bytes)
+MAX_SIDE = 8192
+_SIDE = at_least(1, high=MAX_SIDE)
 size_list.range = _SIDE.range
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m bench.flops", description=__doc__.split("\n\n")[0])
+    from bench import run as bench_run
+
     p.add_argument("--threads", type=at_least(1), default=1)
-    p.add_argument("--count", metavar="MODEL", help="instead: print the FLOPs per target token of one of "
-                                                    "bench.run's models (with --data-bin, --table)")
+    p.add_argument("--count", metavar="MODEL", choices=sorted(bench_run.MODELS),
+                   help="instead: print the FLOPs per target token of one of bench.run's models (with --data-bin, "
+                        "--table)")
     p.add_argument("--data-bin")
     p.add_argument("--table", default="", help="core_copy's alignment table")
     p.add_argument("--max-tokens", type=at_least(1), default=2048)

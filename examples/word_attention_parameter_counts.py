@@ -19,6 +19,10 @@ import fairseq_wean  # noqa: E402,F401  (registers the architectures)
 from fairseq_wean.errors import at_least  # noqa: E402
 from fairseq_wean.models.word_attn_gated import WORD_ATTENTION_CHOICES, WordAttnGatedModel  # noqa: E402
 
+# the largest dictionary counted: a model of it is built (embeddings of --src-vocab and --tgt-vocab
+# rows, an output layer of --tgt-vocab); 1e11 rows asked for terabytes
+MAX_VOCAB = 1000000
+
 # Table 3's parameter counts (word-level column) and their differences.
 PAPER_TABLE3_WORD = {"none": 24.3e6, "ungated": 24.9e6, "gated": 25.6e6}
 
@@ -53,15 +57,24 @@ def ablation_parameter_counts(arch="word_attn_gated_iwslt", src_vocab=32010, tgt
     return counts
 
 
+def word_attention_presets():
+    """The architectures of the word_attn_gated model (fairseq's registry), sorted."""
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    return sorted(name for name, cls in ARCH_MODEL_REGISTRY.items() if cls is WordAttnGatedModel)
+
+
 ROWS = [("none", "RNNsearch"), ("ungated", "+Word Attention"), ("gated", "+Contextual Gates")]
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--arch", default="word_attn_gated_iwslt", help="preset whose sizes are counted")
-    parser.add_argument("--src-vocab", type=at_least(4), default=32010,
+    parser = argparse.ArgumentParser(prog="python examples/word_attention_parameter_counts.py",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--arch", default="word_attn_gated_iwslt", choices=word_attention_presets(),
+                        help="preset whose sizes are counted")
+    parser.add_argument("--src-vocab", type=at_least(4, high=MAX_VOCAB), default=32010,
                         help="source dictionary size, fairseq's 4 special symbols included")
-    parser.add_argument("--tgt-vocab", type=at_least(4), default=22823,
+    parser.add_argument("--tgt-vocab", type=at_least(4, high=MAX_VOCAB), default=22823,
                         help="target dictionary size, fairseq's 4 special symbols included")
     args = parser.parse_args(argv)
     counts = ablation_parameter_counts(args.arch, args.src_vocab, args.tgt_vocab)

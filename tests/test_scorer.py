@@ -307,6 +307,7 @@ def command_runs(tmp_path_factory):
     threading.Thread(target=feed_fifo, daemon=True).start()
     # 9. empty --sys, --orig, --refs
     empty = write(d / "empty", [])
+    empty2 = write(d / "empty2", [])  # two reference streams: one file twice is refused
     names = ["missing_ids", "line_counts", "all_metrics", "two_logs", "two_bare", "bom", "stdin", "fifo",
              "empty_bleu", "empty_sari"]
     runs = cli_concurrently([
@@ -324,7 +325,7 @@ def command_runs(tmp_path_factory):
         ("fairseq-wean-score", ["--sys", fifo, "--refs", ref_bom, "--metrics", "bleu", "--json"], {"check": False}),
         ("fairseq-wean-score", ["--sys", empty, "--orig", empty, "--refs", empty, "--metrics", "bleu"],
          {"check": False}),
-        ("fairseq-wean-score", ["--sys", empty, "--orig", empty, "--refs", empty, empty, "--metrics", "sari"],
+        ("fairseq-wean-score", ["--sys", empty, "--orig", empty, "--refs", empty, empty2, "--metrics", "sari"],
          {"check": False}),
     ])
     out = dict(zip(names, runs))
@@ -413,8 +414,10 @@ def test_compare_to_gives_paired_bootstrap_p_values(tmp_path, capsys):
     assert out["p_values"]["bleu"] < 0.05 and out["p_values"]["sari"] < 0.05  # A is clearly better
     alone = run_json(capsys, "--sys", b, "--orig", s, "--refs", r, "--metrics", metrics)
     assert {k: out["compare_to"][k] for k in alone} == alone
-    # identical systems: every bootstrap difference is 0, p = 1 exactly
-    same = run_json(capsys, "--sys", a, "--orig", s, "--refs", r, "--metrics", metrics, "--compare-to", a)
+    # identical systems (two files: one file compared with itself is refused, test_option_rules.py):
+    # every bootstrap difference is 0, p = 1 exactly
+    a2 = write(tmp_path / "a2", hyp_a)
+    same = run_json(capsys, "--sys", a, "--orig", s, "--refs", r, "--metrics", metrics, "--compare-to", a2)
     assert same["p_values"] == {m: 1.0 for m in out["p_values"]}
     # fixed seed: the same p-values every run; the text report shows them too
     assert run_json(capsys, "--sys", a, "--orig", s, "--refs", r, "--metrics", metrics, "--compare-to", b) == out

@@ -22,7 +22,8 @@ float, so other tools may write probabilities); ``<unk>`` is never written. ``--
 keeps the first ``--core-topk`` targets of each source word, and refuses a table with a word that
 is not in the model's dictionary (a table built without ``--dict`` on text with words below
 fairseq-preprocess's thresholds). Source-position markers ``<unk-N>`` are never written (they are
-copy-only), and neither are empty pairs.
+copy-only), and neither are empty pairs. A sentence of more than 1,023 tokens (eflomal's limit: it
+would leave the pair out silently) is refused before aligning, naming its line.
 
 ``--out`` is checked before eflomal runs (it must not be ``--src`` or ``--tgt``, nor a directory,
 and its directory must exist) and written through a temporary file renamed at the end, so a
@@ -40,6 +41,7 @@ import tempfile
 from fairseq_wean.data.align_table import write_table
 from fairseq_wean.data.dictionary import dictionary_words
 from fairseq_wean.data.markers import is_position_marker
+from fairseq_wean.cli import options
 from fairseq_wean.errors import FairseqWeanError, at_least, run_cli
 from fairseq_wean.textio import check_input, check_output, read_lines
 
@@ -67,11 +69,28 @@ def eflomal_links(src_sents, tgt_sents, model=3):
     return result
 
 
+# eflomal aligns sentences of at most this many tokens: it writes a longer one as empty (no links)
+# without a word, so a long pair would be missing from the table silently
+MAX_TOKENS = 1023
+
+
+def check_lengths(src_sents, tgt_sents, names=("source", "target")):
+    """Refuse (ValueError) a sentence longer than :data:`MAX_TOKENS`, naming its side, line and length."""
+    for name, sents in zip(names, (src_sents, tgt_sents)):
+        for number, sentence in enumerate(sents, start=1):
+            if len(sentence) > MAX_TOKENS:
+                raise ValueError(
+                    "{} line {} has {:,} tokens, more than the {:,} eflomal aligns (it would leave the pair out of "
+                    "the table without a word): split or drop the long pairs".format(
+                        name, number, len(sentence), MAX_TOKENS))
+
+
 def build_table(src_sents, tgt_sents, topk=10, model=3):
     """{source word: [(target word, count), ...] best first, at most ``topk``}."""
     if len(src_sents) != len(tgt_sents):
         raise ValueError("source and target differ in length: {} vs {} lines".format(
             len(src_sents), len(tgt_sents)))
+    check_lengths(src_sents, tgt_sents)
     pairs = [(s, t) for s, t in zip(src_sents, tgt_sents) if s and t]
     if not pairs:
         raise ValueError("no non-empty sentence pair to align")
@@ -110,7 +129,7 @@ def get_parser():
     parser.add_argument("--out", required=True, help="table to write (SOURCE<TAB>TARGET<TAB>SCORE lines)")
     parser.add_argument("--model", type=int, default=3, choices=(1, 2, 3),
                         help="eflomal model: 1 IBM1, 2 +HMM, 3 +fertility (default)")
-    return parser
+    return options.once(parser)
 
 
 def main(argv=None):
@@ -125,6 +144,10 @@ def main(argv=None):
     check_output(args.out, (args.src, args.tgt) + ((args.dict,) if args.dict else ()), "--out")
     sources = [line.split() for line in read_lines(args.src, "--src")]
     targets = [line.split() for line in read_lines(args.tgt, "--tgt")]
+    try:
+        check_lengths(sources, targets, ("--src " + args.src, "--tgt " + args.tgt))
+    except ValueError as exc:
+        raise FairseqWeanError(str(exc)) from None
     if args.dict is not None:
         vocabulary = set(dictionary_words(args.dict))
         sources, targets = ([[w if w in vocabulary else UNK for w in sentence] for sentence in side]

@@ -17,6 +17,7 @@ written to a temporary file and renamed, so an existing page is never left half-
 import argparse
 
 from fairseq_wean import textio
+from fairseq_wean.cli import options
 from fairseq_wean.errors import at_least, run_cli
 from fairseq_wean.report import build, render
 from fairseq_wean.scoring import metrics as M
@@ -54,15 +55,26 @@ def get_parser():
                         "cross-lingual (translation: in a reference or not); auto (default): cross-lingual when "
                         "under 20%% of the references' words occur in their sources")
     p.add_argument("--bootstrap-samples", type=at_least(1), default=M.BOOTSTRAP_SAMPLES, help=argparse.SUPPRESS)
-    return p
+    return options.once(p)
+
+
+# the options that change the page in every combination (every other option is in options.NEEDS);
+# --rouge-chars also sets the page's units (lengths, token colours), with or without ROUGE
+ALWAYS = ("--sys", "--names", "--orig", "--refs", "--out", "--metrics", "--post-process", "--view",
+          "--bootstrap-samples", "--rouge-chars")
 
 
 def main(argv=None):
-    args = get_parser().parse_args(argv)
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    options.check_effective(parser, args, always=ALWAYS)
+    build.check_distinct_inputs(args.sys, args.names, args.refs)
     inputs = list(args.sys) + ([args.orig] if args.orig else []) + list(args.refs or [])
     textio.check_output(args.out, inputs)  # refuse before the (slow) scoring
     systems, orig, refs = build.load_inputs(args.sys, args.names, args.orig, args.refs, args.hyp_lines,
-                                            args.post_process)
+                                            args.post_process,
+                                            check_logs=lambda logs: options.check_effective(parser, args, logs=logs,
+                                                                                            always=ALWAYS))
     report = build.build_report(systems, orig, refs, metrics=args.metrics, sari_mode=args.sari_mode,
                                 rouge_chars=args.rouge_chars, rouge_stemmer=not args.rouge_no_stemmer,
                                 bootstrap_samples=args.bootstrap_samples, view=args.view,

@@ -25,13 +25,16 @@ import json
 import os
 
 from fairseq_wean import textio
+from fairseq_wean.cli import options
 from fairseq_wean.errors import FairseqWeanError, at_least, run_cli
 from fairseq_wean.scoring import metrics as M
 from fairseq_wean.scoring import sari as sari_lib
 from fairseq_wean.scoring import scores
 from fairseq_wean.scoring.inputs import (
     add_text_options,
+    check_distinct,
     check_line_counts,
+    check_log_matches_inputs,
     read_sources_and_references,
     read_system,
     sources_and_references_from_log,
@@ -73,10 +76,24 @@ def get_parser():
     p.add_argument("--compare-to", metavar="FILE",
                    help="another system's output (or log): adds its scores and paired-bootstrap p-values")
     p.add_argument("--bootstrap-samples", type=at_least(1), default=M.BOOTSTRAP_SAMPLES, help=argparse.SUPPRESS)
-    return p
+    return options.once(p)
 
 
-def _load_inputs(args):
+# the options that change the result in every combination (every other option is in options.NEEDS)
+# (--orig and --refs: also checked against each other and a log's S-/T- lines, with any metric)
+ALWAYS = ("--sys", "--orig", "--refs", "--metrics", "--post-process", "--json", "--compare-to", "--bootstrap-samples")
+
+
+def check_options(parser, args):
+    """Before reading anything: no option without effect (options.NEEDS), no file named twice."""
+    options.check_effective(parser, args, always=ALWAYS)
+    check_distinct(list(args.refs or []), "--refs")
+    if args.compare_to and args.compare_to not in textio.STDIN_NAMES and textio.same_file(args.sys, args.compare_to):
+        raise FairseqWeanError("--compare-to {} is --sys itself: a system compared with itself has p = 1 by "
+                               "construction; give another system's output".format(args.compare_to))
+
+
+def _read_inputs(args):
     given = [args.sys, args.orig, args.compare_to] + list(args.refs or [])
     stdin = [p for p in given if p in textio.STDIN_NAMES]
     if len(stdin) > 1:
@@ -109,8 +126,18 @@ def _load_inputs(args):
                 "--compare-to {} has {} lines but --sys has {}: compare outputs of the same test set".format(
                     args.compare_to, len(other), n))
     systems = [(args.sys, sys_sents, log)] + ([(args.compare_to, other, other_log)] if other is not None else [])
+    for _, _, system_log in systems:
+        if system_log is not None:
+            check_log_matches_inputs(system_log, n, orig, args.orig, refs, args.refs, first_log=log)
+    return systems, orig, refs
+
+
+def _load_inputs(args, parser=None):
+    systems, orig, refs = _read_inputs(args)
+    if parser is not None:
+        options.check_effective(parser, args, logs=any(log is not None for _, _, log in systems), always=ALWAYS)
     texts, orig, refs = words_only(systems, orig, args.orig, refs, args.refs, args.post_process)
-    return texts[0], orig, refs, (texts[1] if other is not None else None)
+    return texts[0], orig, refs, (texts[1] if len(texts) > 1 else None)
 
 
 def _format_stats(s):
@@ -122,8 +149,10 @@ def _format_stats(s):
 
 
 def main(argv=None):
-    args = get_parser().parse_args(argv)
-    sys_sents, orig, refs, other = _load_inputs(args)
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    check_options(parser, args)
+    sys_sents, orig, refs, other = _load_inputs(args, parser)
     result, corpus = scores.score_with_statistics(
         sys_sents, sources=orig, references=refs, metrics=args.metrics, sari_mode=args.sari_mode,
         rouge_chars=args.rouge_chars, rouge_stemmer=not args.rouge_no_stemmer, compare_to=other,

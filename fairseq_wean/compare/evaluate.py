@@ -20,7 +20,6 @@ is paid once per system. Logs are read with the project's one generate-log parse
 import json
 import os
 import shlex
-import sys
 import time
 
 
@@ -86,9 +85,13 @@ def extract_outputs(log_path, orig_path, out_prefix, with_replace_unk, markers=F
     """
     from fairseq_wean.scoring.generate_log import GenerateLog, parse_hard_alignment
 
+    from fairseq_wean.scoring.inputs import check_log_matches_inputs
+
     src = read_lines(orig_path)
     log = GenerateLog.read(log_path)
     hyps = log.hypotheses(len(src))
+    # the log's S- lines are fairseq's view of these sources: else the outputs are paired with other sentences
+    check_log_matches_inputs(log, len(src), src, orig_path, None, None, flags=("the sources", "the references"))
     outputs = {"plain": hyps}
     if with_replace_unk:
         aligns = [parse_hard_alignment(a) for a in log.ordered(log.align, len(src), "alignment (A- line)")]
@@ -142,9 +145,59 @@ def output_layer_parameters(model):
     return out, tied
 
 
-def main(plan_path):
-    with open(plan_path, encoding="utf-8") as f:
-        plan = json.load(f)
+PROG = "python -m fairseq_wean.compare.evaluate"
+# the keys of a plan (fairseq_wean.compare.runner writes it) this script reads, and their JSON types
+PLAN_KEYS = {"data": str, "data_root": str, "user_dir": str, "gen_dir": str, "out": str, "gen_args": list,
+             "valid": dict, "selected": dict, "tests": dict}
+
+
+def get_parser():
+    import argparse
+
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser.add_argument("plan", metavar="PLAN.json", help="the plan fairseq-wean-compare wrote for one system")
+    return parser
+
+
+def read_plan(path):
+    """The plan at ``path``, checked: a JSON object with every key this script reads (one line otherwise)."""
+    from fairseq_wean import textio
+    from fairseq_wean.errors import FairseqWeanError
+
+    text = "\n".join(textio.read_lines(path, "PLAN.json"))
+    try:
+        plan = json.loads(text)
+    except ValueError as exc:
+        raise FairseqWeanError("plan {} is not JSON ({}): give the plan file fairseq-wean-compare "
+                               "wrote".format(path, str(exc).splitlines()[0])) from None
+    if not isinstance(plan, dict):
+        raise FairseqWeanError("plan {} is not a JSON object: give the plan file fairseq-wean-compare "
+                               "wrote".format(path))
+    bad = [k for k, kind in PLAN_KEYS.items() if not isinstance(plan.get(k), kind)]
+    selected = plan.get("selected") if isinstance(plan.get("selected"), dict) else {}
+    bad += ["selected." + k for k, kind in (("epoch", int), ("checkpoint", str), ("curve", list))
+            if not isinstance(selected.get(k), kind)]
+    if not bad and not isinstance(plan["valid"].get("metric"), str):
+        bad.append("valid.metric")
+    if not bad:
+        metric, epoch = plan["valid"]["metric"], selected["epoch"]
+        if not any(isinstance(r, dict) and r.get("epoch") == epoch and metric in r for r in selected["curve"]):
+            bad.append("selected.curve (no {} for epoch {})".format(metric, epoch))
+        bad += ["tests.{}".format(name) for name, spec in plan["tests"].items()
+                if not (isinstance(spec, dict) and isinstance(spec.get("subset"), str)
+                        and isinstance(spec.get("orig"), str))]
+    if bad:
+        raise FairseqWeanError("plan {} lacks or has a malformed {}: give the plan file fairseq-wean-compare "
+                               "wrote".format(path, ", ".join(bad)))
+    return plan
+
+
+def main(argv=None):
+    args = get_parser().parse_args(argv)
+    return evaluate(read_plan(args.plan))
+
+
+def evaluate(plan):
     root = plan["data_root"]
     gen_dir = plan["gen_dir"]
     os.makedirs(gen_dir, exist_ok=True)
@@ -168,7 +221,13 @@ def main(plan_path):
     return result
 
 
+def cli_main(argv=None):
+    """A ``FairseqWeanError`` (a malformed plan, a refused checkpoint, ...) is one line named
+    ``fairseq-wean`` (fairseq runs in this process, with the plugin's errors) and exit status 1."""
+    from fairseq_wean import errors
+
+    errors.run_cli(main, errors.PROG, argv)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python -m fairseq_wean.compare.evaluate PLAN.json")
-    main(sys.argv[1])
+    cli_main()

@@ -213,12 +213,29 @@ def sentence_columns(metrics):
     return cols + ["len_ratio"]
 
 
-def load_inputs(sys_paths, names, orig_path, ref_paths, hyp_lines="auto", post_process=None):
-    """(systems, orig, refs): every input read and checked for one line per test sentence and for
-    words, not subword pieces (:func:`fairseq_wean.scoring.inputs.words_only`)."""
+def check_distinct_inputs(sys_paths, names=None, ref_paths=None):
+    """Refuse a system or reference file named twice, and two systems of one name (two columns that
+    the page could not tell apart)."""
     if names is not None and len(names) != len(sys_paths):
         raise FairseqWeanError("--names has {} name(s) but --sys has {} file(s): give one name per "
                                "system".format(len(names), len(sys_paths)))
+    inputs.check_distinct(list(sys_paths), "--sys")
+    inputs.check_distinct(list(ref_paths or []), "--refs")
+    shown = list(names) if names is not None else [os.path.basename(p) for p in sys_paths]
+    twice = sorted({name for name in shown if shown.count(name) > 1})
+    if twice:
+        raise FairseqWeanError("{} {} name two systems: give each system its own name{}".format(
+            "--names" if names is not None else "the file names", ", ".join(map(repr, twice)),
+            "" if names is not None else " with --names"))
+
+
+def load_inputs(sys_paths, names, orig_path, ref_paths, hyp_lines="auto", post_process=None, check_logs=None):
+    """(systems, orig, refs): every input read and checked for one line per test sentence, every
+    log's S-/T- lines against the sources and references in use
+    (:func:`fairseq_wean.scoring.inputs.check_log_matches_inputs`), and for words, not subword
+    pieces (:func:`fairseq_wean.scoring.inputs.words_only`). ``check_logs(any system is a log)``
+    is called once the systems are read (the caller's option rules)."""
+    check_distinct_inputs(sys_paths, names, ref_paths)
     orig, refs, n = inputs.read_sources_and_references(orig_path, ref_paths)
     systems = []
     for i, path in enumerate(sys_paths):
@@ -235,6 +252,11 @@ def load_inputs(sys_paths, names, orig_path, ref_paths, hyp_lines="auto", post_p
         raise FairseqWeanError("--refs FILE [FILE ...] is required (or a fairseq-generate log with T- lines "
                                "as the first --sys)")
     inputs.check_line_counts([(s.path, s.sentences) for s in systems], orig, orig_path, refs, ref_paths)
+    for system in systems:
+        if system.log is not None:
+            inputs.check_log_matches_inputs(system.log, n, orig, orig_path, refs, ref_paths, first_log=first_log)
+    if check_logs is not None:
+        check_logs(any(s.log is not None for s in systems))
     texts, orig, refs = inputs.words_only([(s.path, s.sentences, s.log) for s in systems], orig, orig_path, refs,
                                           ref_paths, post_process)
     for system, sentences in zip(systems, texts):

@@ -8,6 +8,10 @@ per id, in id order; its ``D-`` lines where the log was decoded with ``--bpe`` /
 for them. Every input must then have one line per test sentence, and hold words, not subword
 pieces (:func:`words_only`, :mod:`fairseq_wean.scoring.pieces`).
 """
+import html
+import re
+import unicodedata
+
 from fairseq_wean import textio
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.scoring import pieces
@@ -97,3 +101,79 @@ def check_line_counts(systems, orig, orig_path, refs, ref_paths):
             "inputs have different numbers of lines: {}; every file must have one line per test "
             "sentence".format(", ".join("{} has {}".format(name, c) for name, c in counts)))
     return counts
+
+
+def check_distinct(paths, option):
+    """Refuse one file named twice in ``option``'s list (a reference counted twice, a system
+    compared with itself)."""
+    for i, a in enumerate(paths):
+        for b in paths[:i]:
+            if a not in textio.STDIN_NAMES and textio.same_file(a, b):
+                raise FairseqWeanError("{} names {}: give each file once".format(
+                    option, "{} twice".format(a) if a == b else "one file twice ({} and {})".format(b, a)))
+
+
+# -------------------------------------------------------------------------------------------------
+# A log's S- / T- lines against the --orig / --refs given with it
+_UNK_FORMS = re.compile(r"<<unk>>|<unk(?:-\d+)?>")
+_MOSES_GLUE = re.compile(r" ?@([-,.])@ ?")
+
+
+def _comparable(text):
+    """``text`` as it is compared with a log's line: Unicode NFKC, HTML/Moses entities resolved,
+    Moses ``@-@`` glue and subword marks (``@@``, ``\u2581``) removed, lowercased, no whitespace:
+    what fairseq's tokenization, BPE and post-processing may change in a sentence."""
+    text = unicodedata.normalize("NFKC", html.unescape(_MOSES_GLUE.sub(r"\1", text)))
+    text = text.replace("@@ ", "").replace("@@", "").replace(pieces.SENTENCEPIECE_MARK, "")
+    return "".join(text.split()).lower()
+
+
+def log_line_matches(log_text, text):
+    """Whether a log's ``S-``/``T-`` line can be fairseq's view of the file line ``text``: equal after
+    :func:`_comparable`, where each ``<unk>`` / ``<<unk>>`` / ``<unk-N>`` of the log stands for one
+    or more characters of ``text`` (a glob match, leftmost first: linear, never backtracking)."""
+    parts = [_comparable(p) for p in _UNK_FORMS.split(log_text)]
+    target = _comparable(text)
+    if len(parts) == 1:
+        return parts[0] == target
+    if not target.startswith(parts[0]) or not target.endswith(parts[-1]):
+        return False
+    position, end = len(parts[0]), len(target) - len(parts[-1])
+    for part in parts[1:-1]:
+        found = target.find(part, position + 1, end)  # + 1: an <unk> stands for at least one character
+        if found < 0:
+            return False
+        position = found + len(part)
+    return end - position >= 1
+
+
+def check_log_matches_inputs(log, n, orig, orig_path, refs, ref_paths, first_log=None, flags=("--orig", "--refs")):
+    """Refuse a fairseq-generate log whose ``S-`` lines contradict ``--orig`` or whose ``T-`` lines
+    match no ``--refs`` stream, naming the first sentence that differs: the log was generated from
+    another test set (or subset) than the files given, and its scores would be meaningless (the
+    line counts may agree by chance). Where ``orig``/``refs`` are not files but ``first_log``'s
+    ``S-``/``T-`` lines, every other log is checked against them. See :func:`log_line_matches`
+    for what may differ (fairseq's <unk> forms, tokenization, BPE, case). ``flags`` name the files
+    in the message (the tool's options)."""
+    other_log = first_log is not None and first_log is not log
+    orig_what = (flags[0] + " " + orig_path if orig_path else
+                 "the S- lines of " + first_log.path if other_log else None)
+    refs_what = (flags[1] + " " + " ".join(ref_paths) if ref_paths else
+                 "the T- lines of " + first_log.path if other_log else None)
+
+    def short(text):
+        return text if len(text) <= 60 else text[:57] + "..."
+
+    checks = []
+    if orig_what and orig is not None and log.src:
+        checks.append(("S", log.src, [orig], orig_what))
+    if refs_what and refs and log.tgt:
+        checks.append(("T", log.tgt, refs, refs_what))
+    for kind, table, streams, what in checks:
+        for sid in sorted(i for i in table if i < n):
+            if not any(log_line_matches(table[sid], stream[sid]) for stream in streams):
+                raise FairseqWeanError(
+                    "fairseq-generate log {} does not match {}: its {}-{} line {!r} differs from line {} {!r}; the "
+                    "log was generated from other data (another --gen-subset or test set): give the files the log "
+                    "was generated from".format(
+                        log.path, what, kind, sid, short(table[sid]), sid + 1, short(streams[0][sid])))

@@ -166,6 +166,86 @@ def check_rouge_unit(refs_streams, chars, option="--rouge-chars"):
         raise FairseqWeanError(message.format(100 * share, example[:40], option))
 
 
+# ---------------------------------------------------------------------------------------------
+# Scripts written without spaces between words: Chinese, Japanese, Thai, Lao, Khmer, Burmese. A
+# metric that counts whitespace (or 13a) tokens sees an unsegmented sentence of them as one or a
+# few "words": BLEU with a word tokenizer, SARI and TER are then 0 or 100 by sentence, whatever
+# the output (chrF counts characters and ROUGE has --rouge-chars).
+NO_WORD_BOUNDARIES = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf"
+                                "\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
+# segmented text has 1 (characters) to about 2 (Chinese words) such characters per token; an
+# unsegmented sentence has tens
+UNSEGMENTED_CHARACTERS_PER_TOKEN = 4
+# the BLEU tokenizations that split text only at spaces and punctuation
+WORD_BLEU_TOKENIZERS = ("13a", "intl", "none")
+
+
+def unsegmented_share(texts):
+    """(share, characters per token, example): the share of the letters of ``texts`` in a script
+    without word boundaries, how many of them a whitespace token holds on average, and a text
+    with some."""
+    letters = unsegmented = tokens = 0
+    example = None
+    for text in texts:
+        for token in UNK_FORMS.sub(" ", text).split():
+            found = len(NO_WORD_BOUNDARIES.findall(token))
+            letters += sum(ch.isalpha() for ch in token)
+            if found:
+                unsegmented += found
+                tokens += 1
+                example = example or text
+    return (unsegmented / letters if letters else 0.0), (unsegmented / tokens if tokens else 0.0), example
+
+
+def check_word_boundaries(metric, texts, fix, what="the references"):
+    """Refuse (FairseqWeanError) ``metric`` on ``texts`` mostly in a script without spaces between
+    words, left unsegmented (more than half of the letters, over
+    :data:`UNSEGMENTED_CHARACTERS_PER_TOKEN` such characters per whitespace token); ``fix`` ends
+    the message. Text segmented into words or characters passes."""
+    from fairseq_wean.errors import FairseqWeanError
+
+    share, per_token, example = unsegmented_share(texts)
+    if share > 0.5 and per_token > UNSEGMENTED_CHARACTERS_PER_TOKEN:
+        raise FairseqWeanError(
+            "{} counts words, and {} are in a script without spaces between words ({:.0f}% of the letters, {:.0f} "
+            "characters per space-separated token, e.g. {!r}): each sentence would be one or a few 'words' and the "
+            "score meaningless; {}".format(metric, what, 100 * share, per_token, example[:40], fix))
+
+
+SEGMENT = "segment the text into words (or characters: python -m preprocess.split_characters) on every side first"
+
+
+def check_bleu_tokenize(refs_streams, bleu_tokenize, option="--bleu-tokenize"):
+    """BLEU with a word tokenization (:data:`WORD_BLEU_TOKENIZERS`) on unsegmented Chinese,
+    Japanese, Thai, ... is refused, naming ``option`` (the tool's switch)."""
+    if bleu_tokenize in WORD_BLEU_TOKENIZERS:
+        check_word_boundaries("BLEU with tokenization {}".format(bleu_tokenize),
+                              [r for stream in refs_streams for r in stream],
+                              "use {} zh (Chinese; ja-mecab for Japanese, char for other scripts), or {}".format(
+                                  option, SEGMENT))
+
+
+def check_english(metric, texts, what="the output"):
+    """Refuse ``metric`` (FKGL: English syllables and words) on text mostly not in a-z letters."""
+    from fairseq_wean.errors import FairseqWeanError
+
+    latin = other = 0
+    example = None
+    for text in texts:
+        for ch in UNK_FORMS.sub("", text):
+            if ch.isalpha():
+                if ch.isascii():
+                    latin += 1
+                else:
+                    other += 1
+                    example = example or text
+    if other > latin:
+        raise FairseqWeanError(
+            "{} is defined for English text (English syllables and words), and {:.0f}% of {}'s letters are not a-z "
+            "(e.g. {!r}): the grade would be meaningless; score with another metric".format(
+                metric, 100 * other / (latin + other), what, example[:40]))
+
+
 # Metrics whose cost for one sentence grows with the product of its length and its reference's:
 # ROUGE-L (rouge-score's LCS table: time and memory) and TER (sacrebleu's edit distance). Every
 # other metric is linear in the input. A line of more tokens than MAX_LINE_TOKENS is refused for
@@ -225,6 +305,10 @@ def sacrebleu_metric(name, bleu_tokenize=BLEU_TOKENIZE):
 def bleu_sentence_stats(sys_sents, refs_streams, name="bleu", bleu_tokenize=BLEU_TOKENIZE):
     """sacrebleu's per-sentence sufficient statistics of BLEU (or chrF, TER): the ones its paired
     bootstrap uses."""
+    if name == "bleu":
+        check_bleu_tokenize(refs_streams, bleu_tokenize)
+    elif name == "ter":
+        check_word_boundaries("TER", [r for stream in refs_streams for r in stream], SEGMENT)
     if name in QUADRATIC_METRICS:
         check_line_lengths(name, sys_sents, refs_streams)
     metric = sacrebleu_metric(name, bleu_tokenize)
@@ -268,7 +352,9 @@ def _textstat():
 
 
 def fkgl_sentence_stats(sys_sents):
-    """Rows of (words, syllables, sentences) per output line, counted by textstat."""
+    """Rows of (words, syllables, sentences) per output line, counted by textstat (English text only:
+    :func:`check_english`)."""
+    check_english("FKGL", sys_sents)
     ts = _textstat()
     rows = []
     for s in sys_sents:
@@ -385,7 +471,19 @@ class CorpusMetric:
 
 def build_metrics(names, sys_sents, orig_sents, refs_streams, sari_mode="default", rouge_chars=False,
                   rouge_stemmer=True, bleu_tokenize=BLEU_TOKENIZE):
-    """{name: CorpusMetric} for every requested metric except ``stats``."""
+    """{name: CorpusMetric} for every requested metric except ``stats``. The text's script is checked
+    for every requested metric first (the same checks each metric's code makes), so that nothing is
+    computed for a call that is refused."""
+    refs_text = [r for stream in refs_streams or [] for r in stream]
+    if "bleu" in names:
+        check_bleu_tokenize(refs_streams, bleu_tokenize)
+    for name in ("sari", "ter"):
+        if name in names:
+            check_word_boundaries(name.upper(), refs_text, SEGMENT)
+    if "fkgl" in names:
+        check_english("FKGL", sys_sents)
+    if any(t in names for t in ROUGE_TYPES):
+        check_rouge_unit(refs_streams, rouge_chars)
     out = {}
     n = len(sys_sents)
     for name in SACREBLEU_METRICS:

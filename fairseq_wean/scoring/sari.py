@@ -133,7 +133,12 @@ def _prepare(orig_sents, sys_sents, refs_sents, mode, tokenizer):
 
 
 def corpus_stats(orig_sents, sys_sents, refs_sents, mode="default", tokenizer="13a"):
-    """Per-sentence sufficient statistics (list of rows), after EASSE's normalisation."""
+    """Per-sentence sufficient statistics (list of rows), after EASSE's normalisation. Every SARI of
+    every tool is computed here, so text without word boundaries is refused here
+    (:func:`fairseq_wean.scoring.metrics.check_word_boundaries`)."""
+    from fairseq_wean.scoring import metrics
+
+    metrics.check_word_boundaries("SARI", [r for stream in refs_sents for r in stream], metrics.SEGMENT)
     orig_sents, sys_sents, refs_sents = _prepare(orig_sents, sys_sents, refs_sents, mode, tokenizer)
     return [
         sentence_stats(o, s, list(refs))

@@ -226,10 +226,13 @@ def options_from_score_args(args):
 
 def parse_metrics(text):
     """``--metrics`` of ``fairseq-wean-score`` and ``fairseq-wean-report`` (an argparse ``type``):
-    a comma list of :data:`metrics.METRICS` names -> list without repeats, in the given order."""
+    a comma list of :data:`metrics.METRICS` names, each once -> list, in the given order."""
     names = [m.strip() for m in text.split(",") if m.strip()]
     bad = [m for m in names if m not in M.METRICS]
     if bad or not names:
         raise argparse.ArgumentTypeError(
             "unknown metric(s) {}: choose from {}".format(", ".join(bad) or "(none)", ",".join(M.METRICS)))
-    return list(dict.fromkeys(names))
+    twice = list(dict.fromkeys(m for m in names if names.count(m) > 1))
+    if twice:
+        raise argparse.ArgumentTypeError("{} given twice in {}: name each metric once".format(", ".join(twice), text))
+    return names

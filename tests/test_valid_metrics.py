@@ -271,7 +271,10 @@ def test_validation_and_criterion_mistakes_are_one_line_errors_before_training(d
         (["--eval-bleu-args", "{}", "--eval-bleu-remove-bpe", "subword_nmt"],
          "--eval-bleu-remove-bpe sets how validation decodes"),
         (["--eval-bleu-args", "{}", "--eval-bleu-print-samples"], "--eval-bleu-print-samples sets how validation decodes"),
-        (["--eval-bleu", "--eval-bleu-args", '{"max_len_a": NaN}'], "max_len_a must be a number >= 0, got nan"),
+        (["--eval-bleu", "--eval-bleu-args", '{"max_len_a": NaN}'], "max_len_a must be a finite number (JSON), got NaN"),
+        # checkpoints selected on the references scored against themselves
+        (["--eval-bleu", "--eval-bleu-args", '{"score_reference": true}', "--best-checkpoint-metric", "bleu",
+          "--maximize-best-checkpoint-metric"], "score_reference scores the references themselves"),
         # the plugin's criterion, range-checked before the first update
         ([*SMALL_CORE, "--core-align-table", tmp_path / "align.table", "--mode-loss-weight", "-1"],
          "--mode-loss-weight must be >= 0, got -1.0"),
@@ -384,11 +387,12 @@ def test_every_eval_bleu_args_key_is_checked_against_its_type():
         check_generation_args('{"constraints": "sorted"}')
 
 
-@pytest.mark.parametrize("key,value", [("score_reference", True), ("constraints", "ordered"), ("prefix_size", 1),
+@pytest.mark.parametrize("key,value", [("constraints", "ordered"), ("prefix_size", 1),
                                        ("print_alignment", "hard"), ("replace_unk", "dict.txt"),
                                        ("lm_path", "lm.pt"), ("sacrebleu", True)])
 def test_eval_bleu_args_that_make_validation_meaningless_are_refused(key, value):
-    """"score_reference": true made validation BLEU 100 (the references scored against themselves)."""
+    """Keys that do nothing in validation or make its scores meaningless ("score_reference" with a decoding
+    --best-checkpoint-metric: test_validation_and_criterion_mistakes_are_one_line_errors_before_training)."""
     from fairseq_wean.errors import FairseqWeanError
     from fairseq_wean.tasks.translation_with_metrics import check_generation_args
 

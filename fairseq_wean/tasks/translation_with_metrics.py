@@ -205,8 +205,6 @@ def check_generation_args(text):
 # --eval-bleu-args keys that fairseq-generate takes but that make validation's scores meaningless or
 # do nothing in validation: refused (when set to anything but fairseq's default), with the reason
 VALIDATION_REFUSED_GENERATION_ARGS = {
-    "score_reference": "it scores the references instead of decoding: validation would compare the references "
-                       "with themselves (BLEU 100) and checkpoint selection would mean nothing",
     "constraints": "it needs constraints given with each input line (fairseq-interactive); validation has none",
     "prefix_size": "validation decodes without a prefix (fairseq passes none), so it would change nothing; a "
                    "prefix of the reference would also inflate the scores",
@@ -397,6 +395,10 @@ class TranslationWithMetricsTask(TranslationTask):
                     metric, "higher" if metric in HIGHER_IS_BETTER else "lower",
                     "add --maximize-best-checkpoint-metric" if metric in HIGHER_IS_BETTER
                     else "drop --maximize-best-checkpoint-metric"))
+        if metric in HIGHER_IS_BETTER and json.loads(self.cfg.eval_bleu_args or "{}").get("score_reference"):
+            raise FairseqWeanError(  # with --best-checkpoint-metric loss it checks the scoring pipeline (tests do)
+                "--eval-bleu-args score_reference scores the references themselves ({} 100 every epoch): selecting "
+                "checkpoints on --best-checkpoint-metric {} would mean nothing; drop one of them".format(metric, metric))
         for flag, dest, needs, default in (("--eval-rouge-chars", "eval_rouge_chars", "eval_rouge", False),
                                            ("--eval-sari-mode", "eval_sari_mode", "eval_sari", "default"),
                                            ("--eval-tokenized-bleu", "eval_tokenized_bleu", "eval_bleu", False)):

@@ -27,7 +27,8 @@ import statistics
 import sys
 import tempfile
 
-from bench.run import fairseq_command, machine_description, run_process, train_inner_wps, write_section
+from bench.run import (check_section_output, fairseq_command, machine_description, run_process, train_inner_wps,
+                       write_section)
 from fairseq_wean.compare import cli as compare_cli
 from fairseq_wean.compare import runner
 from fairseq_wean import cpu
@@ -76,6 +77,8 @@ def main(argv=None):
         p.error("--warmup {} drops every one of the {} log intervals of --updates {} ({} updates each): give "
                 "fewer warm-up intervals or more updates".format(a.warmup, a.updates // LOG_INTERVAL, a.updates,
                                                                  LOG_INTERVAL))
+    if a.out != "-":  # before any training: a folder, pipe, device or symbolic link there is refused
+        check_section_output(a.out)
     args, recipe = comparison_args(os.path.abspath(a.compare_out))
     args.threads = a.threads
     runs = list(dict.fromkeys(tuple(key[:2]) for key in args.run_list))  # the comparison's systems, seeds once
@@ -131,4 +134,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from fairseq_wean.errors import run_cli
+
+    run_cli(main, "python -m bench.cpu_bf16")

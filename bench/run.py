@@ -241,9 +241,11 @@ def measure_peaks(cfg, env):
 
 
 def bench_vocab(vocab, models, cfg, env, log):
-    work = os.path.join(cfg.workdir, "v%d" % vocab)
-    os.makedirs(work, exist_ok=True)
-    with open(os.path.join(work, "data.log"), "a") as data_log:
+    from fairseq_wean.textio import makedirs_in_folder, open_log
+
+    work = makedirs_in_folder(os.path.join(cfg.workdir, "v%d" % vocab), cfg.workdir, "--workdir folder")
+    # appended to across runs (the data is made once): only a regular file of its own, never a link
+    with open_log(os.path.join(work, "data.log"), append=True, folder=cfg.workdir) as data_log:
         data_bin = synthetic.make(work, vocab, cfg.n_train, cfg.n_test, cfg.n_latency, BIN, log=data_log)
         table = synthetic.align_table(work, BIN, log=data_log) if "core_copy" in models else None
     results = {}
@@ -503,19 +505,28 @@ def report(all_results, cfg, argv, started, finished, loads):
     return "\n".join(out)
 
 
-def write_section(path, section, begin=BEGIN, end=END):
-    """Replace the text between ``begin`` and ``end`` in ``path`` (append if they are absent)."""
-    old = ""
-    if os.path.exists(path):
-        with open(path) as f:
-            old = f.read()
-    if begin in old and end in old:
-        new = old[: old.index(begin)] + section + old[old.index(end) + len(end):]
-    else:
-        new = (old.rstrip() + "\n\n" if old.strip() else "") + section + "\n"
+def check_section_output(path, what="--out"):
+    """Refuse before any work a page that :func:`write_section` would refuse after it: a symbolic
+    link (the section is merged into the file itself), a folder, a pipe or a device (its folder is
+    made, as the page always was)."""
+    from fairseq_wean.errors import FairseqWeanError
+    from fairseq_wean.textio import check_output
+
+    if os.path.islink(path):
+        raise FairseqWeanError("{} {} is a symbolic link: the section is merged into the file itself; give the "
+                               "file's own path".format(what, path))
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(new)
+    check_output(path, (), what)
+
+
+def write_section(path, section, begin=BEGIN, end=END, what="--out"):
+    """Replace the text between ``begin`` and ``end`` in ``path`` (append if they are absent), through
+    :func:`fairseq_wean.textio.update_section`: the old page is read only as itself and the new one
+    replaces it atomically; a symbolic link, pipe, device or folder there is refused in one line."""
+    from fairseq_wean.textio import update_section
+
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    update_section(path, section, begin, end, what)
 
 
 MAX_UPDATES = 1000000  # a benchmark's training updates: more is a typo (fairseq's --max-update is an int64)
@@ -606,6 +617,12 @@ def main(argv=None):
     if ANCHOR not in models:
         get_parser().error("the anchor model {} must be measured in the same run".format(ANCHOR))
     models = [ANCHOR] + [m for m in models if m != ANCHOR]
+    if cfg.out:  # before any work: a page or JSON the run could not write was found after it
+        check_section_output(cfg.out)
+    if cfg.json:
+        from fairseq_wean.textio import check_output
+
+        check_output(cfg.json, (), "--json")
     if cfg.device:
         cfg.precisions = cfg.precisions or ("fp32,amp,fp16" if cfg.device == "cuda" else "fp32")
         bad = [p for p in cfg.precisions.split(",") if p not in device_bench.PRECISIONS]
@@ -625,7 +642,9 @@ def main(argv=None):
         get_parser().error("--warmup {} drops every one of the {} log intervals of --updates {} --interval {}: "
                            "give fewer warm-up intervals or more updates".format(
                                cfg.warmup, cfg.updates // cfg.interval, cfg.updates, cfg.interval))
-    cfg.out = cfg.out or os.path.join(REPO, "docs", "results", "performance.md")
+    if not cfg.out:
+        cfg.out = os.path.join(REPO, "docs", "results", "performance.md")
+        check_section_output(cfg.out)
     env = dict(os.environ, OMP_NUM_THREADS=str(cfg.threads), MKL_NUM_THREADS=str(cfg.threads),
                PYTHONUNBUFFERED="1")
     started = datetime.datetime.now()
@@ -647,12 +666,20 @@ def main(argv=None):
     write_section(cfg.out, section)
     import json
 
+    from fairseq_wean.textio import atomic_output
+
     json_path = cfg.json or os.path.join(cfg.workdir, "results.json")
-    with open(json_path, "w") as f:
+    with atomic_output(json_path, (), "--json") as f:
         json.dump({str(v): r for v, r in all_results.items()}, f, indent=1)
     log("wrote {} and {}".format(cfg.out, json_path))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from fairseq_wean.errors import FairseqWeanError, error_line
+
+    try:
+        sys.exit(main())
+    except FairseqWeanError as exc:  # a refused output or workdir: one line, no traceback
+        sys.stdout.flush()
+        sys.exit(error_line("python -m bench.run", exc))

@@ -205,9 +205,13 @@ def main(argv=None):
     train_words = training_words(plans[0])
     known_words = None
     if set(args.decoding_list) & KNOWN_WORDS_DECODINGS:
+        from fairseq_wean import textio
+
         known_words = os.path.join(args.out, "invented", "known-words.txt")
-        os.makedirs(os.path.dirname(known_words), exist_ok=True)
-        with open(known_words, "w", encoding="utf-8") as f:
+        # OUT's own files: a symbolic link on the way is refused, one at the file replaced (never written
+        # through), a pipe, device or folder there refused in one line
+        textio.makedirs_in_folder(os.path.dirname(known_words), args.out, "OUT folder")
+        with textio.atomic_output(known_words, (), "known-words.txt", folder=args.out) as f:
             f.write("\n".join(sorted(train_words)) + "\n")
     print("| system | vocab | decoding | epoch | SARI (legacy) | SARI | BLEU | invented % words "
           "| invented % sentences | copy % | len | not a training word % words | not a training word % sentences |")
@@ -233,4 +237,10 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from fairseq_wean.errors import FairseqWeanError, error_line
+
+    try:
+        sys.exit(main())
+    except FairseqWeanError as exc:  # a refused output: one line, no traceback
+        sys.stdout.flush()
+        sys.exit(error_line("examples/invented_words.py", exc))

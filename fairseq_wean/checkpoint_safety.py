@@ -223,7 +223,7 @@ def _wrap_fairseq_loader():
             if problem is not None:
                 raise damaged_error(path, problem)
             arg_overrides = kwargs.get("arg_overrides", args[0] if args else None)
-            forget_stored_paths(state, arg_overrides or {})
+            _LAST_LOADED[:] = [str(path), _model_options_first(state, forget_stored_paths(state, arg_overrides or {}))]
             return state
 
         return load_checkpoint_to_cpu
@@ -258,13 +258,77 @@ def _wrap_fairseq_loader():
                 for shard in range(shards if isinstance(shards, int) and shards > 0 else 1):
                     check_checkpoint_file(checkpoint_utils.get_maybe_sharded_checkpoint_filename(
                         filename, suffix, shard, shards))
-            return original(filenames, *args, **kwargs)
+            _LAST_LOADED[:] = [None, []]
+            try:
+                return original(filenames, *args, **kwargs)
+            except UNBUILDABLE as exc:
+                error = unbuildable_error(exc)
+                if error is None:
+                    raise
+                raise error from exc
 
         return load_model_ensemble_and_task
 
     wrap_once(checkpoint_utils, "load_checkpoint_to_cpu", wrap_load_checkpoint_to_cpu)
     wrap_once(checkpoint_utils, "load_model_ensemble_and_task", wrap_load_model_ensemble_and_task)
     wrap_once(checkpoint_utils, "load_ema_from_checkpoint", wrap_load_ema_from_checkpoint)
+
+
+# [path, forgotten option names] of the checkpoint load_checkpoint_to_cpu read last (fairseq loads the
+# files of an ensemble one by one and builds each model right after reading it)
+_LAST_LOADED = [None, []]
+# what building a model whose stored configuration lost a path raises (an option left None, an
+# attribute of the path's file never read): not torch's own errors, not the plugin's one-line ones
+UNBUILDABLE = (AttributeError, TypeError, KeyError, ValueError, AssertionError, IndexError, OSError)
+
+
+def _model_options_first(state, forgotten):
+    """``forgotten`` with the options the stored model's class declares first (what building it may miss:
+    xm_transformer's ``load_pretrained_decoder_from``), then the rest of its section, then the others."""
+    import argparse
+
+    declared = set()
+    try:
+        from fairseq.models import ARCH_MODEL_REGISTRY
+
+        cfg, args = state.get("cfg"), state.get("args")
+        model = cfg.get("model") if cfg is not None and hasattr(cfg, "get") else None
+        if hasattr(model, "get"):  # a DictConfig or dict section
+            arch = model.get("arch") or model.get("_name")
+        else:  # an argparse Namespace, or none (old-style args)
+            arch = getattr(model, "arch", None) or getattr(model, "_name", None)
+        arch = arch or getattr(args, "arch", None)
+        parser = argparse.ArgumentParser(add_help=False, conflict_handler="resolve")
+        ARCH_MODEL_REGISTRY[arch].add_args(parser)
+        declared = {action.dest for action in parser._actions}
+    except Exception:  # only the order of a message: an unknown or odd model changes nothing
+        pass
+    return sorted(forgotten, key=lambda name: (name.split(".")[-1] not in declared,
+                                               not name.startswith(("model.", "args."))))
+
+
+def unbuildable_error(exc):
+    """The one-line ``FairseqWeanError`` for ``exc``, raised while fairseq built the model of the
+    checkpoint it read last (a ``build_model`` in the traceback) when loading that checkpoint forgot
+    stored paths (:func:`fairseq_wean.stored_paths.forget_stored_paths`): its stored model cannot be
+    built without the files they named (``xm_transformer`` reads its ``load_pretrained_decoder_from``
+    and ``w2v_path`` when it is built). None otherwise: nothing forgotten, or raised elsewhere, is no
+    configuration we changed (a bug of a model is reported as it is)."""
+    path, forgotten = _LAST_LOADED
+    if path is None or not forgotten or isinstance(exc, FairseqWeanError):
+        return None
+    tb, built = exc.__traceback__, False
+    while tb is not None:
+        built = built or tb.tb_frame.f_code.co_name == "build_model"
+        tb = tb.tb_next
+    if not built:
+        return None
+    first = (str(exc).splitlines() or [""])[0][:200]
+    return FairseqWeanError(
+        "checkpoint {}: its stored model configuration cannot be built ({}: {}) without the files its stored "
+        "paths name, which loading a checkpoint never opens (forgotten: {}); nothing was loaded: use a "
+        "checkpoint whose model is built from its own weights".format(
+            path, type(exc).__name__, first, ", ".join(forgotten[:6]) + (", ..." if len(forgotten) > 6 else "")))
 
 
 def _explained(path, load, *args, **kwargs):

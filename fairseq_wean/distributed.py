@@ -93,11 +93,15 @@ def _save_checkpoint_and_dump_params(cfg, trainer, epoch_itr, val_loss, _origina
     result = _original(cfg, trainer, epoch_itr, val_loss)
     dump_dir = os.environ.get(DUMP_ENV)
     if dump_dir:
+        from fairseq_wean import textio
+
         os.makedirs(dump_dir, exist_ok=True)
         state = {k: v.detach().cpu().clone() for k, v in trainer.get_model().state_dict().items()}
         path = os.path.join(dump_dir, "rank{}.pt".format(trainer.data_parallel_rank))
-        torch.save({"num_updates": trainer.get_num_updates(), "model": state}, path + ".tmp")
-        os.replace(path + ".tmp", path)
+        # a temporary file of a fresh name beside it, renamed over it: a symbolic link there is replaced,
+        # never written through; a pipe, device or folder there is refused in one line
+        with textio.atomic_output(path, (), "--dump-rank-params file", mode="wb", folder=dump_dir) as f:
+            torch.save({"num_updates": trainer.get_num_updates(), "model": state}, f)
     return result
 
 

@@ -225,8 +225,11 @@ def _names_a_file(key, value, paths):
     return looks_like_path(value)
 
 
-def _forget_in(section, name, paths, arg_overrides, top=True):
-    """Set every path-like string of ``section`` (and of the sections nested in it) to None."""
+def _forget_in(section, name, paths, arg_overrides, top=True, forgotten=None, where=None):
+    """Set every path-like string of ``section`` (and of the sections nested in it) to None; the
+    dotted names of those that held one are appended to ``forgotten``."""
+    forgotten = [] if forgotten is None else forgotten
+    where = where if where is not None else (name or "args")
     part = _Section(section)
     changes = {}
     for key in part.keys():
@@ -234,12 +237,13 @@ def _forget_in(section, name, paths, arg_overrides, top=True):
             continue
         value = part.get(key)
         if _is_section(value):
-            _forget_in(value, name, paths, arg_overrides, top=False)
+            _forget_in(value, name, paths, arg_overrides, False, forgotten, "{}.{}".format(where, key))
         elif _names_a_file(key, value, paths):
             if value is not None:
                 changes[key] = None
         elif key in FAIRSEQ_STORED_PATHS.get(name or "generation", ()) and isinstance(value, str):
             changes[key] = None
+    forgotten.extend("{}.{}".format(where, key) for key in changes)
     if top:
         for option, flag in BUILT_FROM_CHECKPOINT.items():
             if part.has(flag) or part.has(option):
@@ -253,12 +257,15 @@ def forget_stored_paths(state, arg_overrides):
     hub's keyword arguments), and mark a ``core_copy`` checkpoint as holding its alignment table and a
     ``wean_lstm`` one as holding its candidate words (:data:`BUILT_FROM_CHECKPOINT`), so that building
     its model reads neither the table nor the training data. Nothing of a checkpoint's own becomes a
-    path that loading it opens."""
+    path that loading it opens. Returns the dotted names of the options forgotten (``model.w2v_path``;
+    ``args.X`` for the old-style args), for the message of a model that cannot be built without them."""
     paths = set(stored_path_options())
     cfg = state.get("cfg")
     sections = [(None, state.get("args"))]
     if cfg is not None and _is_section(cfg):
         sections += [(name, _Section(cfg).get(name)) for name in _Section(cfg).keys()]
+    forgotten = []
     for name, section in sections:
         if section is not None and _is_section(section):
-            _forget_in(section, name, paths, arg_overrides or {})
+            _forget_in(section, name, paths, arg_overrides or {}, forgotten=forgotten)
+    return forgotten

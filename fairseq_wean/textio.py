@@ -48,8 +48,8 @@ def open_in_folder(path, mode="r", folder=None, what="file"):
     """Open ``path``, a file found in ``folder`` (default: its own directory), refusing with one
     line (``FairseqWeanError``) a symbolic link (``O_NOFOLLOW``: no check-then-open race), a path
     through a linked directory that leaves ``folder``, and anything but a regular file (a named
-    pipe is refused before it could block). ``mode``: ``"r"``, ``"rb"``, ``"w"``, ``"a+"``;
-    text is UTF-8."""
+    pipe is refused before it could block). ``mode``: ``"r"``, ``"rb"``, ``"w"``, ``"a"``, ``"a+"``;
+    text is UTF-8. Opened for writing, a folder at ``path`` is refused in one line too."""
     import stat
 
     folder = os.path.realpath(folder or os.path.dirname(os.path.abspath(path)))
@@ -57,13 +57,16 @@ def open_in_folder(path, mode="r", folder=None, what="file"):
     if os.path.commonpath([parent, folder]) != folder:
         raise FairseqWeanError("{} {} is outside {} (through a symbolic link): refused".format(what, path, folder))
     flags = {"r": os.O_RDONLY, "rb": os.O_RDONLY, "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
-             "a+": os.O_RDWR | os.O_CREAT | os.O_APPEND}[mode]
+             "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND, "a+": os.O_RDWR | os.O_CREAT | os.O_APPEND}[mode]
     try:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o666)
     except OSError as exc:
         if os.path.islink(path):
             raise FairseqWeanError("{} {} is a symbolic link: refused (a file in this folder is read and "
                                    "written only as itself)".format(what, path)) from None
+        if os.path.isdir(path) and mode not in ("r", "rb"):
+            raise FairseqWeanError("{} {} is a folder: refused (a tool writes its own file there)".format(
+                what, path)) from None
         if not os.path.exists(path) or os.path.isdir(path):
             raise
         if not stat.S_ISREG(os.stat(path).st_mode):  # a pipe opened for writing with no reader: ENXIO
@@ -76,6 +79,17 @@ def open_in_folder(path, mode="r", folder=None, what="file"):
     if "b" in mode:
         return os.fdopen(fd, mode)
     return os.fdopen(fd, mode, encoding="utf-8", newline=None if mode == "r" else "\n")
+
+
+def open_log(path, append=False, folder=None, what="log"):
+    """Open the log ``path`` for writing (appending with ``append``: a log kept across runs), as
+    :func:`open_in_folder` does: never through a symbolic link (``O_NOFOLLOW``), only a regular
+    file (a pipe, device or folder there is refused in one line, nothing written), only inside
+    ``folder`` (default: its own directory). Text is UTF-8 and line-buffered, so ``tail -f``
+    follows it; its handle can be given to a child process as its stdout or stderr."""
+    handle = open_in_folder(path, "a" if append else "w", folder, what)
+    handle.reconfigure(line_buffering=True)
+    return handle
 
 
 def _decoded_lines(binary, path, what):

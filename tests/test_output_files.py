@@ -12,7 +12,7 @@ name (results.json, a train.log) is refused in every case (``textio.open_in_fold
 ``python -m preprocess.*`` / ``bench.*`` modules and ``examples/*.py`` with an output option) and
 fails on one that has no case here and no stated reason; ``test_no_bare_write_outside_textio`` fails
 on a new bare ``open(..., "w")`` / ``shutil.copy`` / ``Path.write_text`` in the tools' code: a writer
-goes through ``fairseq_wean.textio`` (``atomic_output``, ``open_in_folder``, ``update_section``).
+goes through ``fairseq_wean.textio`` (``atomic_output``, ``open_in_folder``, ``open_log``, ``update_section``).
 """
 import ast
 import collections
@@ -176,6 +176,54 @@ def _publish(plant, *extra):
     return build
 
 
+def _compare_run(name):  # a file of --out/runs/SYSTEM-VOCAB: refused before any work (train_log.check_run_folder)
+    def build(i, w):
+        return tool("fairseq-wean-compare", "translation", i / "data", "--out", w / "cmp", "--results-dir",
+                    w / "published", "--tiny", "--runs", "lstm:word"), w / "cmp/runs/lstm-word" / name
+    return build
+
+
+BENCH = ("--quick", "--models", "lstm", "--vocabs", "50", "--n-train", "40", "--n-test", "2", "--n-latency", "1",
+         "--max-tokens", "256", "--gen-len", "2", "--flop-batches", "0")
+
+
+def _bench_out(i, w):  # the page is checked before any work
+    return py("-m", "bench.run", *BENCH, "--workdir", w / "bw", "--out", w / "perf.md"), w / "perf.md"
+
+
+def _bench_json(i, w):  # checked before any work; --device cpu then writes it first (a link replaced), in seconds
+    return py("-m", "bench.run", *BENCH, "--device", "cpu", "--dim", "8", "--updates", "1", "--warmup", "0",
+              "--workdir", w / "bw", "--json", w / "r.json"), w / "r.json"
+
+
+def _cpu_bf16(i, w):  # the page is checked before the comparison is read
+    return py("-m", "bench.cpu_bf16", w / "no-comparison", "--out", w / "perf.md"), w / "perf.md"
+
+
+def _dump(i, w):  # the ranks' files are checked by the launcher before any rank starts
+    return tool("fairseq-wean-train-cpu-dist", "--nproc-per-node", "1", "--dump-rank-params", w / "dump", "--",
+                w / "no-data", "--arch", "lstm"), w / "dump/rank0.pt"
+
+
+def _invented(i, w):
+    """A comparison's --out with one sentencepiece run (a plan, a checkpoint file); the given outputs are scored
+    right after OUT/invented/known-words.txt is written, against a missing reference: one line, no decoding."""
+    out, data = w / "cmp", w / "cmp/data"
+    (data / "text").mkdir(parents=True)
+    (data / "text/train.src").write_text("w1 w2\n")
+    (data / "test.orig").write_text("w1 w2\n")
+    (w / "given.txt").write_text("w1\n")
+    (out / "runs/lstm-spm").mkdir(parents=True)
+    (out / "runs/lstm-spm/checkpoint_best.pt").write_bytes(b"not a checkpoint")
+    (out / "runs/lstm-spm/eval_plan.json").write_text(json.dumps({
+        "data_root": str(data), "post_process": "sentencepiece", "gen_args": [],
+        "tests": {"t": {"subset": "test", "orig": "test.orig", "refs": ["missing.ref"]}},
+        "selected": {"epoch": 1, "checkpoint": str(out / "runs/lstm-spm/checkpoint_best.pt")}}))
+    return py(os.path.join(REPO, "examples", "invented_words.py"), out, "--runs", "lstm:spm", "--decodings",
+              "beam5-known", "--test", "t", "--outputs", "given=" + str(w / "given.txt")), \
+        out / "invented/known-words.txt"
+
+
 def _figure3(i, w):  # --output is checked before the checkpoint is loaded (a missing one here)
     return py(os.path.join(REPO, "examples", "word_attention_figure3.py"), "--path", w / "missing.pt", "--source",
               "w1 w2", "--data", w / "no-data", "--output", w / "figure.png"), w / "figure.png"
@@ -209,6 +257,17 @@ CASES = {
     "publish_results --redraw reads results.json": Case("read", _publish("compare-translation/results.json",
                                                                          "--redraw"), []),
     "word_attention_figure3 --output": Case("write", _figure3, [("examples.word_attention_figure3", "--output")]),
+    "fairseq-wean-compare --out (runs/SYSTEM-VOCAB/train_state.json)": Case("write", _compare_run("train_state.json"),
+                                                                          []),
+    "fairseq-wean-compare --out (runs/SYSTEM-VOCAB/train.log)": Case("write", _compare_run("train.log"), []),
+    "fairseq-wean-compare --out (runs/SYSTEM-VOCAB/eval.log)": Case("write", _compare_run("eval.log"), []),
+    "fairseq-wean-compare --out (runs/SYSTEM-VOCAB/result.json)": Case("write", _compare_run("result.json"), []),
+    "bench.run --out": Case("write", _bench_out, [("bench.run", "--out")]),
+    "bench.run --json": Case("write", _bench_json, [("bench.run", "--json")]),
+    "bench.cpu_bf16 --out": Case("write", _cpu_bf16, [("bench.cpu_bf16", "--out")]),
+    "fairseq-wean-train-cpu-dist --dump-rank-params": Case("write", _dump,
+                                                           [("fairseq_wean.cli.train_cpu_dist", "--dump-rank-params")]),
+    "invented_words OUT/invented/known-words.txt": Case("write", _invented, [("examples.invented_words", "out")]),
 }
 
 # (module, flag) found by the enumeration with no case above, and why
@@ -219,21 +278,10 @@ NOT_HERE = {
                                   "(tests/test_gpu_check.py)",
     ("bench.gpu_check", "--workdir"): "as --out",
     ("bench.run", "--workdir"): "bench.run.planted_entry refuses a planted entry (tests/test_bench.py)",
-    # not converted yet (see the module): bench.run.write_section and a bare open write through a link
-    ("bench.run", "--out"): "KNOWN GAP: bench.run.write_section (bare open)",
-    ("bench.run", "--json"): "KNOWN GAP: bench.run (bare open)",
-    ("bench.cpu_bf16", "--out"): "KNOWN GAP: bench.run.write_section (bare open)",
-    ("fairseq_wean.cli.train_cpu_dist", "--dump-rank-params"): "KNOWN GAP: fairseq_wean.distributed torch.save",
-    ("examples.invented_words", "out"): "KNOWN GAP: OUT/invented/known-words.txt (bare open)",
 }
 
-# bare writes (file -> how many) not yet converted to textio; a new one anywhere fails the test
-BARE_WRITES_NOT_YET_CONVERTED = {
-    "fairseq_wean/compare/evaluate.py": 1,
-    "fairseq_wean/compare/runner.py": 6,  # the files of --out/runs/SYSTEM-VOCAB (state, logs, plan, result)
-    "bench/run.py": 3,
-    "examples/invented_words.py": 1,
-}
+# bare writes (file -> how many) not yet converted to textio (none left); a new one anywhere fails the test
+BARE_WRITES_NOT_YET_CONVERTED = {}
 
 
 def plant(kind, path, victim):
@@ -450,3 +498,55 @@ def test_launcher_refuses_a_bad_address_or_log_dir_before_any_rank(args, message
     assert proc.stderr.strip().splitlines()[-1].startswith(
         "fairseq-wean-train-cpu-dist: error: " + message.format(FILE=afile)), proc.stderr
     assert afile.read_text() == "x\n"
+
+
+@pytest.mark.parametrize("append", [False, True])
+@pytest.mark.parametrize("kind", PLANTS)
+def test_a_log_is_opened_only_as_itself(kind, append, tmp_path):
+    """textio.open_log (the comparison's train.log / eval.log, given to fairseq as its output; the
+    benchmark's data.log, appended to across runs): a link, pipe, device or folder there is refused in one
+    line, nothing written through it, nothing blocks; a regular file is written (or appended to)."""
+    from fairseq_wean import textio
+    from fairseq_wean.errors import FairseqWeanError
+
+    path, victim = tmp_path / "run" / "train.log", tmp_path / "victim"
+    plant(kind, path, victim)
+    with pytest.raises(FairseqWeanError) as info:
+        textio.open_log(str(path), append=append, folder=str(tmp_path))
+    assert unchanged(kind, path, victim) and "\n" not in str(info.value)
+    (tmp_path / "run" / "ok.log").write_text("old\n")
+    with textio.open_log(str(tmp_path / "run" / "ok.log"), append=append, folder=str(tmp_path)) as f:
+        f.write("new\n")
+    assert (tmp_path / "run" / "ok.log").read_text() == ("old\nnew\n" if append else "new\n")
+
+
+@pytest.mark.parametrize("kind", PLANTS)
+def test_dump_rank_params_never_writes_through_a_planted_file(kind, tmp_path, monkeypatch):
+    """fairseq_wean.distributed's rank dump (--dump-rank-params): a temporary file renamed over rankR.pt;
+    a link there is replaced (its target unchanged), a pipe, device or folder refused in one line."""
+    import torch
+
+    from fairseq_wean import distributed
+    from fairseq_wean.errors import FairseqWeanError
+
+    class Trainer:
+        data_parallel_rank = 0
+
+        def get_model(self):
+            return torch.nn.Linear(2, 2)
+
+        def get_num_updates(self):
+            return 7
+
+    monkeypatch.setenv(distributed.DUMP_ENV, str(tmp_path / "dump"))
+    path, victim = tmp_path / "dump" / "rank0.pt", tmp_path / "victim"
+    plant(kind, path, victim)
+    if kind == "symlink":
+        distributed._save_checkpoint_and_dump_params(None, Trainer(), None, None, lambda *a: None)
+        assert victim.read_bytes() == VICTIM and not os.path.islink(path)
+        assert torch.load(str(path))["num_updates"] == 7
+    else:
+        with pytest.raises(FairseqWeanError) as info:
+            distributed._save_checkpoint_and_dump_params(None, Trainer(), None, None, lambda *a: None)
+        assert unchanged(kind, path, victim) and "\n" not in str(info.value)
+    assert [p.name for p in (tmp_path / "dump").iterdir() if ".tmp" in p.name] == []

@@ -168,3 +168,49 @@ def test_a_stored_pretrained_decoder_pickle_runs_no_code_on_torch_1_13(lstm_chec
     assert not any(r["code_ran"] for r in results) and not marker.exists(), results
     # the checkpoint was read (torch 1.13 reads it) and its model built: an xm_transformer without its w2v_path
     assert all("w2v_path" in r["outcome"] for r in results), results
+
+
+def test_a_stored_model_that_cannot_be_built_without_its_forgotten_paths_is_one_line(lstm_checkpoint, data_bin,
+                                                                                    tmp_path):
+    """An ``xm_transformer`` checkpoint whose ``load_pretrained_decoder_from`` (here a named pipe: opening it
+    would hang) is forgotten cannot be built (fairseq reads a pretrained wav2vec encoder's options while
+    building it): fairseq-generate ends in one line naming the checkpoint, no traceback, nothing opened."""
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "decoder.pt"
+    os.mkfifo(fifo)
+    state = torch.load(lstm_checkpoint, weights_only=False)
+    model = state["cfg"]["model"]
+    model.arch = model._name = "xm_transformer"
+    model.load_pretrained_decoder_from = str(fifo)
+    crafted = tmp_path / "xm.pt"
+    torch.save(state, crafted)
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "fairseq-generate"), str(data_bin),
+                           "--user-dir", USER_DIR, "--cpu", "--path", str(crafted)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300, stdin=subprocess.DEVNULL,
+                          env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO)))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("fairseq-wean: error: checkpoint {}: its stored model configuration cannot be "
+                           "built (".format(crafted)), proc.stderr[-3000:]
+    assert "load_pretrained_decoder_from" in last and os.path.exists(fifo)
+
+
+def test_a_model_that_fails_to_build_with_nothing_forgotten_keeps_its_traceback():
+    """Only a checkpoint that lost stored paths is explained: an error while building a model whose
+    checkpoint forgot nothing (a bug) is not hidden."""
+    from fairseq_wean import checkpoint_safety
+
+    def build_model():
+        raise AttributeError("a bug")
+
+    for last, expected in (([None, []], None), (["c.pt", []], None), (["c.pt", ["model.w2v_path"]], "c.pt")):
+        checkpoint_safety._LAST_LOADED[:] = last
+        try:
+            build_model()
+        except AttributeError as exc:
+            error = checkpoint_safety.unbuildable_error(exc)
+        assert (error is None) if expected is None else ("checkpoint c.pt: its stored model configuration cannot "
+                                                         "be built (AttributeError: a bug)" in str(error))
+    checkpoint_safety._LAST_LOADED[:] = [None, []]

@@ -178,6 +178,25 @@ def _refuse(problem):
     raise SystemExit("{}: error: {}".format(PROG, problem))
 
 
+def check_dump_dir(dump_dir, ranks):
+    """Refuse before any rank starts a --dump-rank-params that is not a folder, or whose file of one of
+    this node's ``ranks`` (``rankR.pt``) is a symbolic link, named pipe, device or folder: the ranks write
+    their own regular files there (and would refuse such a file only after training)."""
+    import stat
+
+    if os.path.lexists(dump_dir) and not os.path.isdir(dump_dir):
+        _refuse("--dump-rank-params {} exists and is not a folder: give a folder path".format(dump_dir))
+    for rank in ranks:
+        path = os.path.join(dump_dir, "rank{}.pt".format(rank))
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            continue
+        if not stat.S_ISREG(mode):
+            _refuse("--dump-rank-params file {} is a symbolic link, named pipe, device or folder: the ranks write "
+                    "their own files there; remove it or give another folder".format(path))
+
+
 def port_in_use(host, port):
     """Whether something listens on ``host:port`` (SO_REUSEADDR: a port in TIME_WAIT is free)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -257,6 +276,8 @@ def check_options(train_args, nproc_per_node, nnodes, node_rank, master_addr, ma
         _refuse("--log-dir {} exists and is not a folder: give a folder path".format(log_dir))
     check_number("--nproc-per-node", nproc_per_node)
     check_number("--nnodes", nnodes)
+    if dump_rank_params is not None:
+        check_dump_dir(dump_rank_params, range(node_rank * nproc_per_node, (node_rank + 1) * nproc_per_node))
     if not 0 <= node_rank < nnodes:
         _refuse("--node-rank {} is outside 0..{} (--nnodes {}): number the machines 0 to --nnodes minus 1; "
                 "the ranks would wait for machines that never join".format(node_rank, nnodes - 1, nnodes))

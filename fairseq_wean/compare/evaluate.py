@@ -216,7 +216,9 @@ def evaluate(plan):
         result.setdefault("generate_command", "fairseq-generate " + shlex.join(argv))
         print("EVAL decoded {} ({:.0f}s)".format(name, secs), flush=True)
     result["params"], result["output_params"], result["output_tied"] = count_parameters(best_ckpt, plan["data"])
-    with open(plan["out"], "w", encoding="utf-8") as f:
+    from fairseq_wean import textio
+
+    with textio.atomic_output(plan["out"], (), "eval.json") as f:  # replaces a planted link, never writes through
         json.dump(result, f, indent=2)
     return result
 

@@ -19,7 +19,8 @@ import time
 from fairseq_wean import cpu
 from fairseq_wean import textio
 from fairseq_wean.errors import FairseqWeanError
-from fairseq_wean.compare.train_log import ValidationRecords, raised_cap, read_train_log, read_train_log_line, resumable
+from fairseq_wean.compare.train_log import (ValidationRecords, check_run_folder, raised_cap, read_train_log,
+                                            read_train_log_line, resumable)
 from fairseq_wean.compare.systems import (BATCH, CONVERGED_BATCH, GEN_ARGS, SYSTEMS, TASKS, VALID_FLAGS,
                                           converged_system_args, keeps_short_settings, system_arch)
 from preprocess import common
@@ -212,9 +213,11 @@ def train(args, recipe, system, variant, run_dir, label, seed=None):
     state_path = os.path.join(run_dir, "train_state.json")
     subset = recipe["valid"]["subset"]  # fairseq tags its records (and prefixes their keys) with its name
     records = ValidationRecords(subset, recipe["valid"]["metric"])
-    resumed = resumable(run_dir, cmd)
+    out = os.path.dirname(os.path.dirname(os.path.abspath(run_dir)))  # --out (of --out/runs/SYSTEM-VOCAB)
+    check_run_folder(run_dir)
+    resumed = resumable(run_dir, cmd, out)
     if resumed:
-        for tag, entries in read_train_log(log_path).items() if os.path.exists(log_path) else ():
+        for tag, entries in read_train_log(log_path, out).items() if os.path.lexists(log_path) else ():
             for record in entries:
                 records.add(tag, record)
         epochs_done = max(records.valid_loss, default=0)
@@ -229,7 +232,7 @@ def train(args, recipe, system, variant, run_dir, label, seed=None):
             label, epochs_done, os.path.join(ckpt_dir, "checkpoint_last.pt"), fmt_secs(resumed["seconds"])))
     elif os.path.isdir(ckpt_dir):
         shutil.rmtree(ckpt_dir)
-    os.makedirs(run_dir, exist_ok=True)
+    textio.makedirs_in_folder(run_dir, out, "run folder")
     budget = "at most {} epochs, patience {}".format(args.max_epoch, args.patience) if args.budget == "converged" \
         else "{} epoch(s)".format(args.epochs)
     log("{}: training {}; log {}".format(label, budget, log_path))
@@ -237,13 +240,13 @@ def train(args, recipe, system, variant, run_dir, label, seed=None):
     t0 = time.time()
 
     def save_state(finished=False):
-        with open(state_path + ".tmp", "w", encoding="utf-8") as f:
+        with textio.atomic_output(state_path, (), "train_state.json", folder=out) as f:
             json.dump({"command": cmd, "seconds": round(before + time.time() - t0, 1), "finished": finished}, f)
-        os.replace(state_path + ".tmp", state_path)
 
     save_state()
-    # Line-buffered, so `tail -f train.log` follows fairseq-train as it runs.
-    with open(log_path, "a" if resumed else "w", encoding="utf-8", buffering=1) as logf:
+    # Line-buffered, so `tail -f train.log` follows fairseq-train as it runs; opened only as itself
+    # (a link, pipe or device planted there is refused, never written through).
+    with textio.open_log(log_path, append=bool(resumed), folder=out, what="train.log") as logf:
         logf.write("$ " + " ".join(cmd) + "\n")
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 env=job_env(args))
@@ -300,22 +303,22 @@ def evaluate(args, recipe, system, variant, run_dir, label, curve):
         "selected": {"epoch": top["epoch"], "checkpoint": best, "curve": curve},
     }
     plan_path = os.path.join(run_dir, "eval_plan.json")
-    with open(plan_path, "w", encoding="utf-8") as f:
+    with textio.atomic_output(plan_path, (), "eval_plan.json", folder=args.out) as f:
         json.dump(plan, f, indent=2)
     log("{}: decoding the test sets with the epoch {} checkpoint".format(label, top["epoch"]))
     t0 = time.time()
     cmd = [sys.executable, "-m", "fairseq_wean.compare.evaluate", plan_path]
-    with open(os.path.join(run_dir, "eval.log"), "w", encoding="utf-8") as logf:
+    with textio.open_log(os.path.join(run_dir, "eval.log"), folder=args.out, what="eval.log") as logf:
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=logf, text=True, env=job_env(args))
         for line in proc.stdout:
             if line.startswith("EVAL "):
                 say("    {} {}".format(label, line[5:].rstrip()))
         proc.wait()
     if proc.returncode != 0:
-        with open(os.path.join(run_dir, "eval.log"), encoding="utf-8") as f:
+        with textio.open_in_folder(os.path.join(run_dir, "eval.log"), "r", args.out, "eval.log") as f:
             tail = "".join(l[:400] + "\n" for l in f.read().splitlines()[-20:])
         raise RuntimeError("{}: evaluation failed ({}):\n{}".format(label, proc.returncode, tail))
-    with open(plan["out"], encoding="utf-8") as f:
+    with textio.open_in_folder(plan["out"], "r", args.out, "eval.json") as f:
         result = json.load(f)
     log("{}: best validation {} {:.2f} at epoch {} ({} decoding)".format(
         label, result["valid_metric"], result["best_valid"], result["best_epoch"], fmt_secs(time.time() - t0)))
@@ -531,7 +534,7 @@ def run_one(args, recipe, i, system, variant, seed=None):
     ev = evaluate(args, recipe, system, variant, run_dir, label, curve)
     ev.update(train_seconds=secs, valid_loss=valid_loss, train_command=shlex.join(cmd))  # runnable as printed
     ev = publish_run(args, recipe, key, ev)
-    with open(os.path.join(run_dir, "result.json"), "w", encoding="utf-8") as f:
+    with textio.atomic_output(os.path.join(run_dir, "result.json"), (), "result.json", folder=args.out) as f:
         json.dump(ev, f, indent=2)
     if not args.keep_checkpoints:  # only once the run is published: a failed publish can be rerun
         shutil.rmtree(os.path.join(run_dir, "checkpoints"))  # the selected one and checkpoint_last.pt
@@ -542,18 +545,22 @@ def check_output_dirs(args):
     """``--out`` and ``--results-dir`` must be folders this process can write, checked before any
     work (an unwritable --results-dir was found after hours of training). Creates them, and locks
     ``--out`` for this process (:func:`fairseq_wean.textio.lock_folder`)."""
+    import tempfile
+
     for flag, path in (("--out", args.out), ("--results-dir", args.results_dir)):
         try:
             os.makedirs(path, exist_ok=True)
-            probe = os.path.join(path, ".fairseq-wean-write-check")
-            with open(probe, "w", encoding="utf-8"):
-                pass
+            # a new file of a fresh name (O_EXCL): nothing planted there is opened or removed
+            fd, probe = tempfile.mkstemp(prefix=".fairseq-wean-write-check.", dir=path)
+            os.close(fd)
             os.remove(probe)
         except OSError as exc:
             raise FairseqWeanError("{} {}: cannot write there ({}): give a folder you can write to; nothing was "
                                    "trained".format(flag, path, exc.strerror or exc)) from None
     # one comparison per --out (two --force runs truncated each other's logs and checkpoints)
     textio.lock_folder(args.out, "--out", "fairseq-wean-compare")
+    for key in args.run_list:  # before any work: a planted file found after hours of training
+        check_run_folder(os.path.join(args.out, "runs", run_name(key)))
 
 
 # Launch order: the longest runs first (LPT scheduling), so that a comparison does not end with one

@@ -1,7 +1,10 @@
-"""fairseq-train's ``--log-format json`` logs as the comparison runner and ``bench`` read them, and
-whether a run resumes (its saved command against the new one)."""
+"""fairseq-train's ``--log-format json`` logs as the comparison runner and ``bench`` read them,
+whether a run resumes (its saved command against the new one), and the files of a run folder
+(:func:`check_run_folder`)."""
 import json
 import os
+
+from fairseq_wean.errors import FairseqWeanError
 
 
 def read_train_log_line(line):
@@ -22,10 +25,25 @@ def read_train_log_line(line):
     return (parts[2], record) if isinstance(record, dict) else None
 
 
-def read_train_log(path):
-    """``{tag: [record, ...]}`` of a fairseq-train ``--log-format json`` log, in log order."""
+def _open(path, folder):
+    """``path`` as UTF-8 text (undecodable bytes replaced); with ``folder``, a file found there, read only
+    as itself (:func:`fairseq_wean.textio.open_in_folder`: a link, pipe or device is one line)."""
+    if folder is None:
+        return open(path, encoding="utf-8", errors="replace")
+    import io
+
+    from fairseq_wean.textio import open_in_folder
+
+    return io.TextIOWrapper(open_in_folder(path, "rb", folder, os.path.basename(path)), encoding="utf-8",
+                            errors="replace")
+
+
+def read_train_log(path, folder=None):
+    """``{tag: [record, ...]}`` of a fairseq-train ``--log-format json`` log, in log order.
+    ``folder``: the log was found there (a comparison's --out): read only as itself
+    (:func:`fairseq_wean.textio.open_in_folder`)."""
     records = {}
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with _open(path, folder) as f:
         for line in f:
             parsed = read_train_log_line(line)
             if parsed:
@@ -48,15 +66,17 @@ def same_run(cmd_a, cmd_b):
     return split_max_epoch(cmd_a)[0] == split_max_epoch(cmd_b)[0]
 
 
-def resumable(run_dir, cmd):
+def resumable(run_dir, cmd, folder=None):
     """The saved state (``{"command": [...], "seconds": s, "finished": bool}``) of an earlier
     invocation of the same command (:func:`same_run`) whose checkpoints are there
-    (``checkpoint_last.pt`` to go on training; ``checkpoint_best.pt`` when it finished), else None."""
+    (``checkpoint_last.pt`` to go on training; ``checkpoint_best.pt`` when it finished), else None.
+    ``folder``: the comparison's --out; the state is read only as itself (a link, pipe or device
+    there is refused in one line, :func:`fairseq_wean.textio.open_in_folder`)."""
     state_path = os.path.join(run_dir, "train_state.json")
-    if not os.path.exists(state_path):
+    if not (os.path.exists if folder is None else os.path.lexists)(state_path):
         return None
     try:
-        with open(state_path, encoding="utf-8") as f:
+        with _open(state_path, folder) as f:
             state = json.load(f)
     except ValueError:
         return None
@@ -98,3 +118,29 @@ class ValidationRecords:
             best = record.get(self.subset + "_best_" + self.metric, self.curve[-1][self.metric])
             text += ", {} {:.2f} (best {:.2f})".format(self.metric, self.curve[-1][self.metric], float(best))
         return text
+
+
+RUN_FILES = ("train_state.json", "train.log", "eval_plan.json", "eval.log", "eval.json", "result.json")
+
+
+def check_run_folder(run_dir):
+    """Refuse in one line (``FairseqWeanError``) a run folder ``--out/runs/SYSTEM-VOCAB`` that is a
+    symbolic link or not a folder (nor is ``runs``), or that holds one of the files the runner writes
+    and reads there (:data:`RUN_FILES`) as anything but a regular file: a symbolic link, a named pipe,
+    a device or a folder. Each of them is also written (``textio.atomic_output``, ``textio.open_log``)
+    and read (``textio.open_in_folder``) only as itself; this finds them before any training."""
+    import stat
+
+    for path in (os.path.dirname(os.path.abspath(run_dir)), run_dir):
+        if os.path.islink(path) or os.path.lexists(path) and not os.path.isdir(path):
+            raise FairseqWeanError("{} is a symbolic link or not a folder: refused (the comparison makes its own "
+                                   "run folders under --out); remove it".format(path))
+    for name in RUN_FILES:
+        path = os.path.join(run_dir, name)
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            raise FairseqWeanError("{} is a symbolic link, named pipe, device or folder: refused (a run's files are "
+                                   "written and read only as themselves); remove it".format(path))

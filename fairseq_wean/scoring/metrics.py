@@ -122,10 +122,11 @@ def non_latin_share(texts):
 
 
 def latin_letter_share(texts):
-    """(share, example): the share of the letters of ``texts`` that are ASCII a-z (digits are in
-    every script and not counted, nor fairseq's unknown-word forms), and a text that has some."""
+    """(share, example, other_example): the share of the letters of ``texts`` that are ASCII a-z
+    (digits are in every script and not counted, nor fairseq's unknown-word forms), a text that
+    has some, and a text that has other letters."""
     latin = other = 0
-    example = None
+    example = other_example = None
     for text in texts:
         for ch in UNK_FORMS.sub("", text):
             if ch.isalpha():
@@ -134,7 +135,8 @@ def latin_letter_share(texts):
                     example = example or text
                 else:
                     other += 1
-    return (latin / (latin + other) if latin + other else 0.0), example
+                    other_example = other_example or text
+    return (latin / (latin + other) if latin + other else 0.0), example, other_example
 
 
 def check_rouge_unit(refs_streams, chars, option="--rouge-chars"):
@@ -153,7 +155,7 @@ def check_rouge_unit(refs_streams, chars, option="--rouge-chars"):
 
     texts = [r for stream in refs_streams for r in stream]
     if chars:
-        share, example = latin_letter_share(texts)
+        share, example, _ = latin_letter_share(texts)
         message = ("ROUGE by character reads no spaces and keeps a run of a-z/0-9 as one token, and {:.0f}% of the "
                    "references' letters are a-z (e.g. {!r}): each line's words would run together into one token "
                    "and every score would be 100 or 0; drop {} to score by words")
@@ -229,21 +231,12 @@ def check_english(metric, texts, what="the output"):
     """Refuse ``metric`` (FKGL: English syllables and words) on text mostly not in a-z letters."""
     from fairseq_wean.errors import FairseqWeanError
 
-    latin = other = 0
-    example = None
-    for text in texts:
-        for ch in UNK_FORMS.sub("", text):
-            if ch.isalpha():
-                if ch.isascii():
-                    latin += 1
-                else:
-                    other += 1
-                    example = example or text
-    if other > latin:
+    share, _, example = latin_letter_share(texts)
+    if example is not None and share < 0.5:
         raise FairseqWeanError(
             "{} is defined for English text (English syllables and words), and {:.0f}% of {}'s letters are not a-z "
             "(e.g. {!r}): the grade would be meaningless; score with another metric".format(
-                metric, 100 * other / (latin + other), what, example[:40]))
+                metric, 100 * (1 - share), what, example[:40]))
 
 
 # Metrics whose cost for one sentence grows with the product of its length and its reference's:

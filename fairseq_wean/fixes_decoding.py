@@ -297,10 +297,9 @@ def install_generate_results_file():
     def wrap_main(original):
         def main(cfg):
             import os
-            import stat
             from argparse import Namespace
 
-            from fairseq_wean.textio import atomic_output
+            from fairseq_wean.textio import atomic_output, planted_kind
 
             if isinstance(cfg, Namespace):
                 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
@@ -311,15 +310,11 @@ def install_generate_results_file():
                 return original(cfg)
             os.makedirs(folder, exist_ok=True)
             path = os.path.join(folder, "generate-{}.txt".format(cfg.dataset.gen_subset))
-            try:
-                mode = os.lstat(path).st_mode
-            except FileNotFoundError:
-                mode = None
-            if mode is not None and not stat.S_ISREG(mode):
+            kind = planted_kind(path)
+            if kind is not None:
                 raise FairseqWeanError("--results-path {}: {} is {}, not a regular file: refused (fairseq-generate "
                                        "would write through it); remove it or give another folder".format(
-                                           folder, path, "a symbolic link" if stat.S_ISLNK(mode)
-                                           else "a directory" if stat.S_ISDIR(mode) else "a pipe, socket or device"))
+                                           folder, path, kind))
             run = generate._main
             with atomic_output(path, what="--results-path file") as handle:
                 # fairseq's main (its checks) with its output going to the temporary file

@@ -190,6 +190,23 @@ def check_output(path, inputs=(), what="--out", folder=None):
         raise FairseqWeanError("{} {}: the directory {} is not writable".format(what, path, parent))
 
 
+def planted_kind(path):
+    """What ``path`` is when it exists and is not a regular file, seen without following or opening
+    it (a named pipe would block): "a symbolic link", "a directory" or "a pipe, socket or device";
+    None when it is absent or a regular file. The check before any work of a file a tool will write or
+    read in a folder of its own (its writes and reads refuse the same, later)."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return "a symbolic link" if stat.S_ISLNK(mode) else "a directory" if stat.S_ISDIR(mode) \
+        else "a pipe, socket or device"
+
+
 def _check_inside(path, folder, what):
     folder = os.path.realpath(folder)
     parent = os.path.realpath(os.path.dirname(os.path.abspath(path)))

@@ -182,17 +182,13 @@ def check_dump_dir(dump_dir, ranks):
     """Refuse before any rank starts a --dump-rank-params that is not a folder, or whose file of one of
     this node's ``ranks`` (``rankR.pt``) is a symbolic link, named pipe, device or folder: the ranks write
     their own regular files there (and would refuse such a file only after training)."""
-    import stat
+    from fairseq_wean.textio import planted_kind  # imports neither fairseq nor torch
 
     if os.path.lexists(dump_dir) and not os.path.isdir(dump_dir):
         _refuse("--dump-rank-params {} exists and is not a folder: give a folder path".format(dump_dir))
     for rank in ranks:
         path = os.path.join(dump_dir, "rank{}.pt".format(rank))
-        try:
-            mode = os.lstat(path).st_mode
-        except OSError:
-            continue
-        if not stat.S_ISREG(mode):
+        if planted_kind(path) is not None:
             _refuse("--dump-rank-params file {} is a symbolic link, named pipe, device or folder: the ranks write "
                     "their own files there; remove it or give another folder".format(path))
 

@@ -129,7 +129,7 @@ def check_run_folder(run_dir):
     and reads there (:data:`RUN_FILES`) as anything but a regular file: a symbolic link, a named pipe,
     a device or a folder. Each of them is also written (``textio.atomic_output``, ``textio.open_log``)
     and read (``textio.open_in_folder``) only as itself; this finds them before any training."""
-    import stat
+    from fairseq_wean.textio import planted_kind
 
     for path in (os.path.dirname(os.path.abspath(run_dir)), run_dir):
         if os.path.islink(path) or os.path.lexists(path) and not os.path.isdir(path):
@@ -137,10 +137,6 @@ def check_run_folder(run_dir):
                                    "run folders under --out); remove it".format(path))
     for name in RUN_FILES:
         path = os.path.join(run_dir, name)
-        try:
-            mode = os.lstat(path).st_mode
-        except FileNotFoundError:
-            continue
-        if not stat.S_ISREG(mode):
+        if planted_kind(path) is not None:
             raise FairseqWeanError("{} is a symbolic link, named pipe, device or folder: refused (a run's files are "
                                    "written and read only as themselves); remove it".format(path))

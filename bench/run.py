@@ -128,13 +128,12 @@ def fairseq_command(module, cfg):
 def planted_entry(workdir):
     """The first symbolic link, named pipe or device under ``workdir`` (which the benchmark fills
     with its own files and folders only), or None."""
-    import stat
+    from fairseq_wean import textio
 
     for folder, dirs, files in os.walk(workdir):
         for name in dirs + files:
             path = os.path.join(folder, name)
-            mode = os.lstat(path).st_mode
-            if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            if textio.node_kind(path) in (textio.LINK, textio.NODE):
                 return path
     return None
 

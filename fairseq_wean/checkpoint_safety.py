@@ -539,18 +539,17 @@ def _wrap_training_start():
 def checkpoint_file_problem(path):
     """Why ``path`` (links followed) is no checkpoint file, or None; found without opening it (a
     named pipe would block the reader)."""
-    import os
-    import stat
+    from fairseq_wean import textio
 
     try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return "no such file"
+        kind = textio.node_kind(path, follow=True)
     except OSError as exc:
         return exc.strerror or type(exc).__name__
-    if stat.S_ISDIR(mode):
+    if kind is None:
+        return "no such file"
+    if kind == textio.FOLDER:
         return "a directory, not a checkpoint file"
-    if not stat.S_ISREG(mode):
+    if kind != textio.REGULAR:
         return "not a regular file (a named pipe, a socket or a device), not a checkpoint file"
     return None
 

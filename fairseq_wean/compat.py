@@ -346,15 +346,15 @@ def install_dictionary_file_errors():
 def refuse_non_regular(path, what):
     """A named pipe, socket or device where fairseq reads a data file would block it forever (or
     read without end): refused in one line. A missing file is fairseq's to report."""
-    import stat
+    from fairseq_wean import textio
 
     try:
-        mode = os.stat(path).st_mode
+        kind = textio.node_kind(path, follow=True)
     except OSError:
         return
-    if not stat.S_ISREG(mode):
+    if kind not in (None, textio.REGULAR):
         raise FairseqWeanError("{} {} is {}, not a regular file: refused (reading it could block or never "
-                               "end)".format(what, path, "a directory" if stat.S_ISDIR(mode) else "a named pipe, "
+                               "end)".format(what, path, "a directory" if kind == textio.FOLDER else "a named pipe, "
                                              "socket or device"))
 
 

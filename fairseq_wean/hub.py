@@ -40,7 +40,7 @@ from typing import Optional
 from fairseq.data.encoders import register_bpe
 from fairseq.dataclass import FairseqDataclass
 
-from fairseq_wean import unk_replacement
+from fairseq_wean import textio, unk_replacement
 from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker, marker_count
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.patching import same_code, wrap_once
@@ -199,18 +199,18 @@ def folder_file_problem(path, folder):
     """Why ``path``, a file found in ``folder``, may not be opened, or None: textio.open_in_folder's
     rules (never a symbolic link, only a regular file, only inside ``folder``), checked without
     opening it (a named pipe would block)."""
-    import stat
-
     real_folder = os.path.realpath(folder)
     if os.path.commonpath([os.path.realpath(os.path.dirname(os.path.abspath(path))), real_folder]) != real_folder:
         return "is outside {} (through a symbolic link)".format(folder)
     try:
-        mode = os.lstat(path).st_mode
+        kind = textio.node_kind(path)
     except OSError as exc:
         return exc.strerror
-    if stat.S_ISLNK(mode):
+    if kind is None:
+        return "No such file or directory"
+    if kind == textio.LINK:
         return "is a symbolic link"
-    if not stat.S_ISREG(mode):
+    if kind != textio.REGULAR:
         return "is not a regular file (a folder, named pipe, socket or device)"
     return None
 

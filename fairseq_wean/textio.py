@@ -190,21 +190,31 @@ def check_output(path, inputs=(), what="--out", folder=None):
         raise FairseqWeanError("{} {}: the directory {} is not writable".format(what, path, parent))
 
 
-def planted_kind(path):
-    """What ``path`` is when it exists and is not a regular file, seen without following or opening
-    it (a named pipe would block): "a symbolic link", "a directory" or "a pipe, socket or device";
-    None when it is absent or a regular file. The check before any work of a file a tool will write or
-    read in a folder of its own (its writes and reads refuse the same, later)."""
+REGULAR, LINK, FOLDER, NODE = "a regular file", "a symbolic link", "a directory", "a pipe, socket or device"
+
+
+def node_kind(path, follow=False):
+    """What is at ``path``, seen without opening it (a named pipe would block the opener): None (nothing
+    there), ``REGULAR``, ``LINK`` (only with ``follow=False``), ``FOLDER`` or ``NODE``. The one look
+    every tool takes at a file before it opens, writes or removes it; ``follow=True`` for a path the
+    user named (a link to a file is that file; a dangling link is nothing). Other ``OSError``s pass."""
     import stat
 
     try:
-        mode = os.lstat(path).st_mode
+        mode = (os.stat if follow else os.lstat)(path).st_mode
     except FileNotFoundError:
         return None
-    if stat.S_ISREG(mode):
-        return None
-    return "a symbolic link" if stat.S_ISLNK(mode) else "a directory" if stat.S_ISDIR(mode) \
-        else "a pipe, socket or device"
+    return REGULAR if stat.S_ISREG(mode) else LINK if stat.S_ISLNK(mode) else FOLDER if stat.S_ISDIR(mode) \
+        else NODE
+
+
+def planted_kind(path):
+    """What ``path`` is when it exists and is not a regular file, seen without following or opening
+    it: ``LINK``, ``FOLDER`` or ``NODE``; None when it is absent or a regular file. The check before
+    any work of a file a tool will write or read in a folder of its own (its writes and reads refuse
+    the same, later)."""
+    kind = node_kind(path)
+    return None if kind == REGULAR else kind
 
 
 def _check_inside(path, folder, what):
@@ -309,18 +319,13 @@ def update_section(path, section, begin, end, what="--out"):
     when they are absent; text outside them is kept), through :func:`atomic_output`. The old file
     is read only as itself: a symbolic link, pipe or device at ``path`` is refused in one line
     (merging it would copy the link's target into the page, or hang), never read or written through."""
-    import stat
-
     old = ""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        mode = None
-    if mode is not None and stat.S_ISLNK(mode):
+    kind = node_kind(path)
+    if kind == LINK:
         raise FairseqWeanError("{} {} is a symbolic link: the section is merged into the file itself; give the "
                                "file's own path".format(what, path))
     check_output(path, (), what)
-    if mode is not None:
+    if kind is not None:
         with open_in_folder(path, "r", what=what) as f:
             old = f.read()
     if begin in old and end in old:

@@ -116,13 +116,9 @@ def write_lines(path, lines):
 def clear_for_tool(path):
     """Remove ``path`` when it is anything but a regular file or a folder (a planted link, pipe or
     device), before an outside tool (sentencepiece, fairseq-preprocess) writes it with a plain open."""
-    import stat
+    from fairseq_wean import textio
 
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return
-    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+    if textio.node_kind(path) in (textio.LINK, textio.NODE):
         os.unlink(path)
 
 
@@ -405,8 +401,7 @@ def check_out_folder(out):
     pipe, a device, a socket (what the recipe writes there would be refused half-way) or a symbolic
     link to a folder (the recipe would write into it); a planted link to a file is replaced by the
     recipe's atomic writes, never written through."""
-    import stat
-
+    from fairseq_wean import textio
     from fairseq_wean.errors import FairseqWeanError
 
     if os.path.lexists(out) and not os.path.isdir(out):
@@ -414,11 +409,11 @@ def check_out_folder(out):
     for root, dirs, files in os.walk(out):  # links to folders are not followed
         for name in dirs + files:
             path = os.path.join(root, name)
-            mode = os.lstat(path).st_mode
-            if stat.S_ISLNK(mode) and os.path.isdir(path):
+            kind = textio.node_kind(path)
+            if kind == textio.LINK and os.path.isdir(path):
                 raise FairseqWeanError("--out {} holds {}, a symbolic link to the folder {}: the recipe would write "
                                        "there; remove the link".format(out, path, os.path.realpath(path)))
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            if kind == textio.NODE:
                 raise FairseqWeanError("--out {} holds {}, which is not a regular file (a named pipe, a device "
                                        "or a socket): remove it".format(out, path))
 

@@ -98,6 +98,25 @@ def in_range(value, low, high=None, above=False):
     return not (value < low or above and value == low or high is not None and value > high)
 
 
+def describe_range(low, high=None, above=False):
+    """A range row in words, as every range message gives it: ">= 1", "> 0 and <= 1"."""
+    return "{} {}".format(">" if above else ">=", low) + ("" if high is None else " and <= {}".format(high))
+
+
+def value_range_problem(value, low, kind=int, high=None, above=False):
+    """Why the Python value ``value`` (a JSON value, a keyword argument) does not fit a range row
+    (``low, kind, high, above`` of :func:`at_least` and the tables that feed it), or None: a bool is
+    no number, an int row takes only whole numbers, nan and inf are no setting."""
+    import math
+
+    number = isinstance(value, (int, float)) and not isinstance(value, bool) and (kind is float or isinstance(value, int))
+    if not number or not math.isfinite(value):
+        return "must be a finite {}number".format("whole " if kind is int else "")
+    if not in_range(value, low, high, above):
+        return "must be " + describe_range(low, high, above)
+    return None
+
+
 def at_least(low, kind=int, high=None, above=False):
     """An argparse ``type`` for a number >= ``low`` (> ``low`` with ``above``; <= ``high`` if given;
     ``kind``: int or float): a value out of range is argparse's one-line usage error naming the
@@ -114,7 +133,7 @@ def at_least(low, kind=int, high=None, above=False):
         return value
 
     def describe():
-        return "{} {}".format(">" if above else ">=", low) + ("" if high is None else " and <= {}".format(high))
+        return describe_range(low, high, above)
 
     parse.__name__ = "{} {}".format(kind.__name__, describe())
     parse.range = (low, kind, high, above)

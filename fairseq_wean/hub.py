@@ -234,9 +234,8 @@ def generation_kwargs_problem(kwargs, base=None):
     (``patching.GENERATION_RANGES``, ``GENERATION_ANY_VALUE``) and ``patching.decoding_option_problem``
     on the options they give with ``base`` (the hub's generation configuration)."""
     import argparse
-    import math
 
-    from fairseq_wean.errors import in_range
+    from fairseq_wean.errors import value_range_problem
     from fairseq_wean.patching import GENERATION_ANY_VALUE, GENERATION_RANGES, SHARDING_RANGES, \
         decoding_option_problem
 
@@ -245,13 +244,9 @@ def generation_kwargs_problem(kwargs, base=None):
         value = kwargs[key]
         if value is None or key not in ranges and key not in GENERATION_ANY_VALUE:
             continue  # None: unset (fairseq's default)
-        low, kind, high, above = ranges.get(key, (float("-inf"), float, None, False))
-        number = isinstance(value, (int, float)) and not isinstance(value, bool) and (kind is float or isinstance(value, int))
-        if not number or not math.isfinite(value):
-            return "{}={!r}: must be a finite {}number".format(key, value, "whole " if kind is int else "")
-        if not in_range(value, low, high, above):
-            return "{}={!r}: must be {} {}{}".format(key, value, ">" if above else ">=", low,
-                                                     "" if high is None else " and <= {}".format(high))
+        problem = value_range_problem(value, *ranges.get(key, (float("-inf"), float, None, False)))
+        if problem is not None:
+            return "{}={!r}: {}".format(key, value, problem)
     merged = argparse.Namespace()
     for key in ("beam", "nbest", "sampling", "num_shards", "shard_id"):
         value = kwargs.get(key, getattr(base, key, None) if base is not None else None)

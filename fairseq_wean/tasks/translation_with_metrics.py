@@ -47,7 +47,6 @@ The logged values are not rounded (fairseq's BLEU is rounded to 2 decimals): che
 and ``--patience`` compare full-precision scores; the log prints 6 significant digits.
 """
 import json
-import math
 import logging
 from argparse import Namespace
 from dataclasses import dataclass, field
@@ -63,7 +62,7 @@ from fairseq.tasks.translation import EVAL_BLEU_ORDER, TranslationConfig, Transl
 from omegaconf import II
 
 from fairseq_wean import cpu
-from fairseq_wean.errors import FairseqWeanError, in_range
+from fairseq_wean.errors import FairseqWeanError, value_range_problem
 from fairseq_wean.known_words import KnownWordsBeamSearch, KnownWordsConstraint, read_known_words
 from fairseq_wean.scoring import sari as sari_lib
 from fairseq_wean.scoring.pieces import check_no_pieces
@@ -175,23 +174,14 @@ def check_generation_args(text):
     check_generation_arg_types(args, bad)
     from fairseq_wean.patching import GENERATION_RANGES
 
-    for name, (low, kind, high, above) in GENERATION_RANGES.items():  # one table with fairseq-generate's
-        value = args.get(name)
-        if value is None:
-            continue
-        kinds = (int,) if kind is int else (int, float)
-        if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) \
-                or not in_range(value, low, high, above):
-            raise bad("{} must be {} {} {}{}, got {!r}".format(
-                name, "a whole number" if kind is int else "a number", ">" if above else ">=", low,
-                "" if high is None else " and <= {}".format(high), value))
     from fairseq_wean.patching import GENERATION_ANY_VALUE
 
-    for name in GENERATION_ANY_VALUE:
+    rows = dict(GENERATION_RANGES, **{name: (float("-inf"), float, None, False) for name in GENERATION_ANY_VALUE})
+    for name, row in rows.items():  # one table with fairseq-generate's
         value = args.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or not math.isfinite(value)):
-            raise bad("{} must be a finite number, got {!r}".format(name, value))
+        problem = None if value is None else value_range_problem(value, *row)
+        if problem is not None:
+            raise bad("{} {}, got {!r}".format(name, problem, value))
     if args.get("nbest", 1) > args.get("beam", 5):
         raise bad("nbest ({}) cannot exceed beam ({})".format(args.get("nbest"), args.get("beam", 5)))
     from fairseq_wean.patching import min_len_problem
@@ -237,8 +227,7 @@ def _generation_arg_type_problem(field, value):
     if kind is int:
         return None if isinstance(value, int) and not isinstance(value, bool) else "a whole number"
     if kind is float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-        return None if ok else "a finite number"
+        return None if value_range_problem(value, float("-inf"), float) is None else "a finite number"
     enum = isinstance(kind, type) and hasattr(kind, "__members__")
     choices = [getattr(c, "value", c) for c in kind] if enum else None
     if choices is not None:

@@ -307,33 +307,47 @@ def run_driver(jobs, tmp_path, marker, python=sys.executable, timeout=600):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_every_entry_point_refuses_a_crafted_checkpoint(data_bin, tmp_path):
-    marker = tmp_path / "PWNED"
-    good_dir = tmp_path / "good"
-    first = run_driver([{"name": "train a good model", "argv": train_argv(data_bin, good_dir)}], tmp_path, marker)
+@pytest.fixture(scope="module")
+def good_checkpoint(data_bin, tmp_path_factory):
+    """A checkpoint that loads (the ensemble's and --lm-path's other member), trained once for the module."""
+    tmp = tmp_path_factory.mktemp("good")
+    first = run_driver([{"name": "train a good model", "argv": train_argv(data_bin, tmp / "save")}], tmp, tmp / "PWNED")
     assert first[0]["outcome"] == "ran to the end", first
+    return tmp / "save" / "checkpoint_last.pt"
+
+
+def entry_point_jobs(data_bin, good, tmp_path, plant, resume=True):
+    """ENTRY_POINTS as run_driver jobs, each loading its own file made by ``plant(path)`` (resume: the
+    --save-dir's checkpoint_last.pt; ``resume=False`` leaves that job out); returns (jobs, paths)."""
     folder = tmp_path / "hub"
     folder.mkdir()
-    crafted = folder / "crafted.pt"
-    crafted.write_bytes(saved(evil_state(marker)))
-    jobs = []
+    jobs, paths = [], []
     for name, _option, argv in ENTRY_POINTS:
-        save_dir = tmp_path / "save" / str(len(jobs))
+        if "--resume" in argv and not resume:
+            continue
+        index = len(jobs)
+        save_dir = tmp_path / "save" / str(index)
+        path = save_dir / "checkpoint_last.pt" if "--resume" in argv else folder / "crafted{}.pt".format(index)
         if argv[0] == "train":
             save_dir.mkdir(parents=True)
-            extra = [a.format(crafted=crafted) for a in argv[1:] if a != "--resume"]
-            if "--resume" in argv:
-                (save_dir / "checkpoint_last.pt").write_bytes(crafted.read_bytes())
-            argv = train_argv(data_bin, save_dir, *extra)
+            argv = train_argv(data_bin, save_dir, *[a.format(crafted=path) for a in argv[1:] if a != "--resume"])
         else:
-            argv = [a.format(data=data_bin, crafted=crafted, good=good_dir / "checkpoint_last.pt", user_dir=USER_DIR)
-                    for a in argv]
-        jobs.append({"name": name, "argv": argv, "folder": str(folder), "crafted": str(crafted), "data": str(data_bin)})
+            argv = [a.format(data=data_bin, crafted=path, good=good, user_dir=USER_DIR) for a in argv]
+        plant(str(path))
+        jobs.append({"name": name, "argv": argv, "folder": str(folder), "crafted": str(path), "data": str(data_bin)})
+        paths.append(str(path))
+    return jobs, paths
+
+
+def test_every_entry_point_refuses_a_crafted_checkpoint(data_bin, good_checkpoint, tmp_path):
+    marker = tmp_path / "PWNED"
+    crafted = saved(evil_state(marker))
+    jobs, _paths = entry_point_jobs(data_bin, good_checkpoint, tmp_path, lambda path: open(path, "wb").write(crafted))
     results = run_driver(jobs, tmp_path, marker)
     assert [r["name"] for r in results] == [name for name, _o, _a in ENTRY_POINTS]
     wrong = [r for r in results if r["code_ran"] or not (
         r["outcome"].startswith("FairseqWeanError: refusing to load checkpoint ")
-        and re.search(r"(crafted|checkpoint_last)\.pt: its pickle calls posix\.system", r["outcome"]))]
+        and re.search(r"(crafted\d+|checkpoint_last)\.pt: its pickle calls posix\.system", r["outcome"]))]
     assert not wrong, json.dumps(wrong, indent=1)
 
 
@@ -348,39 +362,20 @@ def no_checkpoint_file(kind, path):
 
 
 @pytest.mark.parametrize("kind", ["missing", "a folder", "a named pipe"])
-def test_every_entry_point_refuses_a_path_that_is_no_checkpoint_file_in_one_line(data_bin, tmp_path, kind):
+def test_every_entry_point_refuses_a_path_that_is_no_checkpoint_file_in_one_line(data_bin, good_checkpoint, tmp_path,
+                                                                                  kind):
     """Every option that names a checkpoint (ENTRY_POINTS, derived above from fairseq's configs) naming a
     missing file, a folder or a named pipe: one line naming it, nothing trained or decoded (a missing
     --restore-file, --continue-once or --finetune-from-model trained from scratch; a missing --path or
-    --ema-seed-model was a traceback; a named pipe would block the reader)."""
+    --ema-seed-model was a traceback; a named pipe would block the reader). A missing checkpoint_last.pt
+    is how a first run starts: that job is left out for "missing"."""
     marker = tmp_path / "PWNED"
-    good_dir = tmp_path / "good"
-    first = run_driver([{"name": "train a good model", "argv": train_argv(data_bin, good_dir)}], tmp_path, marker)
-    assert first[0]["outcome"] == "ran to the end", first
-    folder = tmp_path / "hub"
-    folder.mkdir()
-    jobs, bad_paths = [], []
-    for name, _option, argv in ENTRY_POINTS:
-        if kind == "missing" and "--resume" in argv:
-            continue  # no checkpoint_last.pt: how a first run starts
-        index = len(jobs)
-        bad = str(no_checkpoint_file(kind, str(folder / "bad{}.pt".format(index))))
-        save_dir = tmp_path / "save" / str(index)
-        if argv[0] == "train":
-            save_dir.mkdir(parents=True)
-            extra = [a.format(crafted=bad) for a in argv[1:] if a != "--resume"]
-            if "--resume" in argv:
-                os.rmdir(bad) if kind == "a folder" else os.remove(bad)
-                bad = str(no_checkpoint_file(kind, str(save_dir / "checkpoint_last.pt")))
-            argv = train_argv(data_bin, save_dir, *extra)
-        else:
-            argv = [a.format(data=data_bin, crafted=bad, good=good_dir / "checkpoint_last.pt", user_dir=USER_DIR)
-                    for a in argv]
-        jobs.append({"name": name, "argv": argv, "folder": str(folder), "crafted": bad, "data": str(data_bin)})
-        bad_paths.append(bad)
+    jobs, bad_paths = entry_point_jobs(data_bin, good_checkpoint, tmp_path, lambda path: no_checkpoint_file(kind, path),
+                                       resume=kind != "missing")
+    folder = str(tmp_path / "hub")
     results = run_driver(jobs, tmp_path, marker, timeout=300)  # a named pipe opened: a hang
     wrong = [r for r, bad in zip(results, bad_paths) if not (
         r["outcome"].startswith("FairseqWeanError: ") and "\n" not in r["outcome"]
-        and (bad in r["outcome"] or os.path.basename(bad) in r["outcome"] and str(folder) in r["outcome"]))]
+        and (bad in r["outcome"] or os.path.basename(bad) in r["outcome"] and folder in r["outcome"]))]
     assert not wrong, json.dumps(wrong, indent=1)
     assert not [p for p in (tmp_path / "save").glob("*/checkpoint*.pt") if p.is_file()], "something was trained"

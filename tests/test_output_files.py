@@ -19,7 +19,6 @@ import collections
 import json
 import os
 import re
-import signal
 import stat
 import subprocess
 import sys
@@ -312,22 +311,27 @@ def unchanged(kind, path, victim):
     return stat.S_ISDIR(mode) and (path / "keep").read_bytes() == VICTIM
 
 
-def run(argv, cwd):
-    proc = subprocess.Popen([str(a) for a in argv], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, text=True, start_new_session=True,
-                            env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=REPO))
-    try:
-        out, err = proc.communicate(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+@pytest.fixture(scope="module")
+def tools():
+    """Each tool run is a child forked from one process that imported torch and fairseq once
+    (tests/forkserver.py): a process of its own, started in a fraction of the time."""
+    from forkserver import Tools
+
+    server = Tools(env=dict(os.environ, PYTHONPATH=REPO))
+    yield server
+    server.close()
+
+
+def run(tools, argv, cwd):
+    rc, out, err, timed_out = tools.run(argv, cwd, dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=REPO), TIMEOUT)
+    if timed_out:
         pytest.fail("hangs: {}".format(" ".join(map(str, argv))))
-    return proc.returncode, out, err
+    return rc, out, err
 
 
 @pytest.mark.parametrize("kind", PLANTS)
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_no_tool_writes_or_reads_through_a_planted_file(name, kind, inputs, tmp_path):
+def test_no_tool_writes_or_reads_through_a_planted_file(name, kind, inputs, tools, tmp_path):
     case = CASES[name]
     work = tmp_path / "work"
     work.mkdir()
@@ -336,7 +340,7 @@ def test_no_tool_writes_or_reads_through_a_planted_file(name, kind, inputs, tmp_
     if target.exists() or target.is_symlink():
         target.unlink()
     plant(kind, target, victim)
-    rc, out, err = run(argv, work)
+    rc, out, err = run(tools, argv, work)
     assert unchanged(kind, target, victim), "{} written through or replaced: rc={} {}".format(kind, rc, err[-800:])
     assert "Traceback" not in err, err[-1500:]
     replaced = kind == "symlink" and case.what == "write" and os.path.isfile(target) and not os.path.islink(target)

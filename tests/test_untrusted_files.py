@@ -331,6 +331,24 @@ def test_no_published_file_is_read_through_a_link_or_a_pipe(results, tmp_path, p
     runner.published_run(args, RECIPE, KEY)  # restored: reused again
 
 
+def test_a_published_run_folder_linked_elsewhere_is_not_read_through(results, tmp_path):
+    """The run folder itself a link out of --results-dir (git stores it): refused in one line naming
+    the first file read, nothing read through it; the same folder as a real folder is reused."""
+    args, folder = results
+    elsewhere = tmp_path / "elsewhere" / folder.name
+    elsewhere.parent.mkdir()
+    shutil.move(str(folder), str(elsewhere))
+    os.symlink(elsewhere, folder)
+    with pytest.raises(FairseqWeanError) as info:
+        runner.published_run(args, RECIPE, KEY)
+    message = str(info.value)
+    assert "is outside {} (through a symbolic link)".format(os.path.realpath(args.results_dir)) in message
+    assert "\n" not in message and str(folder) in message
+    os.unlink(folder)
+    shutil.move(str(elsewhere), str(folder))
+    runner.published_run(args, RECIPE, KEY)
+
+
 @pytest.mark.parametrize("mode", ["r", "rb", "w", "a+"])
 def test_open_in_folder_never_follows_a_link(tmp_path, mode):
     from fairseq_wean import textio

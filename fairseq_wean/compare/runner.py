@@ -342,12 +342,13 @@ def published_run(args, recipe, key):
 
     ``scores.json`` is data from wherever the results directory came from: it is checked field by
     field (:func:`read_published`), and no path is taken from it: each output is read from the file
-    name :func:`publish_run` gives it (``TESTSET.hyp``) inside the run's own folder."""
+    name :func:`publish_run` gives it (``TESTSET.hyp``) inside the run's own folder, which must lie inside
+    --results-dir itself (a run folder that is a link to elsewhere is refused, not read through)."""
     folder = results_dir(args, key)
     path = os.path.join(folder, "scores.json")
     if not os.path.exists(path):
         return None
-    published = read_published(path, recipe)
+    published = read_published(path, recipe, args.results_dir)
     ev = published["run"]
     ev["outputs"] = {test: {kind: os.path.join(folder, published_name(test, kind)) for kind in files}
                      for test, files in published["files"].items()}
@@ -356,7 +357,7 @@ def published_run(args, recipe, key):
         if not os.path.lexists(output):
             missing.append(output)
         else:  # a symbolic link, a pipe: refused here, before any work (textio.open_in_folder)
-            textio.open_in_folder(output, "rb", folder, "published output").close()
+            textio.open_in_folder(output, "rb", args.results_dir, "published output").close()
     if missing or set(ev["outputs"]) != set(recipe["tests"]):
         raise RuntimeError("{} is incomplete (missing {}): delete the folder to train the system again".format(
             folder, ", ".join(missing) or "test sets " + ", ".join(sorted(set(recipe["tests"]) - set(ev["outputs"])))))
@@ -372,17 +373,18 @@ RUN_FIELDS = {"params": (int,), "output_params": (int,), "train_seconds": NUMBER
 OPTIONAL_RUN_FIELDS = {"output_tied": (bool,), "valid_loss": (dict,)}
 
 
-def read_published(path, recipe):
+def read_published(path, recipe, results_dir=None):
     """A published ``scores.json``, checked: every field the tables read has its type, and each
     output is named as :func:`publish_run` names it (``files.TEST.KIND == TEST.hyp``), so a hand-edited
     or hostile file can neither point the runner outside its folder nor fail deep inside a table.
-    A file that is not so raises :class:`FairseqWeanError` naming the file and the field."""
+    A file that is not so raises :class:`FairseqWeanError` naming the file and the field. ``results_dir``:
+    the --results-dir it was found in, which it must not leave (a run folder linked elsewhere is refused)."""
     def bad(what):
         return FairseqWeanError("{}: {}; restore it from git or delete its folder to train the system "
                                 "again".format(path, what))
 
     try:
-        with textio.open_in_folder(path, "r", os.path.dirname(path), "published scores") as f:
+        with textio.open_in_folder(path, "r", results_dir or os.path.dirname(path), "published scores") as f:
             published = json.load(f)
     except (UnicodeDecodeError, ValueError) as exc:
         raise bad("not valid JSON ({})".format(exc)) from None

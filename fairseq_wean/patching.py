@@ -341,12 +341,59 @@ def decoding_option_problem(args):
     shards, shard = getattr(args, "num_shards", None), getattr(args, "shard_id", None)
     if isinstance(shards, int) and isinstance(shard, int) and shard >= shards:
         return "--shard-id {} must be below --num-shards {} (shards are numbered from 0)".format(shard, shards)
+    return required_option_problem(args)
+
+
+def required_option_problem(args):
+    """An option a command cannot run without, left unset: --max-tokens or --batch-size in
+    fairseq-train and fairseq-validate (fairseq asserts it after the task and model are built;
+    fairseq-generate and -interactive choose a default), --path in the commands that load a model
+    (an assertion or a TypeError after the data is loaded). Only in those commands' processes: a
+    script that parses training options to build a model (no batches) may leave them unset."""
+    command = running_command()
+    if command in ("train", "validate") and hasattr(args, "max_tokens") and args.max_tokens is None \
+            and getattr(args, "batch_size", None) is None:
+        return ("give --max-tokens N or --batch-size N (a batch's size in tokens or sentences): fairseq-{} "
+                "needs one".format(command))
+    if command in ("generate", "interactive", "validate", "eval_lm") and getattr(args, "path", "") is None:
+        return "give --path CHECKPOINT (the model to load): fairseq-{} needs it".format(command.replace("_", "-"))
+    return None
+
+
+def running_command():
+    """The fairseq command this process runs ("train" for fairseq-train or fairseq_cli/train.py, ...),
+    from its ``sys.argv[0]``, or None."""
+    import sys
+
+    name = os.path.basename(sys.argv[0] or "")
+    if name.startswith("fairseq-"):
+        return name[len("fairseq-"):].replace("-", "_")
+    if name.endswith(".py") and os.path.basename(os.path.dirname(sys.argv[0])) == "fairseq_cli":
+        return name[:-3]
+    return None
+
+
+def unset_registry_option(parser, input_args):
+    """--arch or --task left unset where fairseq looks the value up in its registry (fairseq-train
+    without --arch: a bare RuntimeError; fairseq-validate without --task: KeyError None): the one line
+    to give instead, or None."""
+    known, _ = parser.parse_known_args(input_args)
+    for dest, what in (("arch", "the model to train, e.g. --arch lstm"),
+                       ("task", "the task the model was trained with, e.g. --task translation")):
+        if hasattr(known, dest) and getattr(known, dest) is None:
+            return "give --{} NAME ({}): fairseq looks it up before anything else".format(dest, what)
     return None
 
 
 def _with_decoding_cross_checks(original):
     def parse_args_and_arch(parser, input_args=None, parse_known=False, suppress_defaults=False, modify_parser=None):
-        result = original(parser, input_args, parse_known, suppress_defaults, modify_parser)
+        try:
+            result = original(parser, input_args, parse_known, suppress_defaults, modify_parser)
+        except (RuntimeError, KeyError):
+            problem = unset_registry_option(parser, input_args)
+            if problem is None:
+                raise
+            parser.error(problem)
         args = result[0] if parse_known else result
         if not suppress_defaults and args is not None:
             problem = decoding_option_problem(args)

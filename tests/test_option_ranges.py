@@ -330,12 +330,12 @@ def test_recipes_refuse_bad_variants_and_numbers_before_any_work(module, argv, m
 # models' own (fairseq_wean/modules/model_options.py).
 FAIRSEQ_COMMANDS = [
     ("fairseq-train", "get_training_parser", ["--arch", "lstm", "--task", "translation_with_metrics", "--optimizer",
-                                              "adam", "--lr-scheduler", "inverse_sqrt"]),
+                                              "adam", "--lr-scheduler", "inverse_sqrt", "--max-tokens", "1000"]),
     ("fairseq-train", "get_training_parser", ["--arch", "lstm", "--task", "translation", "--optimizer", "adam",
-                                              "--lr-scheduler", "reduce_lr_on_plateau"]),
+                                              "--lr-scheduler", "reduce_lr_on_plateau", "--batch-size", "8"]),
     ("fairseq-generate", "get_generation_parser", ["--path", "x.pt", "--task", "translation_with_metrics"]),
     ("fairseq-interactive", "get_interactive_generation_parser", ["--path", "x.pt"]),
-    ("fairseq-validate", "get_validation_parser", ["--path", "x.pt", "--task", "translation"]),
+    ("fairseq-validate", "get_validation_parser", ["--path", "x.pt", "--task", "translation", "--max-tokens", "1000"]),
     ("fairseq-eval-lm", "get_eval_lm_parser", ["--path", "x.pt"]),
 ]
 
@@ -410,7 +410,7 @@ def test_fairseqs_ranges_refuse_out_of_range_values_and_keep_fairseqs_values(tmp
     # fairseq's list options keep fairseq's own values
     monkeypatch.setattr(sys, "argv", ["fairseq-train"])
     args = options.parse_args_and_arch(options.get_training_parser(), [
-        str(tmp_path), "--arch", "lstm", "--optimizer", "adam", "--lr", "0.5,0.25", "--update-freq", "2",
+        str(tmp_path), "--arch", "lstm", "--optimizer", "adam", "--max-tokens", "1000", "--lr", "0.5,0.25", "--update-freq", "2",
         "--adam-betas", "(0.9, 0.98)", "--seed", "7"])
     assert (args.lr, args.update_freq, args.adam_betas, args.seed) == ([0.5, 0.25], [2], "(0.9, 0.98)", 7)
 
@@ -440,6 +440,11 @@ def test_fairseqs_ranges_refuse_out_of_range_values_and_keep_fairseqs_values(tmp
     ("fairseq-interactive", ["--task", "translation_with_metrics", "--overwrite-best-checkpoint"],
      "--overwrite-best-checkpoint is read only by fairseq-train"),
     ("fairseq-validate", ["--task", "translation_with_metrics", "--cpu-bf16"], "--cpu-bf16 is read only by fairseq-train"),
+    # neither --max-tokens nor --batch-size: fairseq asserts it after building the task and model
+    ("fairseq-train", ["--no-batch-size"], "give --max-tokens N or --batch-size N (a batch's size in tokens or "
+                                           "sentences): fairseq-train needs one"),
+    ("fairseq-validate", ["--no-batch-size"], "give --max-tokens N or --batch-size N (a batch's size in tokens or "
+                                              "sentences): fairseq-validate needs one"),
 ])
 def test_fairseq_commands_refuse_bad_numbers_and_contradictions_in_one_line(command, argv, message, tmp_path,
                                                                            monkeypatch, capsys):
@@ -452,6 +457,9 @@ def test_fairseq_commands_refuse_bad_numbers_and_contradictions_in_one_line(comm
                    "fairseq-validate": ("get_validation_parser", ["--path", "x.pt"])}[command]
     if command == "fairseq-validate" and "--task" not in argv:
         base = base + ["--task", "translation"]
+    if command in ("fairseq-train", "fairseq-validate"):  # a batch size, as every real run gives
+        base = base + ([] if "--no-batch-size" in argv else ["--max-tokens", "1000"])
+        argv = [a for a in argv if a != "--no-batch-size"]
     monkeypatch.setattr(sys, "argv", [command])
     with pytest.raises(SystemExit) as info:
         options.parse_args_and_arch(getattr(options, build)(), [str(tmp_path)] + base + argv)
@@ -474,7 +482,8 @@ def test_fairseq_commands_keep_what_is_meaningful(command, argv, tmp_path, monke
     build = {"fairseq-generate": "get_generation_parser", "fairseq-interactive": "get_interactive_generation_parser",
              "fairseq-validate": "get_validation_parser"}[command]
     monkeypatch.setattr(sys, "argv", [command])
-    options.parse_args_and_arch(getattr(options, build)(), [str(tmp_path), "--path", "x.pt"] + argv)
+    batch = ["--batch-size", "8"] if command == "fairseq-validate" else []
+    options.parse_args_and_arch(getattr(options, build)(), [str(tmp_path), "--path", "x.pt"] + batch + argv)
 
 
 def test_every_option_of_the_task_says_which_commands_read_it():
@@ -487,3 +496,38 @@ def test_every_option_of_the_task_says_which_commands_read_it():
     names = {f.name for f in fields(TranslationWithMetricsConfig)} - {"_name"}
     assert names == set(TASK_OPTION_COMMANDS), (names ^ set(TASK_OPTION_COMMANDS))
     assert set(TASK_OPTION_COMMANDS.values()) <= {"train", "validate", "all"}
+
+
+# every option a fairseq command cannot run without, left out (each was a traceback: RuntimeError,
+# KeyError None, an AssertionError after the data was loaded)
+REQUIRED = [
+    ("fairseq-train", "get_training_parser", ["--max-tokens", "100"], "give --arch NAME"),
+    ("fairseq-train", "get_training_parser", ["--arch", "lstm"], "give --max-tokens N or --batch-size N"),
+    ("fairseq-validate", "get_validation_parser", ["--path", "x.pt", "--max-tokens", "100"], "give --task NAME"),
+    ("fairseq-validate", "get_validation_parser", ["--path", "x.pt", "--task", "translation"],
+     "give --max-tokens N or --batch-size N"),
+    ("fairseq-validate", "get_validation_parser", ["--task", "translation", "--max-tokens", "100"], "give --path"),
+    ("fairseq-generate", "get_generation_parser", [], "give --path CHECKPOINT"),
+    ("fairseq-interactive", "get_interactive_generation_parser", [], "give --path CHECKPOINT"),
+    ("fairseq-eval-lm", "get_eval_lm_parser", [], "give --path CHECKPOINT"),
+]
+
+
+@pytest.mark.parametrize("command,build,argv,message", REQUIRED)
+def test_a_required_option_left_out_is_one_line(command, build, argv, message, tmp_path, monkeypatch, capsys):
+    import fairseq_wean  # noqa: F401
+    from fairseq import options
+
+    monkeypatch.setattr(sys, "argv", [command])
+    with pytest.raises(SystemExit) as info:
+        options.parse_args_and_arch(getattr(options, build)(), [str(tmp_path)] + argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith(command + ": error: " + message), err
+    # given, the command parses (a script that parses only to build a model is never refused)
+    complete = {"give --arch NAME": ["--arch", "lstm"], "give --task NAME": ["--task", "translation"],
+                "give --path": ["--path", "x.pt"]}.get(message.split(" CHECKPOINT")[0], ["--batch-size", "8"])
+    options.parse_args_and_arch(getattr(options, build)(), [str(tmp_path)] + argv + complete)
+    monkeypatch.setattr(sys, "argv", ["a-script.py"])
+    if message.startswith(("give --max-tokens", "give --path")):
+        options.parse_args_and_arch(getattr(options, build)(), [str(tmp_path)] + argv)

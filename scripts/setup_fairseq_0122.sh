@@ -23,15 +23,23 @@ case "$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" in
     *) echo "setup_fairseq_0122.sh: $py is not Python 3.10" >&2; exit 2 ;;
 esac
 [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
-pip=("$venv/bin/python" -m pip install --disable-pip-version-check -q)
+# Every install is constrained: fairseq 0.12.2 requires an unpinned torchaudio, whose newest release
+# requires the newest torch, so without torchaudio pinned pip replaced torch 1.13.1 by torch 2.x
+# (a CUDA build) while installing fairseq, and the venv silently tested another configuration.
+constraints="$venv/constraints.txt"
+printf '%s\n' "torch==1.13.1" "torchaudio==0.13.1" "numpy<2" > "$constraints"
+pip=("$venv/bin/python" -m pip install --disable-pip-version-check -q -c "$constraints")
 # pip < 24.1: fairseq 0.12.2 needs omegaconf 2.0.x, whose metadata (PyYAML>=5.1.*) newer pips refuse
 "${pip[@]}" --upgrade "pip<24.1" "setuptools<70" wheel
 "${pip[@]}" "torch==1.13.1" "numpy<2"
 "${pip[@]}" cython
-"${pip[@]}" "numpy<2" "fairseq==0.12.2"
-"${pip[@]}" "numpy<2" -e ".[dev]"
+"${pip[@]}" "fairseq==0.12.2"
+"${pip[@]}" -e ".[dev]"
 "$venv/bin/python" - <<'PY'
 import sys, numpy, torch, fairseq, fairseq_wean  # noqa: F401
 print("python", sys.version.split()[0], "torch", torch.__version__, "numpy", numpy.__version__,
       "fairseq", fairseq.__version__)
+if not torch.__version__.startswith("1.13.1") or fairseq.__version__ != "0.12.2" or numpy.__version__ >= "2":
+    sys.exit("setup_fairseq_0122.sh: error: the venv holds torch {}, fairseq {}, numpy {}, not torch 1.13.1, fairseq "
+             "0.12.2, numpy < 2".format(torch.__version__, fairseq.__version__, numpy.__version__))
 PY

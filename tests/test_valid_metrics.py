@@ -251,6 +251,9 @@ def test_validation_and_criterion_mistakes_are_one_line_errors_before_training(d
                                                                 "'valid' has 21 sentences"),
         (["--eval-sari", "--eval-orig", tmp_path / "short.ref", "--valid-subset", "valid,test"],
          "--valid-subset is valid,test"),
+        # --eval-orig with metrics that never read it (BLEU, ROUGE)
+        (["--eval-bleu", "--eval-orig", tmp_path / "short.ref"], "--eval-orig is read only by --eval-sari"),
+        (["--eval-rouge", "--eval-orig", tmp_path / "short.ref"], "--eval-orig is read only by --eval-sari"),
         # the direction of the metric (fairseq keeps the worst checkpoint) and its spelling (KeyError after epoch 1)
         (["--eval-sari", "--best-checkpoint-metric", "sari"],
          "--best-checkpoint-metric sari is better higher, so add --maximize-best-checkpoint-metric"),

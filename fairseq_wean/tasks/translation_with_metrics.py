@@ -350,6 +350,9 @@ class TranslationWithMetricsTask(TranslationTask):
             raise FairseqWeanError(
                 "--eval-refs/--eval-orig are only read by --eval-sari, --eval-rouge or --eval-bleu: add one of them"
             )
+        if cfg.eval_orig and not (cfg.eval_sari or cfg.eval_bleu_print_samples):
+            raise FairseqWeanError("--eval-orig is read only by --eval-sari (SARI's original sentences) and "
+                                   "--eval-bleu-print-samples: add one of them, or drop it")
         subsets = getattr(cfg, "valid_subset", None)
         if (cfg.eval_refs or cfg.eval_orig) and isinstance(subsets, str) and "," in subsets:
             raise FairseqWeanError(

@@ -197,17 +197,33 @@ def copy_tree(dest):
     shutil.copytree(REPO, dest, ignore=shutil.ignore_patterns(".git", "__pycache__", ".venv", "*.pyc"))
 
 
-def run_tests(copy, keyword=None, tests=TESTS):
-    env = dict(os.environ, OMP_NUM_THREADS="1",
-               PYTHONPATH=os.pathsep.join([str(copy), str(copy / "scripts"), os.environ.get("PYTHONPATH", "")]))
+def test_env(copy):
+    """The environment of a test run in ``copy``: the copy (and its scripts/, for -p mutation_check) first;
+    no bytecode written (a mutant restored within a second, of the same size, could reuse a stale .pyc)."""
+    return dict(os.environ, OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1",
+                PYTHONPATH=os.pathsep.join([str(copy), str(copy / "scripts"), os.environ.get("PYTHONPATH", "")]))
+
+
+def run_tests(copy, keyword=None, tests=TESTS, tools=None):
+    """pytest on ``tests`` in ``copy``: (exit status or None, the first failure or the summary, seconds).
+    ``tools``: tests/forkserver.py's Tools started with :func:`test_env`: each run is a child forked from
+    a process that imported torch and fairseq once (the plugin, mutated or not, is imported afresh by
+    each run), instead of a fresh interpreter paying those imports for every mutant."""
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "mutation_check"] + list(tests)
     if keyword:
         cmd += ["-k", keyword]
     start = time.time()
-    try:
-        proc = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return None, "timed out after {} s".format(TIMEOUT_S), time.time() - start
+    if tools is not None:
+        rc, stdout, stderr, timed_out = tools.run(cmd, copy, test_env(copy), TIMEOUT_S)
+        if timed_out:
+            return None, "timed out after {} s".format(TIMEOUT_S), time.time() - start
+        proc = subprocess.CompletedProcess(cmd, rc, stdout, stderr)
+    else:
+        try:
+            proc = subprocess.run(cmd, cwd=copy, env=test_env(copy), capture_output=True, text=True,
+                                  timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return None, "timed out after {} s".format(TIMEOUT_S), time.time() - start
     out = proc.stdout + proc.stderr
     failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", out, flags=re.M)
     summary = out.strip().splitlines()[-1] if out.strip() else ""
@@ -250,26 +266,38 @@ def main(argv=None):
         copy = Path(tmp) / "repo"
         copy_tree(copy)
         check_import_path(copy)
-        every_file = sorted({t for m in mutants for t in unpack(m)[5]})
-        rc, detail, seconds = run_tests(copy, args.keyword, every_file)
-        print("baseline (no mutant): {} ({:.0f} s)".format("pass" if rc == 0 else "FAIL: " + detail, seconds), flush=True)
-        if rc != 0:
-            return 2
-        results = []
-        for mid, path, old, new, what, tests in map(unpack, mutants):
-            target = copy / path
-            original = target.read_text()
-            target.write_text(original.replace(old, new))
-            try:
-                rc, detail, seconds = run_tests(copy, args.keyword, tests)
-            finally:
-                target.write_text(original)
-            verdict = "survived" if rc == 0 else "killed"
-            results.append((mid, verdict, detail if rc != 0 else "every test passed", seconds))
-            print("{:3s} {:8s} {:4.0f} s  {}  [{}]".format(mid, verdict, seconds, what, detail), flush=True)
-        killed = sum(r[1] == "killed" for r in results)
-        print("score: {} of {} killed".format(killed, len(results)))
-        return 0 if killed == len(results) else 1
+        sys.path.insert(0, str(Path(REPO) / "tests"))
+        from forkserver import Tools
+
+        tools = Tools(env=test_env(copy))
+        try:
+            return run_mutants(copy, mutants, args.keyword, tools)
+        finally:
+            tools.close()
+
+
+def run_mutants(copy, mutants, keyword, tools):
+    """The baseline, then each mutant applied to ``copy`` in turn with its tests; 0 when all are killed."""
+    every_file = sorted({t for m in mutants for t in unpack(m)[5]})
+    rc, detail, seconds = run_tests(copy, keyword, every_file, tools)
+    print("baseline (no mutant): {} ({:.0f} s)".format("pass" if rc == 0 else "FAIL: " + detail, seconds), flush=True)
+    if rc != 0:
+        return 2
+    results = []
+    for mid, path, old, new, what, tests in map(unpack, mutants):
+        target = copy / path
+        original = target.read_text()
+        target.write_text(original.replace(old, new))
+        try:
+            rc, detail, seconds = run_tests(copy, keyword, tests, tools)
+        finally:
+            target.write_text(original)
+        verdict = "survived" if rc == 0 else "killed"
+        results.append((mid, verdict, detail if rc != 0 else "every test passed", seconds))
+        print("{:3s} {:8s} {:4.0f} s  {}  [{}]".format(mid, verdict, seconds, what, detail), flush=True)
+    killed = sum(r[1] == "killed" for r in results)
+    print("score: {} of {} killed".format(killed, len(results)))
+    return 0 if killed == len(results) else 1
 
 
 if __name__ == "__main__":

@@ -55,6 +55,18 @@ def cli(name, *args, check=True, env=None, timeout=600, input=None):
     return proc
 
 
+@pytest.fixture(scope="session")
+def tools():
+    """Run a tool as a child forked from one process that imported torch and fairseq once
+    (tests/forkserver.py): ``tools.run(argv, cwd, env, timeout)`` -> (rc, out, err, timed_out); a process
+    of its own, started in a fraction of a fresh interpreter's time. One per worker."""
+    from forkserver import Tools
+
+    server = Tools(env=dict(os.environ, PYTHONPATH=REPO))
+    yield server
+    server.close()
+
+
 WORDS = ["w{}".format(i) for i in range(40)]
 
 

@@ -9,14 +9,6 @@ import sys
 import pytest
 
 from conftest import BIN, REPO
-from forkserver import Tools
-
-
-@pytest.fixture(scope="module")
-def tools():
-    server = Tools(env=dict(os.environ, PYTHONPATH=REPO))
-    yield server
-    server.close()
 
 
 CASES = {

@@ -311,17 +311,6 @@ def unchanged(kind, path, victim):
     return stat.S_ISDIR(mode) and (path / "keep").read_bytes() == VICTIM
 
 
-@pytest.fixture(scope="module")
-def tools():
-    """Each tool run is a child forked from one process that imported torch and fairseq once
-    (tests/forkserver.py): a process of its own, started in a fraction of the time."""
-    from forkserver import Tools
-
-    server = Tools(env=dict(os.environ, PYTHONPATH=REPO))
-    yield server
-    server.close()
-
-
 def run(tools, argv, cwd):
     rc, out, err, timed_out = tools.run(argv, cwd, dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=REPO), TIMEOUT)
     if timed_out:

@@ -605,6 +605,7 @@ def main(argv=None):
             setattr(cfg, key, value)
     cfg.workdir = cfg.workdir or os.path.join(REPO, "work_dirs", "bench" + ("-" + cfg.device if cfg.device else "")
                                               + ("-quick" if cfg.quick else ""))
+    cfg.workdir = os.path.abspath(cfg.workdir)  # handed to training children that run in another cwd
     planted = planted_entry(cfg.workdir)
     if planted:
         get_parser().error("--workdir {}: {} is a symbolic link, named pipe or device: the benchmark writes and "

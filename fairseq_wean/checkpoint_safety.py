@@ -106,6 +106,9 @@ def allowed_global_names():
     return names
 
 
+TORCHSCRIPT = "torch.jit.load (a TorchScript archive, not a checkpoint)"
+
+
 class CheckpointRefused(Exception):
     """Raised by the allow-list unpickler for a global outside :func:`allowed_global_names`."""
 
@@ -169,7 +172,7 @@ def _load_with_pickle_module(f, map_location, pickle_module, **pickle_load_args)
         if serialization._is_zipfile(opened):
             with serialization._open_zipfile_reader(opened) as archive:
                 if serialization._is_torchscript_zip(archive):
-                    raise CheckpointRefused("torch.jit.load (a TorchScript archive, not a checkpoint)")
+                    raise CheckpointRefused(TORCHSCRIPT)
                 return serialization._load(archive, map_location, pickle_module, **pickle_load_args)
         return serialization._legacy_load(opened, map_location, pickle_module, **pickle_load_args)
 
@@ -359,6 +362,8 @@ def checkpoint_error(path, exc):
         return refused_error(path, refused.group(1))
     if isinstance(exc, FairseqWeanError):
         return exc
+    if "TorchScript" in message:  # torch >= 2.4 refuses a torch.jit.save archive under weights_only
+        return refused_error(path, TORCHSCRIPT)
     if isinstance(exc, OSError) and exc.errno in (errno.ENOENT, errno.EACCES, errno.EPERM, errno.EISDIR):
         return FairseqWeanError("checkpoint {}: {}; nothing was loaded".format(path, exc.strerror))
     problem = archive_problem(path, require_zip=_starts_as_zip(path))

@@ -70,7 +70,7 @@ from fairseq_wean.fixes_decoding import (install_diverse_beam_search_fixes, inst
                                          install_min_len_checks, install_no_repeat_ngram_on_cpu,
                                          install_transformer_without_fast_path)
 from fairseq_wean.fixes_training import (install_help_lists_model_options, install_patience_survives_restart,
-                                         install_resume_keeps_the_batches)
+                                         install_resume_keeps_the_batches, install_training_file_checks)
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.patching import found, install_option_ranges, note, replace_once, same_code, wrap_once
 
@@ -419,4 +419,5 @@ def apply():
     install_transformer_without_fast_path()  # fairseq 0.12.2's transformer on torch >= 1.13
     install_generate_results_file()  # fairseq-generate --results-path: see its docstring
     install_min_len_checks()  # --min-len above the longest output: see its docstring
+    install_training_file_checks()  # data, --save-dir, --log-file, --checkpoint-suffix: see train_files_check
     install_option_ranges()  # every numeric option of fairseq's parsers, and their cross-rules

@@ -154,3 +154,12 @@ def install_help_lists_model_options():
     same_code("compat 14 (--help with --arch)", "parse_args_and_arch answers --help in its first "
               "parse, before the model's options are added")
     wrap_once(options, "parse_args_and_arch", wrap)
+
+
+def install_training_file_checks():
+    """The files and folders fairseq's options name, checked when a command is parsed, before any
+    work (:mod:`fairseq_wean.train_files_check`)."""
+    from fairseq_wean.patching import add_option_check
+    from fairseq_wean.train_files_check import training_files_problem
+
+    add_option_check(training_files_problem)

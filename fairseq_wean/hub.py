@@ -347,6 +347,21 @@ def _wrapped_hub_utils_from_pretrained(original):
     return from_pretrained
 
 
+def _wrapped_load_archive_file(original):
+    def load_archive_file(archive_file):
+        """fairseq's for a local folder only (A01): anything else (an archive file, a URL, a name of a
+        hub's archive_map) fairseq would download and extract with tarfile.extractall (members named
+        ``../x``, links: files written outside, the archive replaced by a folder) is refused before."""
+        if isinstance(archive_file, str) and os.path.isdir(archive_file):
+            return original(archive_file)
+        raise FairseqWeanError(
+            "from_pretrained: {} is not a folder: fairseq-wean never lets fairseq download or extract a model "
+            "archive (its extraction can write outside the folder); extract it yourself, check it, and give "
+            "the folder".format(archive_file))
+
+    return load_archive_file
+
+
 def _wrapped_hub_generate(original):
     def generate(self, tokenized_sentences, *args, **kwargs):
         """fairseq's, after the checks of :func:`generation_kwargs_problem`: ``beam=0`` was a reshape
@@ -446,13 +461,14 @@ def _wrapped_hub_binarize(original):
 def install():
     """Patch the hub (fairseq's from_pretrained: the folder's files checked; sample, generate, translate,
     binarize) and the task's BPE builder (called when the plugin is imported)."""
-    from fairseq import hub_utils
+    from fairseq import file_utils, hub_utils
     from fairseq.hub_utils import GeneratorHubInterface
     from fairseq.tasks import FairseqTask
 
     same_code("hub (the Python API)", "GeneratorHubInterface encodes control symbols typed in the input "
               "as themselves and knows no --bpe unk_markers")
     wrap_once(hub_utils, "from_pretrained", _wrapped_hub_utils_from_pretrained)
+    wrap_once(file_utils, "load_archive_file", _wrapped_load_archive_file)
     wrap_once(GeneratorHubInterface, "__init__", _wrapped_hub_init)
     wrap_once(GeneratorHubInterface, "sample", _wrapped_hub_sample)
     wrap_once(GeneratorHubInterface, "generate", _wrapped_hub_generate)

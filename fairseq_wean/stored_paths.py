@@ -244,11 +244,37 @@ def _forget_in(section, name, paths, arg_overrides, top=True, forgotten=None, wh
         elif key in FAIRSEQ_STORED_PATHS.get(name or "generation", ()) and isinstance(value, str):
             changes[key] = None
     forgotten.extend("{}.{}".format(where, key) for key in changes)
+    if top and name is None and not part.is_dict:  # old-style args: fairseq converts them to a config again
+        required = _required_defaults(section)
+        changes.update((key, required[key]) for key in changes if key in required)
     if top:
         for option, flag in BUILT_FROM_CHECKPOINT.items():
             if part.has(flag) or part.has(option):
                 changes[flag] = True
     part.set(changes)
+
+
+def _required_defaults(args):
+    """{option: default} of the fields, in the dataclasses fairseq converts the old-style ``args`` to,
+    that cannot be None (``checkpoint.save_dir``): a forgotten one takes fairseq's default, as if never given."""
+    import dataclasses
+    import typing
+
+    from fairseq.dataclass.configs import FairseqConfig
+    from fairseq.models import ARCH_MODEL_REGISTRY
+    from fairseq.tasks import TASK_DATACLASS_REGISTRY
+
+    classes = [field.type for field in dataclasses.fields(FairseqConfig) if dataclasses.is_dataclass(field.type)]
+    model = ARCH_MODEL_REGISTRY.get(getattr(args, "arch", None))
+    classes += [getattr(model, "__dataclass", None), TASK_DATACLASS_REGISTRY.get(getattr(args, "task", None))]
+    required = {}
+    for cls in filter(dataclasses.is_dataclass, classes):
+        for field in dataclasses.fields(cls):
+            factory = field.default_factory
+            default = field.default if factory is dataclasses.MISSING else factory()
+            if default not in (None, dataclasses.MISSING) and type(None) not in typing.get_args(field.type):
+                required.setdefault(field.name, default)
+    return required
 
 
 def forget_stored_paths(state, arg_overrides):

@@ -56,7 +56,7 @@ def open_in_folder(path, mode="r", folder=None, what="file"):
     parent = os.path.realpath(os.path.dirname(os.path.abspath(path)))
     if os.path.commonpath([parent, folder]) != folder:
         raise FairseqWeanError("{} {} is outside {} (through a symbolic link): refused".format(what, path, folder))
-    flags = {"r": os.O_RDONLY, "rb": os.O_RDONLY, "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+    flags = {"r": os.O_RDONLY, "rb": os.O_RDONLY, "w": os.O_WRONLY | os.O_CREAT,
              "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND, "a+": os.O_RDWR | os.O_CREAT | os.O_APPEND}[mode]
     try:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o666)
@@ -72,9 +72,16 @@ def open_in_folder(path, mode="r", folder=None, what="file"):
         if not stat.S_ISREG(os.stat(path).st_mode):  # a pipe opened for writing with no reader: ENXIO
             raise FairseqWeanError("{} {} is not a regular file: refused".format(what, path)) from None
         raise FairseqWeanError("{} {}: {}".format(what, path, exc.strerror)) from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
         os.close(fd)
         raise FairseqWeanError("{} {} is not a regular file: refused".format(what, path))
+    if mode not in ("r", "rb") and info.st_nlink > 1:  # checked on the descriptor, before truncating
+        os.close(fd)
+        raise FairseqWeanError("{} {} has {} hard links: refused (writing it in place would change the other "
+                               "names' file too)".format(what, path, info.st_nlink))
+    if mode == "w":
+        os.ftruncate(fd, 0)
     os.set_blocking(fd, True)
     if "b" in mode:
         return os.fdopen(fd, mode)
@@ -181,7 +188,7 @@ def check_output(path, inputs=(), what="--out", folder=None):
     if os.path.isdir(path):
         raise FairseqWeanError("{} {} is a directory: give a file path".format(what, path))
     _check_replaceable(path, what)
-    parent = os.path.dirname(os.path.abspath(path))
+    parent = os.path.dirname(path) or "."  # as the OS resolves it: "nodir/.." fails, abspath would hide that
     if not os.path.isdir(parent):
         raise FairseqWeanError(
             "{} {}: the directory {} does not exist; create it first".format(what, path, parent)

@@ -35,6 +35,8 @@ which source a hypothesis' ``<unk-N>`` markers point into. Nothing changes unles
 or ``--bpe unk_markers`` is in use.
 """
 import argparse
+import os
+import stat
 
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.patching import add_generation_argument, replace_once, same_code, wrap_once
@@ -262,6 +264,11 @@ def _wrapped_load_align_dict(original):
         # argparse_const), which fairseq then opens as a dictionary file: a bare flag means none.
         if replace_unk == "@@ ":
             replace_unk = True
+        if (isinstance(replace_unk, str) and os.path.exists(replace_unk)
+                and not stat.S_ISREG(os.stat(replace_unk).st_mode)):
+            # a named pipe would block the run before its first sentence (A35); a folder: fairseq's traceback
+            raise FairseqWeanError("--replace-unk {} is not a regular file (a folder, named pipe, socket or device): "
+                                   "give the alignment dictionary's file, or a bare --replace-unk".format(replace_unk))
         return original(replace_unk)
 
     return load_align_dict

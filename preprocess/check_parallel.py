@@ -47,7 +47,7 @@ import os
 import sys
 
 from fairseq_wean.errors import FairseqWeanError, at_least
-from fairseq_wean.textio import STDIN_NAMES, atomic_output, check_input, iter_lines, same_file
+from fairseq_wean.textio import STDIN_NAMES, atomic_output, check_input, check_output, iter_lines, same_file
 
 PROG = "check_parallel"
 
@@ -75,6 +75,9 @@ def _count_rest(iterator):
 
 def _suffix(path, given, flag):
     if given:
+        if "/" in given or os.sep in given or given in (".", ".."):
+            raise ParallelDataError("{} {}: a language code, not a path (no '/'): the output is "
+                                    "OUT_PREFIX.LANG".format(flag, given))
         return given
     base = os.path.basename(path)
     if "." not in base.strip("."):
@@ -117,6 +120,11 @@ def clean(src, tgt, out_prefix=None, max_len=None, truncate=False, src_lang=None
                         "are never modified)".format(out_prefix, given))
         out_dir = os.path.dirname(os.path.abspath(outputs[0]))
         os.makedirs(out_dir, exist_ok=True)
+        for out in outputs:  # every output checked before the first is written
+            try:
+                check_output(out, (src, tgt), "--out-prefix")
+            except FairseqWeanError as exc:
+                raise ParallelDataError(str(exc)) from None
 
     stats = {"pairs": 0, "written": 0, "empty": 0, "too_long": 0, "truncated": 0,
              "first_empty": [], "first_too_long": [], "outputs": outputs}

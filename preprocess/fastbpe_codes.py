@@ -13,21 +13,28 @@ import argparse
 import sys
 
 
-def convert(lines):
-    """fastBPE codes lines -> subword-nmt codes lines (including the version header)."""
-    out = ["#version: 0.2"]
-    for number, line in enumerate(lines, start=1):
-        fields = line.split()
-        if not fields:
-            continue
-        if len(fields) == 3 and fields[2].isdigit():
-            fields = fields[:2]
-        if len(fields) != 2:
-            raise ValueError(
-                "line {} is not a fastBPE merge 'a b COUNT' (nor 'a b'): {!r}".format(number, line.rstrip("\n"))
-            )
-        out.append(" ".join(fields))
-    return out
+def convert(lines, path="codes", what="--fastbpe"):
+    """fastBPE codes lines -> subword-nmt codes lines (including the version header).
+
+    Every merge goes through :func:`fairseq_wean.data.align_table.check_entries`: a merge listed
+    twice, or a file with no merge, is a one-line ``FairseqWeanError`` naming the file and line."""
+    from fairseq_wean.data.align_table import check_entries
+
+    def merges():
+        for number, line in enumerate(lines, start=1):
+            fields = line.split()
+            if not fields:
+                continue
+            count = None
+            if len(fields) == 3 and fields[2].isdigit():
+                fields, count = fields[:2], int(fields[2])
+            if len(fields) != 2:
+                raise ValueError(
+                    "line {} is not a fastBPE merge 'a b COUNT' (nor 'a b'): {!r}".format(number, line.rstrip("\n"))
+                )
+            yield number, tuple(fields), count
+
+    return ["#version: 0.2"] + [" ".join(merge) for _n, merge, _c in check_entries(merges(), path, what, "merge")]
 
 
 def main(argv=None):
@@ -42,7 +49,7 @@ def main(argv=None):
     try:
         check_input(args.fastbpe, "--fastbpe")
         check_output(args.out, (args.fastbpe,), "--out")  # never over the input, a pipe or a device
-        converted = convert(read_lines(args.fastbpe, "--fastbpe"))
+        converted = convert(read_lines(args.fastbpe, "--fastbpe"), args.fastbpe)
         with atomic_output(args.out, (args.fastbpe,), "--out") as f:
             f.write("\n".join(converted) + "\n")
     except FairseqWeanError as exc:

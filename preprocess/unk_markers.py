@@ -35,7 +35,7 @@ import os
 
 from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker, marker, marker_count
 from fairseq_wean.errors import PROG, FairseqWeanError, run_cli
-from fairseq_wean.data.dictionary import dictionary_words
+from fairseq_wean.data.dictionary import check_dictionary, dictionary_words
 from fairseq_wean.errors import at_least
 from fairseq_wean.textio import atomic_output, check_input, check_output, iter_lines, read_lines, same_file
 
@@ -58,6 +58,11 @@ def build_vocab(counts, min_count=2, markers=1000):
     """[(word, count)] in fairseq dictionary order: count-sorted words, then the markers."""
     words = [(w, c) for w, c in counts.items()
              if c >= min_count and w not in SPECIALS and not is_position_marker(w)]
+    if not words:
+        top = max((c for w, c in counts.items() if w not in SPECIALS and not is_position_marker(w)), default=0)
+        raise FairseqWeanError(
+            "--min-count {}: no word is seen that often (the most frequent is seen {} time(s)), so the dictionary "
+            "would hold only markers and every word would be copied: lower --min-count".format(min_count, top))
     words.sort(key=lambda wc: (-wc[1], wc[0]))
     return words + [(marker(i), 0) for i in range(markers)]
 
@@ -65,7 +70,11 @@ def build_vocab(counts, min_count=2, markers=1000):
 def read_vocab(path, what="--vocab"):
     """The words of a fairseq dictionary file (``WORD COUNT`` lines; anything else is a one-line error,
     not a vocabulary of first fields that would turn every word into a marker)."""
-    return set(dictionary_words(path, what))
+    check_dictionary(path, SPECIALS, what)
+    words = set(dictionary_words(path, what))
+    if not words:
+        raise FairseqWeanError("{} {}: no word in the file (it is empty)".format(what, path))
+    return words
 
 
 def get_parser():

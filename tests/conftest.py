@@ -39,15 +39,38 @@ BIN = os.path.dirname(sys.executable)
 USER_DIR = os.path.join(REPO, "fairseq_wean")
 
 
+_FORKSERVER = []
+
+
+def forkserver():
+    """This process's tests/forkserver.py (started at first use, stopped at exit)."""
+    if not _FORKSERVER:
+        import atexit
+
+        from forkserver import Tools
+
+        path = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)  # preprocess, bench, examples
+        _FORKSERVER.append(Tools(env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=path)))
+        atexit.register(_FORKSERVER[0].close)
+    return _FORKSERVER[0]
+
+
 def cli(name, *args, check=True, env=None, timeout=600, input=None):
-    """Run a console script of this environment (fairseq-train, fairseq-wean-score, ...)."""
+    """Run a console script of this environment (fairseq-train, fairseq-wean-score, ...), as a child of
+    :func:`forkserver` (a process of its own without a fresh interpreter's ~4 s of imports); with
+    ``env`` (variables a fresh interpreter may read at its start) as a fresh process."""
     exe = os.path.join(BIN, name)
     full_env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
     full_env.update(env or {})
-    proc = subprocess.run(
-        [exe] + [str(a) for a in args], cwd=REPO, env=full_env, capture_output=True,
-        text=True, timeout=timeout, input=input,
-    )
+    argv = [exe] + [str(a) for a in args]
+    if env is None:
+        rc, out, err, timed_out = forkserver().run(argv, REPO, full_env, timeout, input=input)
+        if timed_out:
+            raise subprocess.TimeoutExpired(argv, timeout, out, err)
+        proc = subprocess.CompletedProcess(argv, rc, out, err)
+    else:
+        proc = subprocess.run(argv, cwd=REPO, env=full_env, capture_output=True, text=True, timeout=timeout,
+                              input=input)
     if check and proc.returncode != 0:
         raise AssertionError(
             "{} failed ({}):\n{}\n{}".format(name, proc.returncode, proc.stdout[-3000:], proc.stderr[-5000:])
@@ -60,11 +83,7 @@ def tools():
     """Run a tool as a child forked from one process that imported torch and fairseq once
     (tests/forkserver.py): ``tools.run(argv, cwd, env, timeout)`` -> (rc, out, err, timed_out); a process
     of its own, started in a fraction of a fresh interpreter's time. One per worker."""
-    from forkserver import Tools
-
-    server = Tools(env=dict(os.environ, PYTHONPATH=REPO))
-    yield server
-    server.close()
+    return forkserver()
 
 
 WORDS = ["w{}".format(i) for i in range(40)]

@@ -4,13 +4,16 @@ the ~4 s of those imports once instead of once per run.
 
 Each run is still its own process: forked from a parent that has only imported (no model built, no
 thread pool started: ``OMP_NUM_THREADS=1``), in a new session, with its own working directory,
-environment, standard input (empty), output and error streams, exit status, ``atexit`` handlers and
-exception hook (the plugin's one-line errors print as they do in a fresh process). What differs from
-``subprocess.run([tool, ...])``: the modules named in ``PRELOADED`` are already imported (as they
-would be after the tool's own import), and the interpreter is not re-initialised.
+environment, standard input (empty, or the text given), output and error streams, exit status, ``atexit`` handlers and
+exception hook (the plugin's one-line errors print as they do in a fresh process), and root logger
+(:func:`fresh_root_logger`). What differs from ``subprocess.run([tool, ...])``: the modules named in
+``PRELOADED`` are already imported (as they would be after the tool's own import), a warning the
+parent's imports gave is not given again, variables a fresh interpreter reads at its start
+(PYTHONPATH, PYTHONHASHSEED) keep the parent's values, and a tool of the project's own that imports
+fairseq keeps an unconfigured root logger (only fairseq's commands get fairseq's).
 
-Used through :class:`Tools` (``tests/conftest.py``'s ``fork_tools`` fixture). The protocol, one JSON
-line each way: ``{"argv", "cwd", "env", "timeout"}`` -> ``{"rc", "out", "err", "timed_out"}``; argv
+Used through :class:`Tools` (``tests/conftest.py``: ``cli`` and the ``tools`` fixture). The protocol, one JSON
+line each way: ``{"argv", "cwd", "env", "timeout", "input"}`` -> ``{"rc", "out", "err", "timed_out"}``; argv
 is what ``subprocess`` would get: a console script of this environment's bin, or ``python -m
 MODULE ...`` or ``python SCRIPT.py ...``.
 """
@@ -50,6 +53,30 @@ def target(argv, scripts):
     return "path", args[0], args
 
 
+AFTER_FAIRSEQ = []  # the root logger's (handlers, level) once fairseq is imported: importing it configures them
+
+
+def fresh_root_logger(module):
+    """The root logger as the tool's fresh interpreter would have it when its code runs: unconfigured,
+    then configured by ``module``'s own import (fairseq_cli.train configures it before it imports
+    fairseq), else, for fairseq's commands, by the import of fairseq (fairseq-generate's own
+    basicConfig then does nothing, and its log goes to standard error)."""
+    import importlib
+    import logging
+
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    root.setLevel(logging.WARNING)
+    if module is not None and module.startswith("fairseq_cli."):
+        importlib.import_module(module)
+        if not root.handlers:
+            handlers, level = AFTER_FAIRSEQ[0]
+            for handler in handlers:
+                root.addHandler(handler)
+            root.setLevel(level)
+
+
 def child(request, scripts, out_path, err_path):
     """In the forked child: become the tool's process, run it, exit with its status (never returns)."""
     code = 1
@@ -58,12 +85,14 @@ def child(request, scripts, out_path, err_path):
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
-        for fd, path, flags in ((0, os.devnull, os.O_RDONLY), (1, out_path, os.O_WRONLY | os.O_TRUNC),
+        stdin = os.devnull if request.get("input") is None else out_path + ".in"
+        for fd, path, flags in ((0, stdin, os.O_RDONLY), (1, out_path, os.O_WRONLY | os.O_TRUNC),
                                 (2, err_path, os.O_WRONLY | os.O_TRUNC)):
             new = os.open(path, flags)
             os.dup2(new, fd)
             os.close(new)
         kind, what, sys.argv = target(request["argv"], scripts)
+        fresh_root_logger(what[0] if kind == "function" else None)
         import runpy
 
         try:
@@ -111,6 +140,9 @@ def serve():
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     for module in PRELOADED:
         __import__(module)
+    import logging
+
+    AFTER_FAIRSEQ.append((list(logging.getLogger().handlers), logging.getLogger().level))
     scripts = console_scripts()
     sys.path[0] = REPO  # not tests/: each child sets the first entry its kind of start would have
     print(json.dumps({"ready": True}), flush=True)
@@ -128,6 +160,9 @@ def answer(request, scripts, out_path, err_path):
     """Fork a child for ``request``, wait for it (its session killed at the time-out), print the reply."""
     open(out_path, "w").close()
     open(err_path, "w").close()
+    if request.get("input") is not None:  # the child's standard input
+        with open(out_path + ".in", "w", encoding="utf-8") as f:
+            f.write(request["input"])
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -167,8 +202,9 @@ class Tools:
         ready = self.proc.stdout.readline()
         assert json.loads(ready) == {"ready": True}, ready
 
-    def run(self, argv, cwd, env, timeout):
-        request = {"argv": [str(a) for a in argv], "cwd": str(cwd), "env": dict(env), "timeout": timeout}
+    def run(self, argv, cwd, env, timeout, input=None):
+        request = {"argv": [str(a) for a in argv], "cwd": str(cwd), "env": dict(env), "timeout": timeout,
+                   "input": input}
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         reply = json.loads(self.proc.stdout.readline())

@@ -379,3 +379,18 @@ def test_every_entry_point_refuses_a_path_that_is_no_checkpoint_file_in_one_line
         and (bad in r["outcome"] or os.path.basename(bad) in r["outcome"] and folder in r["outcome"]))]
     assert not wrong, json.dumps(wrong, indent=1)
     assert not [p for p in (tmp_path / "save").glob("*/checkpoint*.pt") if p.is_file()], "something was trained"
+
+
+@pytest.mark.parametrize("loader", ["load_checkpoint_to_cpu", "load_ema_from_checkpoint"])
+def test_a_torchscript_archive_is_refused_in_one_line(mechanism, tmp_path, loader):
+    # A44: torch >= 2.4 raises its own RuntimeError for a torch.jit.save archive under weights_only;
+    # both mechanisms give the same one line naming the file
+    from fairseq import checkpoint_utils
+
+    import fairseq_wean  # noqa: F401
+
+    path = tmp_path / "scripted.pt"
+    torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), str(path))
+    with pytest.raises(FairseqWeanError) as info:
+        getattr(checkpoint_utils, loader)(str(path))
+    assert str(info.value) == checkpoint_safety.refused_error(str(path), checkpoint_safety.TORCHSCRIPT).args[0]

@@ -123,3 +123,32 @@ def test_the_hub_on_a_folder_that_does_not_name_its_languages_is_one_line(data_b
                          tmp_path / "no-marker")
     outcome = results[0]["outcome"]
     assert outcome.startswith("FairseqWeanError: ") and "give source_lang= and target_lang=" in outcome, outcome
+
+
+def test_a_dictionary_linked_out_of_its_folder_is_refused_and_never_quoted(data_bin, model, tmp_path):
+    """A28: dict.tgt.txt a planted link to a secret outside the data folder: every entry point refuses it
+    in one line that quotes nothing of the secret (a link to another file of the folder is fine)."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET-PASSWORD-LINE\n")
+    data = tmp_path / "data-linked-out"
+    shutil.copytree(data_bin, data)
+    (data / "dict.tgt.txt").unlink()
+    os.symlink(secret, data / "dict.tgt.txt")
+    jobs = [{"name": name, "argv": argv} for name, argv in entry_points(data, model, tmp_path / "save").items()]
+    jobs.append({"name": "hub", "argv": ["hub"], "folder": str(model.parent), "crafted": str(model),
+                 "data": str(data)})
+    inside = tmp_path / "data-linked-in"
+    shutil.copytree(data_bin, inside)
+    os.rename(inside / "dict.tgt.txt", inside / "dict.txt")
+    os.symlink("dict.txt", inside / "dict.tgt.txt")
+    jobs.append({"name": "generate, a link inside the folder", "argv": entry_points(inside, model, None)
+                 ["fairseq-generate"]})
+    results = run_driver(jobs, tmp_path, tmp_path / "no-marker")
+    wrong = [
+        "{}: {}".format(job["name"], result["outcome"][:300]) for job, result in zip(jobs[:-1], results)
+        if not (result["outcome"].startswith("FairseqWeanError: dictionary {} is a symbolic link to a file outside "
+                                              "its folder".format(data / "dict.tgt.txt"))
+                and "SECRET" not in result["outcome"] and "\n" not in result["outcome"])]
+    assert not wrong, "\n".join(wrong)
+    assert results[-1]["outcome"] == "ran to the end", results[-1]
+    assert secret.read_text() == "SECRET-PASSWORD-LINE\n"

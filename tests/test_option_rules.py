@@ -96,7 +96,8 @@ def test_every_option_of_score_and_report_is_in_the_table_or_always_effective():
 
 # a value for each option of options.NEEDS (a new entry needs one here, and so is tested)
 NEEDS_VALUES = {"--sari-mode": ["legacy"], "--bleu-tokenize": ["none"], "--rouge-chars": [],
-                "--rouge-no-stemmer": [], "--name": ["X"], "--compare-name": ["X"], "--hyp-lines": ["D"]}
+                "--rouge-no-stemmer": [], "--name": ["X"], "--compare-name": ["X"], "--hyp-lines": ["D"],
+                "--bootstrap-samples": ["50"]}
 
 
 def noop_cases():
@@ -112,7 +113,7 @@ def noop_cases():
 def test_the_no_op_cases_cover_the_table():
     assert set(NEEDS_VALUES) == set(options.NEEDS)
     assert {option for _, option, _ in noop_cases()} == set(options.NEEDS)
-    assert {options.NEEDS[o][i][0] for _, o, i in noop_cases()} == {"metrics", "option", "without", "log"}
+    assert {options.NEEDS[o][i][0] for _, o, i in noop_cases()} == {"metrics", "option", "without", "log", "compared"}
     # fairseq-wean-report's --rouge-chars also sets the page's units: always effective there
     assert not [c for c in noop_cases() if c[:2] == ("fairseq-wean-report", "--rouge-chars")]
 
@@ -125,6 +126,9 @@ def noop_message(option, kind, need, metrics="stats"):
         return "{} has no effect without {}: drop it, or give {} FILE".format(option, need, need)
     if kind == "without":
         return "{} labels the text output, and {} prints none: drop one of them".format(option, need)
+    if kind == "compared":
+        return ("{} sets the paired bootstrap, which runs only when two systems are compared (--compare-to FILE, "
+                "or a second --sys): drop it".format(option))
     return ("{} chooses the lines of a fairseq-generate log, and no system output given is a log (plain files "
             "are read line by line): drop it".format(option))
 
@@ -141,6 +145,9 @@ def noop_args(tool, option, files, violate=None):
             argv += [need]
         if kind == "log" and i != violate:
             argv[1] = files["log"]
+        if kind == "compared" and i != violate:  # a second system: --compare-to (score), a second --sys (report)
+            argv = (argv[:2] + [files["hyp2"]] + argv[2:] if tool == "fairseq-wean-report"
+                    else argv + ["--compare-to", files["hyp2"]])
     if option == "--rouge-chars" and violate is None:  # ROUGE by character is for Chinese (Latin text is refused)
         for flag, name in (("--sys", "zh_hyp"), ("--orig", "zh_src"), ("--refs", "zh_ref")):
             argv[argv.index(flag) + 1] = files[name]

@@ -167,9 +167,12 @@ def test_rouge_characters_for_chinese(tmp_path, capsys):
     # --rouge-chars it is an error that names the fix (it printed 0.00 silently)
     with pytest.raises(FairseqWeanError, match=r"100% of the references' letters and digits are outside them .*add --rouge-chars"):
         run_json(capsys, "--sys", f[0], "--refs", f[1], "--metrics", "rouge1")
-    # English with a stray Chinese reference line stays scored by words
+    # English with a stray Chinese reference word: rouge-score would drop it (it never counts), so it
+    # is refused whatever its share (probe B, G8), naming the share and the word
     g = [write(tmp_path / "h2", ["a b", "c d", "e"]), write(tmp_path / "r2", ["a b", "c x", "今天"])]
-    assert run_json(capsys, "--sys", g[0], "--refs", g[1], "--metrics", "rouge1")["rouge1"] > 0
+    with pytest.raises(FairseqWeanError, match=r"^ROUGE drops 20.0% of the references' words \(non a-z: 1 of 5, "
+                                               r"e.g. '今天'\)"):
+        run_json(capsys, "--sys", g[0], "--refs", g[1], "--metrics", "rouge1")
 
 
 def test_rouge_is_a_fairseq_scorer(tmp_path):

@@ -111,9 +111,23 @@ def lstm_checkpoint(data_bin, tmp_path_factory):
     return work / "lstm" / "checkpoint_last.pt"
 
 
-def test_no_entry_point_opens_a_path_stored_in_a_checkpoint(lstm_checkpoint, data_bin, tmp_path):
+def old_style(state):
+    """STATE as fairseq < 0.10 stored it (A31): one argparse Namespace in ``args``, no ``cfg``."""
+    flat = {}
+    for name in ["model"] + [name for name in state["cfg"] if name != "model"]:
+        section = state["cfg"][name]
+        section = vars(section) if isinstance(section, argparse.Namespace) else section
+        if hasattr(section, "items"):
+            flat.update((key, value) for key, value in section.items() if key != "_name" and key not in flat)
+    flat.update(task="translation", criterion="cross_entropy", optimizer="adam", lr_scheduler="fixed")
+    return dict(state, args=argparse.Namespace(**flat), cfg=None)
+
+
+@pytest.mark.parametrize("form", ["cfg", "args"])
+def test_no_entry_point_opens_a_path_stored_in_a_checkpoint(lstm_checkpoint, data_bin, tmp_path, form):
     """fairseq's lstm opens encoder_embed_path when it is set: every path option of the model, the task
-    and the generation section names a named pipe; loading through every entry point must not block."""
+    and the generation section names a named pipe; loading through every entry point must not block.
+    Both forms of a checkpoint (``cfg``, and the old-style ``args`` Namespace) load as plain fairseq loads them."""
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     state = torch.load(lstm_checkpoint, weights_only=False)
@@ -127,7 +141,7 @@ def test_no_entry_point_opens_a_path_stored_in_a_checkpoint(lstm_checkpoint, dat
     folder = tmp_path / "hub"
     folder.mkdir()
     planted = folder / "planted.pt"
-    torch.save(state, planted)
+    torch.save(old_style(state) if form == "args" else state, planted)
     common = ["--user-dir", USER_DIR, "--cpu", "--path", str(planted)]
     source = tmp_path / "input.txt"
     source.write_text("w11 w12\n")

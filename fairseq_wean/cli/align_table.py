@@ -39,7 +39,7 @@ import sys
 import tempfile
 
 from fairseq_wean.data.align_table import write_table
-from fairseq_wean.data.dictionary import dictionary_words
+from fairseq_wean.data.dictionary import check_dictionary, dictionary_words
 from fairseq_wean.data.markers import is_position_marker
 from fairseq_wean.cli import options
 from fairseq_wean.errors import FairseqWeanError, at_least, run_cli
@@ -83,6 +83,9 @@ def check_lengths(src_sents, tgt_sents, names=("source", "target")):
                     "{} line {} has {:,} tokens, more than the {:,} eflomal aligns (it would leave the pair out of "
                     "the table without a word): split or drop the long pairs".format(
                         name, number, len(sentence), MAX_TOKENS))
+
+
+SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")  # fairseq adds them to every dictionary itself
 
 
 def build_table(src_sents, tgt_sents, topk=10, model=3):
@@ -149,7 +152,10 @@ def main(argv=None):
     except ValueError as exc:
         raise FairseqWeanError(str(exc)) from None
     if args.dict is not None:
-        vocabulary = set(dictionary_words(args.dict))
+        check_dictionary(args.dict, SPECIALS, "--dict")  # what fairseq itself refuses: a word listed twice
+        vocabulary = set(dictionary_words(args.dict)) - set(SPECIALS)
+        if not vocabulary:
+            raise FairseqWeanError("--dict {}: no word in the file (it is empty)".format(args.dict))
         sources, targets = ([[w if w in vocabulary else UNK for w in sentence] for sentence in side]
                             for side in (sources, targets))
     try:

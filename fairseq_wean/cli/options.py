@@ -19,7 +19,7 @@ ROUGE = M.ROUGE_TYPES
 
 # option -> the rules it needs to have an effect, each (kind, what): ("metrics", names: one of them
 # in --metrics), ("option", other: that option given too), ("without", other: that option not
-# given), ("log", None: a --sys or --compare-to that is a fairseq-generate log). A tool may
+# given), ("compared", None: two systems compared: --compare-to, or --sys A B), ("log", None: a --sys or --compare-to that is a fairseq-generate log). A tool may
 # declare an option of this table always effective instead (fairseq-wean-report's --rouge-chars
 # also sets the page's units).
 NEEDS = {
@@ -30,6 +30,8 @@ NEEDS = {
     "--name": (("without", "--json"),),
     "--compare-name": (("option", "--compare-to"), ("without", "--json")),
     "--hyp-lines": (("log", None),),
+    # the range is metrics.check_bootstrap's (the library's), the no-op rule too: no second system, no bootstrap
+    "--bootstrap-samples": (("compared", None),),
 }
 
 
@@ -42,6 +44,9 @@ def no_effect(option, kind, need, metrics=()):
         return "{} has no effect without {}: drop it, or give {} FILE".format(option, need, need)
     if kind == "without":
         return "{} labels the text output, and {} prints none: drop one of them".format(option, need)
+    if kind == "compared":
+        return ("{} sets the paired bootstrap, which runs only when two systems are compared (--compare-to FILE, "
+                "or a second --sys): drop it".format(option))
     return ("{} chooses the lines of a fairseq-generate log, and no system output given is a log (plain files are "
             "read line by line): drop it".format(option))
 
@@ -85,6 +90,12 @@ def given(parser, args):
     return {option_name(a) for a in parser._actions if getattr(a, "_given_in", None) is args}
 
 
+def _systems(args):
+    """How many systems ``--sys`` names (fairseq-wean-report: a list; fairseq-wean-score: one)."""
+    value = getattr(args, "sys", None)
+    return len(value) if isinstance(value, (list, tuple)) else int(value is not None)
+
+
 def check_effective(parser, args, logs=None, always=()):
     """Refuse (FairseqWeanError, one line) an option of :data:`NEEDS` given where it has no effect.
 
@@ -98,6 +109,8 @@ def check_effective(parser, args, logs=None, always=()):
             continue
         for kind, need in NEEDS[option]:
             holds = (any(m in metrics for m in need) if kind == "metrics" else need in named if kind == "option"
-                     else need not in named if kind == "without" else logs is None or logs)
+                     else need not in named if kind == "without"
+                     else "--compare-to" in named or _systems(args) > 1 if kind == "compared"
+                     else logs is None or logs)
             if not holds:
                 raise FairseqWeanError(no_effect(option, kind, need, metrics))

@@ -54,14 +54,15 @@ def get_parser():
                    help="token colours: monolingual (copied / generated / invented / deleted against the source), "
                         "cross-lingual (translation: in a reference or not); auto (default): cross-lingual when "
                         "under 20%% of the references' words occur in their sources")
-    p.add_argument("--bootstrap-samples", type=at_least(1), default=M.BOOTSTRAP_SAMPLES, help=argparse.SUPPRESS)
+    p.add_argument("--bootstrap-samples", type=at_least(1, high=M.MAX_BOOTSTRAP_SAMPLES), default=None,
+                   help=argparse.SUPPRESS)
     return options.once(p)
 
 
 # the options that change the page in every combination (every other option is in options.NEEDS);
 # --rouge-chars also sets the page's units (lengths, token colours), with or without ROUGE
 ALWAYS = ("--sys", "--names", "--orig", "--refs", "--out", "--metrics", "--post-process", "--view",
-          "--bootstrap-samples", "--rouge-chars")
+          "--rouge-chars")
 
 
 def main(argv=None):

@@ -75,18 +75,22 @@ def get_parser():
     p.add_argument("--json", action="store_true", help="print one JSON object keyed by metric name")
     p.add_argument("--compare-to", metavar="FILE",
                    help="another system's output (or log): adds its scores and paired-bootstrap p-values")
-    p.add_argument("--bootstrap-samples", type=at_least(1), default=M.BOOTSTRAP_SAMPLES, help=argparse.SUPPRESS)
+    p.add_argument("--bootstrap-samples", type=at_least(1, high=M.MAX_BOOTSTRAP_SAMPLES), default=None,
+                   help=argparse.SUPPRESS)
     return options.once(p)
 
 
 # the options that change the result in every combination (every other option is in options.NEEDS)
 # (--orig and --refs: also checked against each other and a log's S-/T- lines, with any metric)
-ALWAYS = ("--sys", "--orig", "--refs", "--metrics", "--post-process", "--json", "--compare-to", "--bootstrap-samples")
+ALWAYS = ("--sys", "--orig", "--refs", "--metrics", "--post-process", "--json", "--compare-to")
 
 
 def check_options(parser, args):
     """Before reading anything: no option without effect (options.NEEDS), no file named twice."""
     options.check_effective(parser, args, always=ALWAYS)
+    for option, label in (("--name", args.name), ("--compare-name", args.compare_name)):
+        if label is not None and not label.strip():
+            raise FairseqWeanError("{} is empty: give a label, or drop it (the file name is the default)".format(option))
     check_distinct(list(args.refs or []), "--refs")
     if args.compare_to and args.compare_to not in textio.STDIN_NAMES and textio.same_file(args.sys, args.compare_to):
         raise FairseqWeanError("--compare-to {} is --sys itself: a system compared with itself has p = 1 by "
@@ -187,7 +191,7 @@ def main(argv=None):
         print(line)
     if other is not None:
         print("{} = {}; p: two-sided paired bootstrap, {} resamples, seed {}".format(
-            other_name, args.compare_to, args.bootstrap_samples, M.BOOTSTRAP_SEED))
+            other_name, args.compare_to, args.bootstrap_samples or M.BOOTSTRAP_SAMPLES, M.BOOTSTRAP_SEED))
     return result
 
 

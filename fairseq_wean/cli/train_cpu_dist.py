@@ -292,6 +292,44 @@ def check_options(train_args, nproc_per_node, nnodes, node_rank, master_addr, ma
                     "--master-port out to use a free one (one machine only)".format(master_port, master_addr))
 
 
+def _option_value(args, flag, default=None):
+    """The last value of ``flag`` in fairseq-train's ``args`` (``--flag V`` or ``--flag=V``)."""
+    value = default
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(flag + "="):
+            value = arg[len(flag) + 1:]
+    return value
+
+
+def check_save_dir_free(train_args):
+    """Refuse, before any rank starts, a --save-dir whose lock (textio.lock_folder) a live process
+    holds: rank 0 found it only after every rank had built its model and data, and the other ranks
+    then failed with a gloo traceback. Probed and released at once (rank 0 takes it for the run)."""
+    import fcntl
+
+    save_dir = _option_value(train_args, "--save-dir", "checkpoints")
+    if _has_flag(train_args, "--no-save") or "://" in save_dir:
+        return
+    path = os.path.join(save_dir, ".fairseq-wean.lock")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return  # no lock file (or not one to open): rank 0's lock_folder decides
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        with open(fd, closefd=False) as f:
+            owner = f.read().strip() or "another process"
+        _refuse("--save-dir {} is in use by {}: two runs writing into one folder overwrite each other's files; "
+                "wait for it, or use another folder".format(os.path.abspath(save_dir), owner))
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def _open_rank_logs(log_dir, ranks):
     """``{rank: open DIR/rank{R}.log}``, all opened before any rank starts, each through
     ``textio.open_in_folder``: a planted symbolic link, named pipe or device there is refused with one
@@ -322,6 +360,8 @@ def launch(train_args, nproc_per_node=2, nnodes=1, node_rank=0, master_addr="127
     check_options(train_args, nproc_per_node, nnodes, node_rank, master_addr, master_port, timeout=timeout,
                   finish_timeout=finish_timeout, kill_grace=kill_grace, log_dir=log_dir,
                   dump_rank_params=dump_rank_params)
+    if node_rank == 0:
+        check_save_dir_free(train_args)
     try:
         port = master_port or free_port(master_addr)
     except OSError as exc:

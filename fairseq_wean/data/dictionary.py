@@ -1,6 +1,9 @@
 """fairseq's dictionary file (``dict.SRC.txt``, ``WORD COUNT`` lines, optionally flagged
 ``#fairseq:overwrite``), read without fairseq: the one reader of its words for the console
 scripts and the ``preprocess/`` recipes."""
+import fnmatch
+import os
+
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.textio import read_lines
 
@@ -32,6 +35,7 @@ def check_dictionary(path, existing=(), what="dictionary"):
     """Raise a one-line ``FairseqWeanError`` for what fairseq's ``Dictionary.add_from_file`` refuses
     in the file at ``path``: a malformed or non-UTF-8 line, a word listed twice without the
     ``#fairseq:overwrite`` flag, or one of ``existing`` (the special symbols fairseq adds itself)."""
+    check_folder_dictionary(path, what)  # never quote a line of a file outside the folder
     seen = {word: 0 for word in existing}
     for n, word, overwrite in dictionary_entries(path, what):
         if seen.get(word) == 0 and not overwrite:
@@ -42,3 +46,27 @@ def check_dictionary(path, existing=(), what="dictionary"):
                                    "once (fairseq's '#fairseq:overwrite' flag at the end of the second line keeps "
                                    "it)".format(what, path, word, seen[word], n))
         seen.setdefault(word, n)
+
+
+# the names fairseq composes itself in a data or model folder (tasks' dict.SRC.txt, the hub's dict.txt)
+FOLDER_DICTIONARY_NAMES = ("dict.*.txt", "dict.txt")
+
+
+def folder_link_problem(path):
+    """Why ``path``, a file fairseq reads by name from a folder, may not be read, or None: it is reached
+    through a symbolic link that leaves that folder (a link to another file of the folder is fine:
+    ``dict.src.txt -> dict.txt``). Says nothing of the file's content."""
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    if os.path.commonpath([os.path.realpath(path), folder]) != folder:
+        return "is a symbolic link to a file outside its folder {}".format(os.path.dirname(os.path.abspath(path)))
+    return None
+
+
+def check_folder_dictionary(path, what="dictionary"):
+    """One-line FairseqWeanError, before anything is read, for a dictionary fairseq finds by name in a data
+    or model folder (:data:`FOLDER_DICTIONARY_NAMES`) reached through a link that leaves the folder."""
+    if any(fnmatch.fnmatchcase(os.path.basename(path), name) for name in FOLDER_DICTIONARY_NAMES):
+        problem = folder_link_problem(path)
+        if problem is not None:
+            raise FairseqWeanError("{} {} {}: refused (nothing was read); put the file itself in the folder, or a "
+                                   "link to a file of the folder".format(what, path, problem))

@@ -183,13 +183,15 @@ def sentence_scores(sys_sents, orig, refs, columns, sari_mode="default", rouge_c
 
 
 def corpus_scores(metrics, systems, orig, refs, sari_mode="default", rouge_chars=False, rouge_stemmer=True,
-                  bootstrap_samples=M.BOOTSTRAP_SAMPLES, with_statistics=False, bleu_tokenize=M.BLEU_TOKENIZE):
+                  bootstrap_samples=None, with_statistics=False, bleu_tokenize=M.BLEU_TOKENIZE):
     """Per system ``{"values": {metric: value}, "p_values": {metric: p}}``: what
     :func:`fairseq_wean.scoring.score` returns for it (``stats`` a dict of its values) and, for
     system k > 0, its paired-bootstrap p-values against system 0, as
     ``fairseq-wean-score --sys K --compare-to FIRST`` prints them. Each system's statistics are
     computed once (``with_statistics``: also returned, as ``(scores, [statistics per system])``)."""
     out, statistics = [], []
+    bootstrap_samples = M.check_bootstrap(bootstrap_samples, len(systems[0].sentences) if systems else None,
+                                          compared=len(systems) > 1)
     for k, system in enumerate(systems):
         values, corpus = scores.score_with_statistics(
             system.sentences, sources=orig, references=refs, metrics=metrics, sari_mode=sari_mode,
@@ -265,7 +267,7 @@ def load_inputs(sys_paths, names, orig_path, ref_paths, hyp_lines="auto", post_p
 
 
 def build_report(systems, orig, refs, metrics=DEFAULT_METRICS, sari_mode="default", rouge_chars=False,
-                 rouge_stemmer=True, bootstrap_samples=M.BOOTSTRAP_SAMPLES, view="auto", bleu_tokenize=M.BLEU_TOKENIZE):
+                 rouge_stemmer=True, bootstrap_samples=None, view="auto", bleu_tokenize=M.BLEU_TOKENIZE):
     """Everything the page shows, as a dict (see :func:`fairseq_wean.report.render.render_page`).
 
     ``corpus[k]`` holds system k's corpus values and, for k > 0, ``p_values``: the paired
@@ -304,7 +306,7 @@ def build_report(systems, orig, refs, metrics=DEFAULT_METRICS, sari_mode="defaul
         "rouge_chars": rouge_chars,
         "columns": columns,
         "corpus": corpus,
-        "bootstrap_samples": bootstrap_samples,
+        "bootstrap_samples": bootstrap_samples or M.BOOTSTRAP_SAMPLES,
         "n_refs": len(refs),
         "sentences": sentences,
         "source_lengths": [len(units(s, rouge_chars)) for s in orig],

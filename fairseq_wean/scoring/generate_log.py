@@ -26,6 +26,11 @@ from fairseq_wean.errors import FairseqWeanError
 
 SENTENCE_LINE = re.compile(r"^([A-Z])-(\d+)\t(.*)$")
 SUMMARY_LINE = re.compile(r"^Generate \S+ with beam=\d+: ")
+TRANSLATED_LINE = re.compile(r"\bTranslated ([\d,]+) sentences ")
+# an H-/D- line's text is ``<score>\t<hypothesis>`` (fairseq-generate and -interactive print both;
+# an empty hypothesis whose trailing tab was stripped is ``<score>`` alone)
+SCORED_TEXT = re.compile(r"^([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan))(?:\t(.*))?$")
+CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 HEADER_LINE = re.compile(r"\| fairseq_cli\.\w+ \| loading model\(s\) from ")
 _KINDS = {"S": "src", "T": "tgt", "H": "hyp", "D": "detok", "A": "align", "P": "positional", "G": "gates"}
 
@@ -67,8 +72,13 @@ class GenerateLog:
         self.hypothesis_lines = "H"
         first_line = {}  # sentence id -> line number of its block's first line
         current = None
-        summary_at = header_at = None
+        summary_at = header_at = translated = None
+        last_score = {}  # (kind, sentence id) -> (score, line number) of its last n-best entry
         for number, line in enumerate(lines, start=1):
+            t = TRANSLATED_LINE.search(line)
+            if t and not line.startswith(("H-", "D-", "S-", "T-")):
+                translated = (int(t.group(1).replace(",", "")), number)
+                continue
             if HEADER_LINE.search(line):
                 if header_at is not None:
                     self._two_runs("a second header ('loading model(s) from') at line {} (the first is at "
@@ -85,6 +95,8 @@ class GenerateLog:
             if summary_at is not None:
                 self._two_runs("sentence lines after the summary line {} (line {}: {}-{})".format(
                     summary_at, number, kind, sid))
+            if kind in ("H", "D"):
+                rest = self._scored_text(kind, sid, rest, number, last_score)
             if kind == "G":  # --print-gates writes them after fairseq's blocks, not inside them
                 self.gates.setdefault(sid, rest)
                 continue
@@ -98,8 +110,6 @@ class GenerateLog:
             table = getattr(self, _KINDS[kind]) if kind in _KINDS else None
             if table is None or sid in table:
                 continue  # I-, ... lines; later n-best entries
-            if kind in ("H", "D"):
-                rest = rest.split("\t", 1)[1] if "\t" in rest else ""  # <score>\t<text>
             table[sid] = rest
         if self.tgt and summary_at is None:
             # fairseq-generate ends a log of a test set with references with its summary line: without
@@ -108,6 +118,38 @@ class GenerateLog:
             raise FairseqWeanError(
                 "fairseq-generate log {} has no final 'Generate <subset> with beam=...' line: it is incomplete (cut, "
                 "or fairseq-generate was still running); decode the test set again".format(path))
+
+        if translated is not None and translated[0] != len(self.hyp):
+            raise FairseqWeanError(
+                "fairseq-generate log {} says 'Translated {} sentences' (line {}) but holds hypotheses (H- lines) "
+                "for {}: the log was edited or cut; decode the test set again".format(
+                    path, translated[0], translated[1], len(self.hyp)))
+
+    def _bad_line(self, number, kind, sid, why):
+        raise FairseqWeanError(
+            "fairseq-generate log {} line {} ({}-{}): {}".format(self.path, number, kind, sid, why))
+
+    def _scored_text(self, kind, sid, rest, number, last_score):
+        """``<score>\\t<text>`` of an H-/D- line -> text; one strict grammar: a missing or non-numeric
+        score, control characters (NUL: binary text) or an n-best list not in fairseq's best-first
+        order are refused (fairseq prints n-best entries best first; a log in another order was
+        edited, and taking its first entry would not be taking its best)."""
+        m = SCORED_TEXT.match(rest)
+        if not m:
+            self._bad_line(number, kind, sid, "expected '<score><TAB><hypothesis>' (fairseq prints both); this "
+                           "line has no numeric score field: the log was edited or is not fairseq's")
+        text = m.group(2) or ""
+        if CONTROL_CHARS.search(text):
+            self._bad_line(number, kind, sid, "the hypothesis holds a control character (e.g. NUL): binary text, "
+                           "not a fairseq hypothesis")
+        score = float(m.group(1))
+        before = last_score.get((kind, sid))
+        if before is not None and score > before[0]:
+            self._bad_line(number, kind, sid, "its score {} is higher than that of the n-best entry before it "
+                           "(line {}, {}): fairseq prints n-best entries best first, so this list was edited "
+                           "or joined".format(m.group(1), before[1], before[0]))
+        last_score[(kind, sid)] = (score, number)
+        return text
 
     def _two_runs(self, what):
         raise FairseqWeanError(

@@ -49,6 +49,7 @@ def words_only(systems, orig, orig_path, refs, ref_paths, post_process=None):
     reference streams (from files, or from a log's S- / T- lines where their paths are None).
     Returns ``(system sentences list, orig, refs)``. (fairseq-generate decodes its S- and T- lines
     with --bpe / --tokenizer as it decodes the D- lines: they go together.)"""
+    raw = ([sentences for _, sentences, _ in systems], orig, refs)
     out_systems = [pieces.apply(sentences, post_process) for _, sentences, _ in systems]
     orig = pieces.apply(orig, post_process)
     refs = [pieces.apply(r, post_process) for r in refs] if refs is not None else None
@@ -66,6 +67,8 @@ def words_only(systems, orig, orig_path, refs, ref_paths, post_process=None):
     for i, r in enumerate(refs or []):
         named.append(("--refs " + ref_paths[i] if ref_paths else "the log's T- lines", r,
                       None if ref_paths else "give the references as text with --refs FILE (the raw test set)"))
+    before = list(raw[0]) + [raw[1]] + list(raw[2] or [])
+    pieces.check_post_process([(name, lines, None) for (name, _, _), lines in zip(named, before)], post_process)
     pieces.check_no_pieces(named)
     return out_systems, orig, refs
 

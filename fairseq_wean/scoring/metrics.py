@@ -30,6 +30,7 @@ import re
 
 import numpy as np
 
+from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.scoring import sari as sari_lib
 
 METRICS = ("bleu", "chrf", "ter", "sari", "fkgl", "rouge1", "rouge2", "rougeL", "stats")
@@ -166,6 +167,33 @@ def check_rouge_unit(refs_streams, chars, option="--rouge-chars"):
                    "score by character (Chinese, Japanese; e.g. LCSTS)")
     if share > 0.5:
         raise FairseqWeanError(message.format(100 * share, example[:40], option))
+    if not chars:
+        check_rouge_words(texts, "reference", option)
+
+
+_ROUGE_KEPT = re.compile(r"[a-z0-9]")
+
+
+def check_rouge_words(texts, what, option="--rouge-chars"):
+    """Refuse ROUGE by words on ``texts`` that hold any word rouge-score's tokenizer deletes whole
+    (letters or digits, none of them a-z/0-9: Cyrillic, Greek, accented-only...): such a word never
+    counts, whatever its share (25% Cyrillic words, all of them wrong, still gives ROUGE-1 = 100).
+    Punctuation-only tokens are not words and are dropped by every ROUGE."""
+    words = dropped = 0
+    example = None
+    for text in texts:
+        for token in text.split():
+            if not any(ch.isalnum() for ch in token):
+                continue
+            words += 1
+            if not _ROUGE_KEPT.search(token.lower()):
+                dropped += 1
+                example = example or token
+    if dropped:
+        raise FairseqWeanError(
+            "ROUGE drops {:.1f}% of the {}s' words (non a-z: {} of {}, e.g. {!r}): rouge-score's tokenizer keeps "
+            "only a-z and 0-9, so those words would never count; score them with chrF, or by character ({}) for "
+            "Chinese/Japanese".format(100.0 * dropped / words, what, dropped, words, example[:40], option))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,6 +301,8 @@ def rouge_sentence_scores(sys_sents, refs_streams, types=ROUGE_TYPES, chars=Fals
     only where the caller checked all its references before (validation, batch by batch)."""
     if unit_option is not None:
         check_rouge_unit(refs_streams, chars, unit_option)
+        if not chars:
+            check_rouge_words(sys_sents, "output", unit_option)
     if "rougeL" in types:
         check_line_lengths("rougeL", sys_sents, refs_streams, chars)
     scorer = rouge_scorer(types, chars, stemmer)
@@ -496,6 +526,37 @@ def build_metrics(names, sys_sents, orig_sents, refs_streams, sari_mode="default
     return out
 
 
+# --bootstrap-samples / bootstrap_samples: its one range, used by the library and both CLIs. Above
+# 100,000 resamples a p-value's resolution (1e-5) is finer than any decision needs and only costs
+# time; MAX_BOOTSTRAP_DRAWS bounds resamples x sentences (each draw is a random index and a row
+# of every metric's statistics: 1e8 draws: ~4 s per metric pair measured,
+# more with more metrics and memory), refused before any scoring.
+MAX_BOOTSTRAP_SAMPLES = 100000
+MAX_BOOTSTRAP_DRAWS = 10 ** 8
+
+
+def check_bootstrap(n_samples, n_sentences=None, compared=True, option="bootstrap_samples"):
+    """Refuse (one line) a bootstrap setting that is out of range, has no effect (``compared``:
+    whether a second system is compared; without one no bootstrap runs) or would run unbounded.
+    ``n_samples`` None: the default, :data:`BOOTSTRAP_SAMPLES`. Returns the number of samples."""
+    if n_samples is None:
+        n_samples = BOOTSTRAP_SAMPLES
+    elif not compared:
+        raise FairseqWeanError("{} has no effect without a second system to compare (compare_to / "
+                               "--compare-to, or a second --sys): drop it".format(option))
+    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or not (
+            1 <= n_samples <= MAX_BOOTSTRAP_SAMPLES):
+        raise FairseqWeanError("{} must be an integer from 1 to {} (more resamples only cost time), not {!r}".format(
+            option, MAX_BOOTSTRAP_SAMPLES, n_samples))
+    if n_sentences is not None and n_samples * n_sentences > MAX_BOOTSTRAP_DRAWS:
+        raise FairseqWeanError(
+            "paired bootstrap of {} sentences x {} resamples = {:,} draws is over the bound of {:,} (it would run "
+            "for minutes): give {} {} or fewer, or score a smaller test set".format(
+                n_sentences, n_samples, n_samples * n_sentences, MAX_BOOTSTRAP_DRAWS, option,
+                max(1, MAX_BOOTSTRAP_DRAWS // n_sentences)))
+    return int(n_samples)
+
+
 BOOTSTRAP_BLOCK = 1 << 22  # resample weights held at once by paired_bootstrap (32 MB)
 
 
@@ -509,6 +570,7 @@ def paired_bootstrap(metrics_a, metrics_b, n_samples=BOOTSTRAP_SAMPLES, seed=BOO
     statistic sacrebleu's ``--paired-bs`` reports. Identical systems give p = 1.0 exactly.
     """
     names = [k for k in metrics_a if k in metrics_b]
+    n_samples = check_bootstrap(n_samples, len(next(iter(metrics_a.values())).rows) if metrics_a else None)
     if not names:
         return {}
     n = len(next(iter(metrics_a.values())).rows)

@@ -49,6 +49,35 @@ def post_process(sentence, symbol):
     raise FairseqWeanError("unknown --post-process {!r}: choose one of {}".format(symbol, ", ".join(POST_PROCESS)))
 
 
+# the mark each --post-process rule removes: a rule applied to an input without its mark deletes
+# every space (sentencepiece, characters, wordpiece, letter, _EOW: each line glued into one token)
+# or changes nothing (subword_nmt, @@, silence): either way it is refused (check_post_process)
+MARKS = {"subword_nmt": "@@", "@@ ": "@@", "@@": "@@", "sentencepiece": SENTENCEPIECE_MARK,
+         "characters": SENTENCEPIECE_MARK, "wordpiece": "_", "letter": "|", "_EOW": "_EOW", "silence": "<SIL>"}
+GLUING = ("sentencepiece", "characters", "wordpiece", "letter", "_EOW")
+LETTER_LINE = re.compile(r"^\S( \S)* \|( \S)+$")  # fairseq's letter form: t h e | c a t
+EOW_PIECE = re.compile(r"\S_EOW(?=\s|$)")
+
+
+def check_post_process(named_inputs, symbol, option="--post-process"):
+    """Refuse ``option symbol`` where it cannot be meant: a space-deleting rule on an input none of
+    whose lines holds its mark (each line would become one token: BLEU 0.00), or a removing rule
+    (subword_nmt, silence) when no input holds its mark (it would do nothing)."""
+    if symbol in (None, "none"):
+        return
+    mark = MARKS[symbol]
+    named = [(name, lines) for name, lines, _ in named_inputs if lines is not None]
+    without = [name for name, lines in named if not any(mark in line for line in lines)]
+    if symbol in GLUING and without:
+        raise FairseqWeanError(
+            "{} {} deletes every space and turns {!r} into spaces, and {} has no {!r}: each line would be glued into "
+            "one token; drop {}, or give that input in {}'s form".format(
+                option, symbol, mark, without[0], mark, option, symbol))
+    if len(without) == len(named):
+        raise FairseqWeanError("{} {} removes {!r}, and no input holds it: it would change nothing; drop it".format(
+            option, symbol, mark))
+
+
 def piece_kind(lines):
     """(kind, example) of the first subword piece in ``lines``: kind ``subword_nmt`` (a token
     ending in ``@@``) or ``sentencepiece`` (``▁``); (None, None) for text without pieces."""
@@ -59,6 +88,11 @@ def piece_kind(lines):
         if SENTENCEPIECE_MARK in line:
             i = line.index(SENTENCEPIECE_MARK)
             return "sentencepiece", line[max(0, i - 20): i + 20].strip()
+        m = EOW_PIECE.search(line)
+        if m:
+            return "_EOW", line[max(0, m.start() - 20): m.end() + 20].strip()
+        if LETTER_LINE.match(line.strip()):
+            return "letter", line.strip()[:40]
     return None, None
 
 

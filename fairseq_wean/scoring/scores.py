@@ -28,6 +28,9 @@ SENTENCE_METRICS = ("sari", "rougeL")
 def _metric_names(metrics):
     names = [m.strip() for m in metrics.split(",")] if isinstance(metrics, str) else list(metrics)
     names = [m for m in names if m]
+    twice = sorted({m for m in names if names.count(m) > 1})
+    if twice:
+        raise FairseqWeanError("metric(s) {} named more than once: name each metric once".format(", ".join(twice)))
     bad = [m for m in names if m not in M.METRICS]
     if bad or not names:
         raise FairseqWeanError("unknown metric(s) {}: choose from {}".format(
@@ -68,7 +71,7 @@ def _system_scores(names, hyps, sources, references, sari_mode, rouge_chars, rou
 
 def score_with_statistics(hyps, *, sources=None, references=None, metrics, sari_mode="default",
                           rouge_chars=False, rouge_stemmer=True, compare_to=None,
-                          bootstrap_samples=M.BOOTSTRAP_SAMPLES, bleu_tokenize=M.BLEU_TOKENIZE):
+                          bootstrap_samples=None, bleu_tokenize=M.BLEU_TOKENIZE):
     """``(score(...), {metric: CorpusMetric})``: the scores and the per-sentence sufficient
     statistics of ``hyps`` behind them (every metric but ``stats``), for callers that need more
     than the scores, e.g. SARI's add/keep/delete split (``sari_operation_scores``)."""
@@ -76,6 +79,7 @@ def score_with_statistics(hyps, *, sources=None, references=None, metrics, sari_
     if sari_mode not in sari_lib.MODES:
         raise FairseqWeanError("unknown SARI mode {!r}: choose from {}".format(sari_mode, ", ".join(sari_lib.MODES)))
     _check_inputs(hyps, sources, references, names)
+    bootstrap_samples = M.check_bootstrap(bootstrap_samples, len(hyps), compared=compare_to is not None)
     if compare_to is not None:
         _check_inputs(compare_to, sources, references, names, what="compare_to")
         if len(compare_to) != len(hyps):
@@ -93,7 +97,7 @@ def score_with_statistics(hyps, *, sources=None, references=None, metrics, sari_
 
 
 def score(hyps, *, sources=None, references=None, metrics, sari_mode="default", rouge_chars=False,
-          rouge_stemmer=True, compare_to=None, bootstrap_samples=M.BOOTSTRAP_SAMPLES, bleu_tokenize=M.BLEU_TOKENIZE):
+          rouge_stemmer=True, compare_to=None, bootstrap_samples=None, bleu_tokenize=M.BLEU_TOKENIZE):
     """Corpus scores of the system output ``hyps`` (a list of strings), as a dict.
 
     Args:
@@ -118,6 +122,8 @@ def score(hyps, *, sources=None, references=None, metrics, sari_mode="default", 
         every metric but ``stats``). ``fairseq-wean-score --json`` prints this dict (plus
         ``compare_to["file"]``).
     """
+    if rouge_chars and not any(m in M.ROUGE_TYPES for m in _metric_names(metrics)):
+        raise FairseqWeanError("rouge_chars changes only ROUGE, and metrics has none: drop it, or add rouge1")
     return score_with_statistics(
         hyps, sources=sources, references=references, metrics=metrics, sari_mode=sari_mode,
         rouge_chars=rouge_chars, rouge_stemmer=rouge_stemmer, compare_to=compare_to,

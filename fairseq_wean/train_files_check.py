@@ -1,0 +1,134 @@
+"""Checks, when fairseq parses a command and before any work, of the files and folders its options
+name (registered with :func:`fairseq_wean.patching.add_option_check` by
+:func:`fairseq_wean.fixes_training.install_training_file_checks`):
+
+* the data option: every colon-separated path must be an existing folder (fairseq's
+  ``infer_language_pair`` raised a FileNotFoundError traceback for a missing one);
+* ``--checkpoint-suffix``: no path separator and no ``..`` (the names fairseq-train writes stay in
+  --save-dir);
+* fairseq-train's --save-dir: every checkpoint name fairseq-train writes or its --keep-* cleanup
+  removes (``CHECKPOINT_PATTERN``) that exists is a regular file, and none of them is there without
+  ``checkpoint_last.pt`` (another run's files: the cleanup deleted the new run's checkpoints);
+* files fairseq writes in place (``--log-file``): no link, folder, pipe/device or hard link;
+  folders it writes into (``--tensorboard-logdir``, ``--results-path``): a folder where they exist.
+"""
+import os
+import re
+
+from fairseq_wean import textio
+from fairseq_wean.checkpoint_safety import checkpoint_file_problem
+from fairseq_wean.errors import FairseqWeanError
+
+# every name fairseq's checkpoint_utils.save_checkpoint writes and its keep-* cleanup globs, for a
+# --checkpoint-suffix SUFFIX (re.escape'd) and the shard suffixes (-shardN) fairseq adds to it
+CHECKPOINT_PATTERN = (r"checkpoint(?:\d+|_\d+_\d+|_best|_last|\.best_.+_[-+0-9.einfa]+){suffix}(?:-shard\d+)?\.pt")
+
+
+def checkpoint_names(save_dir, suffix):
+    """The names in ``save_dir`` that fairseq-train may write or remove (``CHECKPOINT_PATTERN``)."""
+    pattern = re.compile(CHECKPOINT_PATTERN.format(suffix=re.escape(suffix)) + r"\Z")
+    try:
+        names = os.listdir(save_dir)
+    except OSError:
+        return []
+    return sorted(name for name in names if pattern.match(name))
+
+
+def data_problem(args):
+    """Every path of the data option a folder, in a fairseq command's process (a script that parses
+    options only to build a model may name no real data)."""
+    from fairseq_wean.patching import running_command
+
+    data = getattr(args, "data", None)
+    if not isinstance(data, str) or not data or "://" in data or running_command() is None:
+        return None
+    for path in data.split(os.pathsep):
+        kind = textio.node_kind(path, follow=True) if path else None
+        if kind != textio.FOLDER:
+            return "data {}: {}; give the folder of the binarized data (fairseq-preprocess's --destdir)".format(
+                path or "''", "no such folder" if kind is None else "{}, not a folder".format(kind))
+    return None
+
+
+def suffix_problem(args):
+    suffix = getattr(args, "checkpoint_suffix", None)
+    if isinstance(suffix, str) and ("/" in suffix or os.sep in suffix or ".." in suffix or "\0" in suffix):
+        return ("--checkpoint-suffix {!r}: a path separator or '..' would put checkpoints outside --save-dir; "
+                "give a plain suffix such as _a".format(suffix))
+    return None
+
+
+def save_dir_problem(args):
+    save_dir = getattr(args, "save_dir", None)
+    if not hasattr(args, "keep_last_epochs") or not isinstance(save_dir, str) or "://" in save_dir \
+            or getattr(args, "no_save", False) or not os.path.isdir(save_dir):
+        return None
+    suffix = getattr(args, "checkpoint_suffix", "") or ""
+    names = checkpoint_names(save_dir, suffix)
+    for name in names:
+        # raised, not returned: the same error (FairseqWeanError, exit 1) as checkpoint_safety's later check
+        # of checkpoint_last.pt / checkpoint_best.pt, now made here for every name, before any work
+        path = os.path.join(save_dir, name)
+        kind = textio.planted_kind(path)
+        if kind == textio.LINK:
+            raise FairseqWeanError("--save-dir {}: {} is a symbolic link: refused (a checkpoint in --save-dir is "
+                                   "written, read and removed only as itself); nothing was trained; move it "
+                                   "away".format(save_dir, path))
+        if kind is not None:
+            raise FairseqWeanError("--save-dir {}: {} is {}; nothing was trained (fairseq-train writes or removes "
+                                   "it); move it away".format(save_dir, path, checkpoint_file_problem(path)))
+    last = "checkpoint_last{}.pt".format(suffix)
+    foreign = [name for name in names if name != last and not name.startswith("checkpoint_best")]
+    if foreign and not any(name.startswith("checkpoint_last") for name in names):
+        restore = getattr(args, "restore_file", None)
+        if isinstance(restore, str) and restore != "checkpoint_last.pt" and os.path.isfile(restore) \
+                and not getattr(args, "reset_optimizer", False) and not getattr(args, "reset_meters", False) \
+                and os.path.dirname(os.path.abspath(restore)) == os.path.abspath(save_dir):
+            return None  # resuming from one of them with its meters: its run continues
+        return ("--save-dir {} holds {} but no {} (another run's checkpoints): fairseq-train's --keep-* cleanup "
+                "would remove this run's checkpoints or keep those; use another --save-dir, move them away, or "
+                "resume with --restore-file {}".format(save_dir, foreign[0], last, os.path.join(save_dir, foreign[-1])))
+    return None
+
+
+def written_files_problem(args):
+    log_file = getattr(args, "log_file", None)
+    if isinstance(log_file, str) and log_file:
+        kind = textio.planted_kind(log_file)
+        if kind is None and os.path.lexists(log_file) and os.stat(log_file).st_nlink > 1:
+            kind = "a hard link (a file with other names)"
+        if kind is not None:
+            return "--log-file {} is {}: refused (fairseq appends to it in place); give a new file".format(
+                log_file, kind)
+    for option in ("tensorboard_logdir", "results_path"):
+        path = getattr(args, option, None)
+        if isinstance(path, str) and path and "://" not in path:
+            kind = textio.node_kind(path)
+            if kind is not None and kind != textio.FOLDER:
+                return "--{} {} is {}, not a folder: refused (fairseq writes its files into it); give a folder".format(
+                    option.replace("_", "-"), path, kind)
+    return None
+
+
+def finetune_note(args):
+    """--finetune-from-model X with --save-dir's checkpoint_last.pt: fairseq resumes from that file and
+    ignores X (its design for a restarted fine-tuning job). Kept, and said in one warning line."""
+    import logging
+
+    finetune, save_dir = getattr(args, "finetune_from_model", None), getattr(args, "save_dir", None)
+    if isinstance(finetune, str) and finetune and isinstance(save_dir, str):
+        last = os.path.join(save_dir, "checkpoint_last{}.pt".format(getattr(args, "checkpoint_suffix", "") or ""))
+        if os.path.isfile(last):
+            logging.getLogger("fairseq_wean").warning(
+                "--finetune-from-model %s is NOT loaded: --save-dir holds %s, and fairseq resumes from it (a "
+                "restarted fine-tuning run); to fine-tune from %s anew, use another --save-dir", finetune, last, finetune)
+    return None
+
+
+def training_files_problem(args):
+    """The one option check of this module (see its docstring)."""
+    for check in (suffix_problem, written_files_problem, data_problem, save_dir_problem, finetune_note):
+        problem = check(args)
+        if problem is not None:
+            return problem
+    return None

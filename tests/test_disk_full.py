@@ -61,7 +61,9 @@ def test_every_writer_on_a_full_disk_is_one_line_and_loses_nothing(raw_dir, data
                 leftover.unlink()
         if (full_disk / ".filler").exists():
             (full_disk / ".filler").unlink()
-        output.write_bytes(b"the previous output\n")
+        previous = name != "fairseq-train"  # a checkpoint there without checkpoint_last.pt: another run's, refused
+        if previous:
+            output.write_bytes(b"the previous output\n")
         fill(full_disk)
         proc = subprocess.run([str(c) for c in command], capture_output=True, text=True, cwd=REPO, timeout=300,
                               env=dict(os.environ, OMP_NUM_THREADS="1"))
@@ -72,7 +74,7 @@ def test_every_writer_on_a_full_disk_is_one_line_and_loses_nothing(raw_dir, data
             problems.append("exit 0")
         if "Traceback" in proc.stderr or "no space left on the device" not in last:
             problems.append("not one line: " + proc.stderr[-600:])
-        if output.read_bytes() != b"the previous output\n":
+        if previous and output.read_bytes() != b"the previous output\n":
             problems.append("the previous output changed")
         if left:
             problems.append("left behind: {}".format(left))

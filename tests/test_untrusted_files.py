@@ -432,8 +432,8 @@ def test_every_field_the_tables_read_is_checked(results, tmp_path, monkeypatch):
     seen = set()
     read = runner.read_published
 
-    def recording(path, recipe):
-        published = read(path, recipe)
+    def recording(path, recipe, *folder):
+        published = read(path, recipe, *folder)
         published["run"] = RecordingDict(published["run"], seen)
         return published
 

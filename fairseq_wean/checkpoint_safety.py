@@ -17,11 +17,10 @@ fairseq versions); a refused global is a one-line error naming it.
 
 Also here, because they are about checkpoint files:
 
-* a truncated or corrupted checkpoint gives a one-line error naming the file (``checkpoint_error``);
-* every loader (``load_model_ensemble_and_task``: --path, --lm-path, the hub, fairseq-validate;
-  ``load_checkpoint_to_cpu``; ``load_ema_from_checkpoint``: --ema-seed-model) checks its file first
-  (``check_checkpoint_file``): missing, a folder or a named pipe is one line, never opened;
-* no path stored in a loaded checkpoint's configuration is opened (``stored_paths.forget_stored_paths``);
+* a truncated or corrupted checkpoint is a one-line error naming the file (``checkpoint_error``); every
+  loader checks its file first (``check_checkpoint_file``): missing, a folder or a pipe is one line;
+* no path or ``${...}`` interpolation stored in a checkpoint's configuration is opened or resolved
+  (``stored_paths``: interpolations forgotten in ``load``, before fairseq resolves any);
 * fairseq's copies of a new checkpoint to ``checkpoint_best.pt`` / ``checkpoint_last.pt`` are
   made atomic, so a job killed while saving never leaves a truncated checkpoint behind
   (``_atomic_checkpoint_copies``; the first file was already written atomically);
@@ -33,10 +32,9 @@ Also here, because they are about checkpoint files:
   of starting a run (from scratch, fine-tuning, --continue-once, --restore-file with a reset), except
   resuming from that best checkpoint itself with its meters, or ``--overwrite-best-checkpoint`` of the
   plugin's task (``_check_best_without_last``: the run would replace the best checkpoint with its
-  first, worse epochs); the task checks its training
-  options (``check_training_options``: the metric's name and direction, options that change a metric
-  that is off; the generation options are checked earlier, where the model is built),
-  and rank 0 locks ``--save-dir`` for the run (``textio.lock_folder``: one run per folder).
+  first, worse epochs); the task checks its training options (``check_training_options``: the
+  metric's name and direction, options that change a metric that is off; the generation options are
+  checked earlier, where the model is built), and rank 0 locks ``--save-dir`` for the run (``textio.lock_folder``: one run per folder).
 """
 import argparse
 import collections
@@ -192,7 +190,9 @@ class _CheckpointTorch(types.ModuleType):
 
     @staticmethod
     def load(f, map_location=None, *args, **kwargs):
-        return safe_load(f, map_location, **kwargs)  # a positional pickle_module is replaced too
+        state = safe_load(f, map_location, **kwargs)  # a positional pickle_module is replaced too
+        forget_stored_interpolations(state, getattr(f, "name", f))  # before fairseq resolves any
+        return state
 
 
 def install():
@@ -347,7 +347,7 @@ def _explained(path, load, *args, **kwargs):
 # What loading a checkpoint must not open (a path stored in its configuration): fairseq_wean.stored_paths.
 from fairseq_wean.stored_paths import (  # noqa: E402,F401  (their home before; tests and hub import them here)
     BUILT_FROM_CHECKPOINT, FAIRSEQ_STORED_PATHS, PATH_METAVARS, PATH_SECTIONS, forget_stored_paths, is_path_option,
-    looks_like_path, plugin_options, stored_path_options)
+    forget_stored_interpolations, looks_like_path, plugin_options, stored_path_options)
 
 
 def checkpoint_error(path, exc):

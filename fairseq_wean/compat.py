@@ -299,6 +299,9 @@ def install_dictionary_file_errors():
         def add_from_file(self, f):
             if not isinstance(f, str):
                 return original(self, f)
+            from fairseq_wean.data.dictionary import check_folder_dictionary
+
+            check_folder_dictionary(f)  # dict.*.txt linked out of its folder: refused before fairseq opens it
             refuse_non_regular(f, "dictionary")
             try:
                 return original(self, f)

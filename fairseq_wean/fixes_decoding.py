@@ -280,8 +280,9 @@ def install_transformer_without_fast_path():
 
 def install_generate_results_file():
     """fairseq-generate ``--results-path DIR``: ``DIR/generate-SUBSET.txt`` is written through a
-    temporary file that replaces it only when the run succeeds, and a link or non-regular file
-    there is refused in one line before any work.
+    temporary file that replaces it only when the run succeeds, and a link, a non-regular file or a
+    hard link (a file with other names) there is refused in one line before any work
+    (:func:`fairseq_wean.textio.in_place_problem`).
 
     fairseq's bug: ``fairseq_cli.generate.main`` opens the file with ``"w"`` before it loads the
     model or the data, through whatever is there: a failed run (a typo in ``--path``, a refused
@@ -299,7 +300,7 @@ def install_generate_results_file():
             import os
             from argparse import Namespace
 
-            from fairseq_wean.textio import atomic_output, planted_kind
+            from fairseq_wean.textio import atomic_output, in_place_problem
 
             if isinstance(cfg, Namespace):
                 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
@@ -310,11 +311,10 @@ def install_generate_results_file():
                 return original(cfg)
             os.makedirs(folder, exist_ok=True)
             path = os.path.join(folder, "generate-{}.txt".format(cfg.dataset.gen_subset))
-            kind = planted_kind(path)
-            if kind is not None:
-                raise FairseqWeanError("--results-path {}: {} is {}, not a regular file: refused (fairseq-generate "
-                                       "would write through it); remove it or give another folder".format(
-                                           folder, path, kind))
+            problem = in_place_problem(path)  # a link, pipe, folder, or a hard link (another name's file)
+            if problem is not None:
+                raise FairseqWeanError("--results-path {}: {} {}: refused (the results file is fairseq-generate's "
+                                       "own); remove it or give another folder".format(folder, path, problem))
             run = generate._main
             with atomic_output(path, what="--results-path file") as handle:
                 # fairseq's main (its checks) with its output going to the temporary file

@@ -20,6 +20,11 @@ word: ``relu`` stays). Kept: ``_name``, the task's ``data`` (every loader
 gives it again: fairseq-generate's DATA, the hub's ``data_name_or_path``) and what the caller gives
 again in ``arg_overrides``. A model's pretrained embeddings or encoder are only read when it is first
 built for training; a checkpoint holds their trained weights, so dropping the path loses nothing.
+
+:func:`forget_stored_interpolations` forgets every OmegaConf interpolation stored anywhere (a string
+holding ``${``: ``${oc.env:VAR}``, ``${..key}``, ``${oc.decode:...}``, any resolver), before anything
+resolves it: the option takes the default its component declares, or the load is refused in one line
+where what names the component built is one.
 """
 import argparse
 import os
@@ -285,13 +290,243 @@ def forget_stored_paths(state, arg_overrides):
     its model reads neither the table nor the training data. Nothing of a checkpoint's own becomes a
     path that loading it opens. Returns the dotted names of the options forgotten (``model.w2v_path``;
     ``args.X`` for the old-style args), for the message of a model that cannot be built without them."""
+    # interpolations first (checkpoint_safety's loader forgets them before fairseq reads the state, too)
+    forgotten = forget_stored_interpolations(state)
     paths = set(stored_path_options())
     cfg = state.get("cfg")
     sections = [(None, state.get("args"))]
     if cfg is not None and _is_section(cfg):
         sections += [(name, _Section(cfg).get(name)) for name in _Section(cfg).keys()]
-    forgotten = []
     for name, section in sections:
         if section is not None and _is_section(section):
             _forget_in(section, name, paths, arg_overrides or {}, forgotten=forgotten)
+    return forgotten
+
+
+# --- OmegaConf interpolations -------------------------------------------------------------------
+# A stored string holding ``${`` is an OmegaConf interpolation (``${oc.env:VAR}``, ``${..key}``,
+# ``${oc.decode:...}``, any registered resolver): fairseq resolves it when it reads the option (its
+# load_checkpoint_to_cpu already, through overwrite_args_by_name; old-style args through hydra's
+# overrides, resolved), so a checkpoint could make loading it read an environment variable, call a
+# resolver, or name a file that only the resolution spells. fairseq saves its configuration resolved
+# (``OmegaConf.to_container(cfg, resolve=True)``): no checkpoint fairseq wrote holds one.
+INTERPOLATION = "${"
+# what names the component a section builds: nothing is built without it
+COMPONENT_NAMES = {"_name", "arch", "task", "criterion", "optimizer", "lr_scheduler"}
+# sections of ``cfg`` that may be None (fairseq's FairseqConfig: none given)
+OPTIONAL_SECTIONS = ("bpe", "tokenizer", "scoring")
+II_PATH = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}$")
+
+
+def holds_interpolation(value):
+    """Whether ``value`` holds, at any depth (a string, a key, a list, a dict, a Namespace, an
+    OmegaConf node, unresolved), ``${``."""
+    from omegaconf import OmegaConf
+
+    if isinstance(value, str):
+        return INTERPOLATION in value
+    if OmegaConf.is_config(value):
+        return holds_interpolation(OmegaConf.to_container(value, resolve=False))
+    if isinstance(value, argparse.Namespace):
+        value = vars(value)
+    if isinstance(value, dict):
+        return any(holds_interpolation(key) or holds_interpolation(item) for key, item in value.items())
+    if isinstance(value, (list, tuple, set)):
+        return any(holds_interpolation(item) for item in value)
+    return False
+
+
+def _field_defaults(config):
+    import dataclasses
+
+    found = {}
+    for field in dataclasses.fields(config) if dataclasses.is_dataclass(config) else ():
+        if field.default_factory is not dataclasses.MISSING:
+            found[field.name] = field.default_factory()
+        elif field.default is not dataclasses.MISSING:
+            found[field.name] = field.default
+    return found
+
+
+def _parser_defaults(cls):
+    parser = argparse.ArgumentParser(add_help=False, conflict_handler="resolve")
+    try:
+        cls.add_args(parser)
+    except Exception:  # an add_args that needs more than a parser: its dataclass gives the defaults
+        return {}
+    return {action.dest: action.default for action in parser._actions if action.default is not argparse.SUPPRESS}
+
+
+def _architecture_defaults(arch):
+    """What the architecture function ``arch`` sets on a Namespace that holds nothing (fairseq's
+    ``base_architecture`` fills every option the model reads with ``getattr(args, name, default)``)."""
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    args = argparse.Namespace()
+    try:
+        ARCH_CONFIG_REGISTRY[arch](args)
+    except Exception:  # no such architecture, or one that needs given options: no defaults from it
+        return {}
+    return vars(args)
+
+
+def declared_defaults(name, section):
+    """{option: default} that the components a stored section names declare: fairseq's
+    ``FairseqConfig`` section of that name, the dataclass and ``add_args`` of the task, model
+    (``arch``), BPE, criterion... named by its ``_name``; for the old-style ``args`` (``name`` None), all
+    of them, each component named by its option (``arch``, ``task``, ``bpe``...)."""
+    import dataclasses
+
+    from fairseq import models, tasks
+    from fairseq.dataclass.configs import FairseqConfig
+    from fairseq.registry import REGISTRIES
+
+    part = _Section(section)
+    get = (lambda key: part.get(key) if part.has(key) else None)
+    sections = {field.name: field.type for field in dataclasses.fields(FairseqConfig)}
+    kinds = [name] if name is not None else ["model", "task"] + list(REGISTRIES) + list(sections)
+    defaults = {}
+    for kind in kinds:
+        component = get("_name") if name is not None else get("arch" if kind == "model" else kind)
+        if kind == "model":
+            arch = get("arch") or component
+            model = models.ARCH_MODEL_REGISTRY.get(arch) or models.MODEL_REGISTRY.get(arch)
+            defaults.update(_parser_defaults(model) if model is not None else {})
+            defaults.update(_architecture_defaults(arch))
+            defaults.update(_field_defaults(models.MODEL_DATACLASS_REGISTRY.get(
+                models.ARCH_MODEL_NAME_REGISTRY.get(arch, arch))))
+        elif kind == "task":
+            task = tasks.TASK_REGISTRY.get(component) if isinstance(component, str) else None
+            defaults.update(_parser_defaults(task) if task is not None else {})
+            defaults.update(_field_defaults(tasks.TASK_DATACLASS_REGISTRY.get(component)))
+        elif kind in REGISTRIES and isinstance(component, str):
+            defaults.update(_field_defaults(REGISTRIES[kind]["dataclass_registry"].get(component)))
+        if dataclasses.is_dataclass(sections.get(kind)):
+            for key, value in _field_defaults(sections[kind]).items():
+                defaults.setdefault(key, value)
+    return defaults
+
+
+def _stored_at(state, dotted):
+    """The stored value at ``dotted`` (``common.seed``: ``cfg.common.seed``; the old-style args: ``args.seed``),
+    unresolved; None where there is none."""
+    node = state.get("cfg")
+    for key in dotted.split("."):
+        part = _Section(node) if node is not None and _is_section(node) else None
+        node = part.get(key) if part is not None and part.has(key) else None
+    if node is None and state.get("args") is not None:
+        args = _Section(state["args"])
+        key = dotted.split(".")[-1]
+        node = args.get(key) if args.has(key) else None
+    return node
+
+
+def _plain_default(state, default):
+    """``default`` as a stored value: fairseq's own ``II("common.seed")`` is the stored value it names (None
+    where that is an interpolation too or absent); an enum its name."""
+    import enum
+
+    if isinstance(default, enum.Enum):
+        return default.name
+    if isinstance(default, str) and default == "???":  # omegaconf's MISSING: no default
+        return None
+    if isinstance(default, str) and INTERPOLATION in default:
+        match = II_PATH.match(default)
+        value = _stored_at(state, match.group(1)) if match else None
+        return None if holds_interpolation(value) else value
+    return None if holds_interpolation(default) else default
+
+
+def _refuse_interpolation(where, value, path):
+    from fairseq_wean.errors import FairseqWeanError
+
+    raise FairseqWeanError(
+        "{}stores {} as an OmegaConf interpolation ({!r}), which would be resolved when it is loaded (an "
+        "environment variable, another option, a resolver's call) and names what is built from it: refused, nothing "
+        "was resolved; save the checkpoint again with plain values".format(
+            "checkpoint {}: ".format(path) if path else "the checkpoint's configuration ", where,
+            str(value)[:80]))
+
+
+def _forget_interpolations_in(state, name, section, where, path, forgotten):
+    part = _Section(section)
+    changes, dropped = {}, []
+    defaults = None
+    for key in part.keys():
+        if holds_interpolation(key):
+            dropped.append(key)  # no component declares an option of that name: nothing reads it
+            continue
+        value = part.get(key)
+        if not holds_interpolation(value):
+            continue
+        if key in COMPONENT_NAMES:
+            _refuse_interpolation("{}.{}".format(where, key), value, path)
+        if defaults is None:
+            defaults = declared_defaults(name, section)
+        if key in defaults:
+            changes[key] = _plain_default(state, defaults[key])
+        else:  # no component declares it (fairseq's dataclasses refuse such a key): dropped
+            dropped.append(key)
+    if dropped:
+        if part.is_config:
+            from omegaconf import open_dict
+
+            with open_dict(section):
+                for key in dropped:
+                    del section[key]
+        elif part.is_dict:
+            for key in dropped:
+                del section[key]
+        else:
+            for key in dropped:
+                delattr(section, key)
+    part.set(changes)
+    forgotten.extend("{}.{}".format(where, key) for key in dropped + list(changes))
+
+
+def forget_stored_interpolations(state, path=None):
+    """Forget every OmegaConf interpolation a checkpoint's configuration stores (any string holding
+    ``${``, at any depth, in ``args`` and every section of ``cfg``), before fairseq reads any of it: an
+    option whose value holds one takes the default its component declares (fairseq's ``II`` default:
+    the stored value it names); an option none declares, or whose name holds one, is dropped; a
+    section that is one becomes None where fairseq allows none (``bpe``, ``tokenizer``, ``scoring``).
+    What names the component a section builds (``_name``, ``arch``, ``task``...) or a section fairseq
+    needs is refused in one line (:class:`FairseqWeanError`, naming ``path``). ``state`` is changed in
+    place (anything but a dict is left alone); returns the dotted names forgotten."""
+    forgotten = []
+    if not isinstance(state, dict):
+        return forgotten
+    args, cfg = state.get("args"), state.get("cfg")
+    if args is not None and _is_section(args):
+        _forget_interpolations_in(state, None, args, "args", path, forgotten)
+    elif holds_interpolation(args):
+        _refuse_interpolation("args", args, path)
+    if cfg is None:
+        return forgotten
+    if not _is_section(cfg):
+        if holds_interpolation(cfg):
+            _refuse_interpolation("cfg", cfg, path)
+        return forgotten
+    top = _Section(cfg)
+    changes, dropped = {}, []
+    for name in top.keys():
+        section = top.get(name)
+        if holds_interpolation(name):
+            dropped.append(name)
+        elif section is not None and _is_section(section):
+            _forget_interpolations_in(state, name, section, "cfg." + str(name), path, forgotten)
+        elif holds_interpolation(section):
+            if name not in OPTIONAL_SECTIONS:
+                _refuse_interpolation("cfg." + str(name), section, path)
+            changes[name] = None
+    for name in dropped:
+        if top.is_config:
+            from omegaconf import open_dict
+
+            with open_dict(cfg):
+                del cfg[name]
+        else:
+            del cfg[name]
+    top.set(changes)
+    forgotten.extend("cfg.{}".format(name) for name in dropped + list(changes))
     return forgotten

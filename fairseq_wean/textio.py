@@ -72,20 +72,57 @@ def open_in_folder(path, mode="r", folder=None, what="file"):
         if not stat.S_ISREG(os.stat(path).st_mode):  # a pipe opened for writing with no reader: ENXIO
             raise FairseqWeanError("{} {} is not a regular file: refused".format(what, path)) from None
         raise FairseqWeanError("{} {}: {}".format(what, path, exc.strerror)) from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
+    info = os.fstat(fd)  # checked on the descriptor, before truncating
+    problem = in_place_problem(path, info=info, write=mode not in ("r", "rb"))
+    if problem is not None:
         os.close(fd)
-        raise FairseqWeanError("{} {} is not a regular file: refused".format(what, path))
-    if mode not in ("r", "rb") and info.st_nlink > 1:  # checked on the descriptor, before truncating
-        os.close(fd)
-        raise FairseqWeanError("{} {} has {} hard links: refused (writing it in place would change the other "
-                               "names' file too)".format(what, path, info.st_nlink))
+        raise FairseqWeanError("{} {} {}: refused".format(what, path, problem))
     if mode == "w":
         os.ftruncate(fd, 0)
     os.set_blocking(fd, True)
     if "b" in mode:
         return os.fdopen(fd, mode)
     return os.fdopen(fd, mode, encoding="utf-8", newline=None if mode == "r" else "\n")
+
+
+def in_place_problem(path, folder=None, info=None, write=True):
+    """Why the existing file ``path`` may not be written in place (opened with "w"/"a", appended to,
+    truncated), or None: it is a symbolic link, not a regular file, a file with other names (a hard link,
+    ``st_nlink > 1``: writing it changes the other names' file too) or, with ``folder``, outside that
+    folder through a linked directory. None when nothing is at ``path``. ``info``: the ``os.fstat`` of a
+    descriptor already opened (``O_NOFOLLOW``) on ``path``, checked instead of the name (no race);
+    ``write=False``: a file only read (a hard link is then harmless). The one rule of every in-place writer
+    (:func:`open_in_folder`, :func:`check_in_place`)."""
+    import stat
+
+    if folder is not None:
+        real = os.path.realpath(folder)
+        parent = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+        if os.path.commonpath([parent, real]) != real:
+            return "is outside {} (through a symbolic link)".format(folder)
+    if info is None:
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return None
+    if stat.S_ISLNK(info.st_mode):
+        return "is a symbolic link (a file is written in place only as itself)"
+    if stat.S_ISDIR(info.st_mode):
+        return "is a folder, not a regular file"
+    if not stat.S_ISREG(info.st_mode):
+        return "is not a regular file"
+    if write and info.st_nlink > 1:
+        return ("has {} hard links (a file with other names: writing it in place would change the other names' "
+                "file too)".format(info.st_nlink))
+    return None
+
+
+def check_in_place(path, what, folder=None):
+    """One-line ``FairseqWeanError`` naming ``what`` and ``path`` for an :func:`in_place_problem`: the check,
+    before any work, of a file a tool will later write in place (a log appended to, a results file)."""
+    problem = in_place_problem(path, folder)
+    if problem is not None:
+        raise FairseqWeanError("{} {} {}: refused; remove it or give another path".format(what, path, problem))
 
 
 def open_log(path, append=False, folder=None, what="log"):

@@ -36,7 +36,7 @@ def test_hard_link_refused_victim_unchanged(tmp_path, writer):
     folder.mkdir()
     target = folder / ".fairseq-wean.lock"
     os.link(str(victim), str(target))
-    with pytest.raises(FairseqWeanError, match="hard links: refused"):
+    with pytest.raises(FairseqWeanError, match=r"has 2 hard links \(a file with other names.*: refused$"):
         WRITERS[writer](str(target), str(folder))
     assert victim.read_bytes() == b"precious\n"
 
@@ -47,3 +47,42 @@ def test_plain_write_truncates(tmp_path):
         with textio.open_in_folder(p, "w") as f:
             f.write(text)
     assert open(p).read() == "b"
+
+
+@pytest.mark.parametrize("kind,problem", [
+    ("absent", None), ("regular", None), ("hard link", "has 2 hard links"), ("symbolic link", "is a symbolic link"),
+    ("named pipe", "is not a regular file"), ("folder", "is a folder"), ("outside", "is outside"),
+])
+def test_one_rule_for_a_file_written_in_place(kind, problem, tmp_path):
+    """textio.in_place_problem: the one check of open_in_folder's writes, open_log, lock_folder,
+    fairseq-generate's --results-path file and --log-file (check_in_place); every kind it must refuse."""
+    folder, other = tmp_path / "d", tmp_path / "other"
+    folder.mkdir()
+    other.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious\n")
+    path = folder / "f"
+    if kind == "regular":
+        path.write_bytes(b"mine\n")
+    elif kind == "hard link":
+        os.link(str(victim), str(path))
+    elif kind == "symbolic link":
+        path.symlink_to(victim)
+    elif kind == "named pipe":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "outside":
+        (folder / "sub").symlink_to(other)
+        path = folder / "sub" / "f"
+    found = textio.in_place_problem(str(path), folder=str(folder))
+    assert (found is None) if problem is None else found.startswith(problem), found
+    if problem is None:
+        textio.check_in_place(str(path), "--log-file", folder=str(folder))
+        return
+    with pytest.raises(FairseqWeanError) as info:
+        textio.check_in_place(str(path), "--log-file", folder=str(folder))
+    assert "\n" not in str(info.value) and str(info.value).startswith("--log-file {} {}".format(path, problem))
+    assert victim.read_bytes() == b"precious\n"
+    if kind == "hard link":  # only a write in place is refused: reading a hard-linked file is harmless
+        assert textio.in_place_problem(str(path), write=False) is None

@@ -1,5 +1,7 @@
-"""Probe B G2: every fairseq --post-process rule is checked against the data it is applied to, and
-every unprocessed piece form it would undo is recognised (refused without --post-process)."""
+"""Every fairseq --post-process rule is checked against the data it is applied to, and every unprocessed
+piece form it would undo is recognised (refused without --post-process), with WordPiece's '##' form, which
+no rule undoes; at every entry point that post-processes: fairseq-wean-score, fairseq-wean-report and
+validation's --eval-bleu-remove-bpe in translation_with_metrics (before training)."""
 import pytest
 from fairseq.data.data_utils import post_process as fairseq_post_process
 
@@ -47,3 +49,105 @@ def test_rule_on_plain_words_is_refused(symbol):
 def test_unprocessed_form_is_refused(symbol):
     with pytest.raises(FairseqWeanError, match=r"^sys.txt holds \S+ pieces"):
         words_only(FORMS[symbol], WORDS, None)
+
+
+# ------------------------------------------------------------------ every form x every entry point
+# WordPiece's '##' continuations (BERT; fairseq's --bpe bert decodes them): no fairseq rule removes them
+CONTINUATIONS = ["the c ##at sat", "a d ##og ran"]
+# forms whose unprocessed text is ordinary text too: '@@' glued inside a token (an e-mail@@host)
+UNRECOGNISABLE = {"@@"}
+ENTRY_POINTS = ["fairseq-wean-score", "fairseq-wean-report", "--eval-bleu-remove-bpe"]
+
+
+def validation_task(lines, symbol):
+    """translation_with_metrics as it stands before training with ``lines`` as the valid targets and
+    ``--eval-bleu-remove-bpe symbol``: its check of what validation scores (the refusal, or None)."""
+    from types import SimpleNamespace
+
+    from fairseq.data import Dictionary
+
+    from fairseq_wean.tasks.translation_with_metrics import TranslationWithMetricsTask
+
+    task = object.__new__(TranslationWithMetricsTask)
+    task.tgt_dict = Dictionary()
+    targets = [task.tgt_dict.encode_line(line, add_if_not_exist=True) for line in lines]
+    task.datasets = {"valid": type("Valid", (), {"tgt": targets, "__len__": lambda self: len(targets)})()}
+    task.eval_refs, task.eval_orig = None, None
+    task.cfg = SimpleNamespace(eval_bleu_remove_bpe=symbol, eval_refs=None, eval_rouge=False, eval_rouge_chars=False,
+                               eval_bleu=True, eval_sari=False)
+    try:
+        task._check_validation_text("valid")
+    except FairseqWeanError as exc:
+        return str(exc)
+    return None
+
+
+def entry_point(entry, lines, symbol, tmp_path):
+    """(refusal line or None) of ``entry`` scoring ``lines`` against themselves with ``symbol``."""
+    from conftest import cli
+
+    if entry == "--eval-bleu-remove-bpe":
+        return validation_task(lines, symbol)
+    sys_file, ref_file = tmp_path / "sys.txt", tmp_path / "ref.txt"
+    for path in (sys_file, ref_file):
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    page = tmp_path / "page.html"
+    if page.exists():
+        page.unlink()
+    extra = ["--out", page, "--orig", sys_file] if entry == "fairseq-wean-report" else []
+    proc = cli(entry, "--sys", sys_file, "--refs", ref_file, "--metrics", "bleu", *extra,
+               *(["--post-process", symbol] if symbol else []), check=False)
+    if proc.returncode == 0:
+        return None
+    assert len(proc.stderr.strip().splitlines()) == 1 and not page.exists(), proc.stderr
+    return proc.stderr.strip()
+
+
+ALL_FORMS = sorted(FORMS) + ["##"]
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+@pytest.mark.parametrize("form", ALL_FORMS)
+def test_every_form_at_every_entry_point(entry, form, tmp_path):
+    """The one rule (pieces.check_post_process, check_no_pieces) at every tool that post-processes: a form
+    scored with its rule gives words, scored as it is is refused (but '@@' glued, which ordinary text holds too),
+    words under its rule are refused; '##' is refused as it is and under fairseq's wordpiece rule."""
+    if entry == "--eval-bleu-remove-bpe" and form == "characters":
+        assert validation_task(FORMS["characters"], "characters").startswith(
+            "unknown --eval-bleu-remove-bpe 'characters'")  # the plugin's name, not fairseq's: validation fails
+        return
+    lines = CONTINUATIONS if form == "##" else FORMS[form]
+    if form == "##":
+        unprocessed = entry_point(entry, lines, None, tmp_path)
+        assert unprocessed is not None and "holds WordPiece '##' continuations ('the c ##at sat')" in unprocessed
+        wordpiece = entry_point(entry, lines, "wordpiece", tmp_path)
+        assert wordpiece is not None and "--post-process wordpiece".replace(
+            "--post-process", "--eval-bleu-remove-bpe" if entry.startswith("--eval") else "--post-process") \
+            in wordpiece, wordpiece
+        return
+    assert entry_point(entry, lines, form, tmp_path) is None
+    unprocessed = entry_point(entry, lines, None, tmp_path)
+    if form in UNRECOGNISABLE:
+        assert unprocessed is None
+    else:
+        assert unprocessed is not None and " pieces (" in unprocessed, unprocessed
+    on_words = entry_point(entry, WORDS, form, tmp_path)
+    option = "--eval-bleu-remove-bpe" if entry.startswith("--eval") else "--post-process"
+    assert on_words is not None and "{} {} ".format(option, form) in on_words, on_words
+
+
+@pytest.mark.parametrize("symbol", ["##", "@", "bpe", "sentencepiece "])
+def test_a_symbol_fairseq_has_no_rule_for_is_refused(symbol, tmp_path):
+    """fairseq's post_process raises NotImplementedError on any other symbol (after training, in validation):
+    refused before; the scorer's and the report's --post-process take only the rules' names."""
+    message = validation_task(FORMS["subword_nmt"], symbol)
+    assert message.startswith("unknown --eval-bleu-remove-bpe {!r}: fairseq's post-processing knows ".format(symbol))
+    for entry in ENTRY_POINTS[:2]:
+        from conftest import cli
+
+        (tmp_path / "s.txt").write_text("a b\n")
+        proc = cli(entry, "--sys", tmp_path / "s.txt", "--refs", tmp_path / "s.txt", "--metrics", "bleu",
+                   "--post-process", symbol, *(["--out", tmp_path / "p.html", "--orig", tmp_path / "s.txt"]
+                                               if "report" in entry else []),
+                   check=False)
+        assert proc.returncode == 2 and "invalid choice" in proc.stderr, proc.stderr

@@ -11,8 +11,11 @@ of 100. So:
 * :func:`post_process` is fairseq's ``data_utils.post_process`` (the same rules, tested equal;
   here so that the scorer starts without importing fairseq), plus ``characters`` (fairseq's
   ``--bpe characters``, whose decoding is sentencepiece's rule);
-* :func:`piece_kind` recognises subword pieces in text: ``@@`` at the end of a token
-  (subword-nmt, fastBPE) or ``▁`` (sentencepiece, and fairseq's ``characters``);
+* :func:`piece_kind` recognises subword pieces in text, the forms fairseq's rules undo: ``@@`` at
+  the end of a token (subword-nmt, fastBPE), ``▁`` (sentencepiece, and fairseq's ``characters``),
+  ``_EOW``, the letter form (``t h e | c a t``), ``_``-marked word starts (fairseq's ``wordpiece``
+  rule), ``<SIL>`` tokens; and one no rule undoes, WordPiece's ``##`` continuations (``un ##believ
+  ##able``: fairseq's ``--bpe bert``, whose decoding joins them), refused with that fix;
 * :func:`check_no_pieces` refuses, in one line naming the fix, any input that still holds pieces
   after the post-processing asked for: pieces on one side only are an error, not a score, and so
   are pieces on both sides (a score of pieces is not a score of words).
@@ -24,6 +27,7 @@ from fairseq_wean.errors import FairseqWeanError
 # the names fairseq's --post-process takes (fairseq/data/data_utils.py), and characters
 POST_PROCESS = ("subword_nmt", "@@ ", "@@", "sentencepiece", "characters", "wordpiece", "letter", "_EOW",
                 "silence", "none")
+FAIRSEQ_RULES = tuple(symbol for symbol in POST_PROCESS if symbol != "characters")  # data_utils.post_process's
 SUBWORD_PIECE = re.compile(r"\S@@(?=\s|$)")
 SENTENCEPIECE_MARK = "\u2581"
 
@@ -57,16 +61,34 @@ MARKS = {"subword_nmt": "@@", "@@ ": "@@", "@@": "@@", "sentencepiece": SENTENCE
 GLUING = ("sentencepiece", "characters", "wordpiece", "letter", "_EOW")
 LETTER_LINE = re.compile(r"^\S( \S)* \|( \S)+$")  # fairseq's letter form: t h e | c a t
 EOW_PIECE = re.compile(r"\S_EOW(?=\s|$)")
+WORDPIECE_LINE = re.compile(r"^_[^\s_]")  # fairseq's wordpiece form: _the _c at (a line starts with a marked word)
+SILENCE_TOKEN = re.compile(r"(^|\s)<SIL>(?=\s|$)")
+# WordPiece's continuation mark (BERT; fairseq's --bpe bert): no --post-process rule removes it
+CONTINUATION = re.compile(r"(^|\s)##[^\s#]")
+CONTINUATION_KIND = "wordpiece '##'"
 
 
-def check_post_process(named_inputs, symbol, option="--post-process"):
+def check_post_process(named_inputs, symbol, option="--post-process", known=POST_PROCESS):
     """Refuse ``option symbol`` where it cannot be meant: a space-deleting rule on an input none of
     whose lines holds its mark (each line would become one token: BLEU 0.00), or a removing rule
-    (subword_nmt, silence) when no input holds its mark (it would do nothing)."""
+    (subword_nmt, silence) when no input holds its mark (it would do nothing); a name not in ``known``
+    (fairseq's own rules: :data:`FAIRSEQ_RULES`) or any rule on WordPiece's ``##`` pieces."""
     if symbol in (None, "none"):
         return
+    if symbol not in MARKS or symbol not in known:  # fairseq's post_process: NotImplementedError, in validation
+        raise FairseqWeanError("unknown {} {!r}: fairseq's post-processing knows {}".format(
+            option, symbol, ", ".join(known)))
     mark = MARKS[symbol]
+    continued = [name for name, lines, _ in named_inputs if lines is not None and CONTINUATION_KIND == piece_kind(
+        lines)[0]]
+    if continued:
+        raise FairseqWeanError(
+            "{} holds WordPiece '##' continuations, which {} {} does not remove (no fairseq rule does; its wordpiece "
+            "rule joins '_'-marked pieces): score text decoded by --bpe bert (fairseq-generate's D- lines), or words"
+            .format(continued[0], option, symbol))
     named = [(name, lines) for name, lines, _ in named_inputs if lines is not None]
+    if not named:
+        return
     without = [name for name, lines in named if not any(mark in line for line in lines)]
     if symbol in GLUING and without:
         raise FairseqWeanError(
@@ -80,19 +102,22 @@ def check_post_process(named_inputs, symbol, option="--post-process"):
 
 def piece_kind(lines):
     """(kind, example) of the first subword piece in ``lines``: kind ``subword_nmt`` (a token
-    ending in ``@@``) or ``sentencepiece`` (``▁``); (None, None) for text without pieces."""
+    ending in ``@@``), ``sentencepiece`` (``▁``), ``_EOW``, ``letter``, ``wordpiece`` (a line that
+    starts with a ``_``-marked word), ``silence`` (a ``<SIL>`` token), or :data:`CONTINUATION_KIND`
+    (a token starting with ``##``); (None, None) for text without pieces."""
     for line in lines:
-        m = SUBWORD_PIECE.search(line)
-        if m:
-            return "subword_nmt", line[max(0, m.start() - 20): m.end() + 20].strip()
+        for kind, pattern in (("subword_nmt", SUBWORD_PIECE), (CONTINUATION_KIND, CONTINUATION),
+                              ("_EOW", EOW_PIECE), ("silence", SILENCE_TOKEN)):
+            m = pattern.search(line)
+            if m:
+                return kind, line[max(0, m.start() - 20): m.end() + 20].strip()
         if SENTENCEPIECE_MARK in line:
             i = line.index(SENTENCEPIECE_MARK)
             return "sentencepiece", line[max(0, i - 20): i + 20].strip()
-        m = EOW_PIECE.search(line)
-        if m:
-            return "_EOW", line[max(0, m.start() - 20): m.end() + 20].strip()
         if LETTER_LINE.match(line.strip()):
             return "letter", line.strip()[:40]
+        if WORDPIECE_LINE.match(line.strip()):
+            return "wordpiece", line.strip()[:40]
     return None, None
 
 
@@ -106,6 +131,11 @@ def check_no_pieces(named_inputs, option="--post-process"):
         kind, example = piece_kind(lines)
         if kind is None:
             continue
+        if kind == CONTINUATION_KIND:
+            raise FairseqWeanError(
+                "{} holds WordPiece '##' continuations ({!r}): scored as they are, pieces count as words, and no "
+                "{} rule removes them (fairseq's wordpiece rule joins '_'-marked pieces): score text decoded by "
+                "--bpe bert (fairseq-generate's D- lines), or words".format(name, example, option))
         raise FairseqWeanError(
             "{} holds {} pieces ({!r}): scored as they are, pieces count as words; {}, or pass {} {} to score "
             "every input after fairseq's post-processing".format(

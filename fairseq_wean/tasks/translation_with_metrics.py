@@ -65,7 +65,7 @@ from fairseq_wean import cpu
 from fairseq_wean.errors import FairseqWeanError, value_range_problem
 from fairseq_wean.known_words import KnownWordsBeamSearch, KnownWordsConstraint, read_known_words
 from fairseq_wean.scoring import sari as sari_lib
-from fairseq_wean.scoring.pieces import check_no_pieces
+from fairseq_wean.scoring.pieces import FAIRSEQ_RULES, apply as pieces_apply, check_no_pieces, check_post_process
 from fairseq_wean.scoring.metrics import (ROUGE_TYPES, SEGMENT, check_line_lengths, check_rouge_unit,
                                          check_word_boundaries, rouge_sentence_scores)
 from fairseq_wean.textio import read_lines
@@ -429,10 +429,12 @@ class TranslationWithMetricsTask(TranslationTask):
         after --eval-bleu-remove-bpe, as fairseq-wean-score's rule: :mod:`fairseq_wean.scoring.pieces`),
         and --eval-rouge scores in a unit that fits the references' script (words on Latin text,
         --eval-rouge-chars on Chinese: :func:`~fairseq_wean.scoring.metrics.check_rouge_unit`)."""
-        dataset = self.datasets[split]
-        remove_bpe = self.cfg.eval_bleu_remove_bpe
-        targets = [self.tgt_dict.string(dataset.tgt[i], remove_bpe) for i in range(len(dataset))] \
-            if getattr(dataset, "tgt", None) is not None else None
+        dataset, remove_bpe = self.datasets[split], self.cfg.eval_bleu_remove_bpe
+        raw = [self.tgt_dict.string(dataset.tgt[i]) for i in range(len(dataset))] \
+            if getattr(dataset, "tgt", None) is not None else None  # the rule fits the data (as the scorer's)
+        check_post_process([("validation subset '{}'".format(split), raw, None)], remove_bpe, "--eval-bleu-remove-bpe",
+                           FAIRSEQ_RULES)
+        targets = pieces_apply(raw, remove_bpe)
         what = "validation subset '{}' (decoded with --eval-bleu-remove-bpe {})".format(split, remove_bpe) \
             if remove_bpe else "validation subset '{}' (the hypotheses are decoded alike)".format(split)
         named = [(what, targets, "add --eval-bleu-remove-bpe {kind} (fairseq's post-processing of validation "

@@ -41,6 +41,7 @@ from fairseq.data.encoders import register_bpe
 from fairseq.dataclass import FairseqDataclass
 
 from fairseq_wean import textio, unk_replacement
+from fairseq_wean.data.folder_files import check_data_folder, folder_file_problem
 from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker, marker_count
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.patching import same_code, wrap_once
@@ -64,7 +65,7 @@ def from_pretrained(checkpoint_dir, checkpoint_file="checkpoint_best.pt", data_n
     from fairseq import hub_utils
 
     check_pretrained_paths(checkpoint_dir, checkpoint_file, data_name_or_path)
-    check_folder_files(checkpoint_dir)
+    check_folder_files(checkpoint_dir, data_name_or_path)
     problem = generation_kwargs_problem(kwargs)
     if problem is not None:
         raise FairseqWeanError("from_pretrained: {}".format(problem))
@@ -195,37 +196,23 @@ def hub_folder_files():
     return found
 
 
-def folder_file_problem(path, folder):
-    """Why ``path``, a file found in ``folder``, may not be opened, or None: textio.open_in_folder's
-    rules (never a symbolic link, only a regular file, only inside ``folder``), checked without
-    opening it (a named pipe would block)."""
-    real_folder = os.path.realpath(folder)
-    if os.path.commonpath([os.path.realpath(os.path.dirname(os.path.abspath(path))), real_folder]) != real_folder:
-        return "is outside {} (through a symbolic link)".format(folder)
-    try:
-        kind = textio.node_kind(path)
-    except OSError as exc:
-        return exc.strerror
-    if kind is None:
-        return "No such file or directory"
-    if kind == textio.LINK:
-        return "is a symbolic link"
-    if kind != textio.REGULAR:
-        return "is not a regular file (a folder, named pipe, socket or device)"
-    return None
-
-
-def check_folder_files(checkpoint_dir):
-    """One line (FairseqWeanError) for any file of :func:`hub_folder_files` in ``checkpoint_dir`` that
-    fairseq's hub would open and that is not a regular file of the folder itself, before it is opened."""
+def check_folder_files(checkpoint_dir, data_name_or_path=None):
+    """One line (FairseqWeanError), before anything is opened, for any file fairseq's hub would take by
+    name from ``checkpoint_dir`` (:func:`hub_folder_files`) or from the data folder ``data_name_or_path``
+    (relative to ``checkpoint_dir`` when it starts with ".", as fairseq takes it; its dictionaries and
+    data files: :func:`fairseq_wean.data.folder_files.check_data_folder`) that is not a regular file of
+    its folder (:func:`fairseq_wean.data.folder_files.folder_file_problem`, the rule of every such file)."""
     for name, option in sorted(hub_folder_files().items()):
         path = os.path.join(checkpoint_dir, name)
-        if os.path.lexists(path):
-            problem = folder_file_problem(path, checkpoint_dir)
-            if problem is not None:
-                raise FairseqWeanError(
-                    "from_pretrained: {} {}: refused (fairseq's hub reads it as the BPE's {}); put a regular file "
-                    "there, or move it away and give {}=PATH".format(path, problem, option, option))
+        problem = folder_file_problem(path, checkpoint_dir)
+        if problem is not None:
+            raise FairseqWeanError(
+                "from_pretrained: {} {}: refused (fairseq's hub reads it as the BPE's {}); put a regular file "
+                "there, or move it away and give {}=PATH".format(path, problem, option, option))
+    if isinstance(data_name_or_path, str):
+        data = os.path.join(checkpoint_dir, data_name_or_path) if data_name_or_path.startswith(".") \
+            else data_name_or_path
+        check_data_folder(data)
 
 
 def generation_kwargs_problem(kwargs, base=None):
@@ -337,12 +324,12 @@ def _wrapped_hub_utils_from_pretrained(original):
     import functools
 
     @functools.wraps(original)
-    def from_pretrained(model_name_or_path, *args, **kwargs):
-        """fairseq's, after :func:`check_folder_files` on a local model folder: every route to it
-        (``fairseq_wean.hub.from_pretrained``, a model class's ``from_pretrained``) is checked."""
+    def from_pretrained(model_name_or_path, checkpoint_file="model.pt", data_name_or_path=".", *args, **kwargs):
+        """fairseq's, after :func:`check_folder_files` on a local model folder and its data folder: every
+        route to it (``fairseq_wean.hub.from_pretrained``, a model class's ``from_pretrained``) is checked."""
         if isinstance(model_name_or_path, str) and os.path.isdir(model_name_or_path):
-            check_folder_files(model_name_or_path)
-        return original(model_name_or_path, *args, **kwargs)
+            check_folder_files(model_name_or_path, data_name_or_path)
+        return original(model_name_or_path, checkpoint_file, data_name_or_path, *args, **kwargs)
 
     return from_pretrained
 

@@ -14,7 +14,8 @@ For every target token of the evaluated pairs (``--src``/``--tgt``), the share (
 
 and the average |V_G| = |A(X) u U| per sentence (the generative softmax size of eq. 9, with unk
 and eos, as in the model). Word frequencies are those of ``--dict`` (a fairseq dictionary, whose
-order defines U in the model) or, without it, counts over train.src + train.tgt, as
+order defines U in the model; checked as every dictionary is: ``WORD COUNT`` lines, each word once, none
+of fairseq's own symbols, not empty) or, without it, counts over train.src + train.tgt, as
 fairseq-preprocess --joined-dictionary counts them.
 """
 import argparse
@@ -22,7 +23,7 @@ import collections
 import json
 
 from fairseq_wean.data.align_table import read_table
-from fairseq_wean.data.dictionary import dictionary_words
+from fairseq_wean.data.dictionary import SPECIALS, check_dictionary, dictionary_words
 from fairseq_wean.data.markers import is_position_marker
 from fairseq_wean.errors import PROG, FairseqWeanError, at_least, run_cli
 from fairseq_wean.textio import atomic_output, check_input, check_output, iter_lines, read_lines
@@ -30,6 +31,7 @@ from fairseq_wean.textio import atomic_output, check_input, check_output, iter_l
 
 def frequency_order(dict_path=None, train_files=()):
     if dict_path:
+        check_dictionary(dict_path, SPECIALS, "--dict")  # a file that is not a fairseq dictionary: one line
         return dictionary_words(dict_path, "--dict")
     counts = collections.Counter()
     for path in train_files:

@@ -20,7 +20,7 @@ BROKEN_DICTIONARIES = {
     "named pipe": "FIFO",  # opened, it would block the command forever
 }
 DICTIONARY_MESSAGES = {"missing": "No such file", "malformed": "line 2: expected 'WORD COUNT'",
-                       "duplicate": "lists 'w1' twice (lines 1 and 3)", "special symbol": "line 2 lists '<unk>'",
+                       "duplicate": "line 3: word 'w1' is listed twice (lines 1 and 3)", "special symbol": "line 2 lists '<unk>'",
                        "not UTF-8": "line 2 is not UTF-8",
                        "named pipe": "is a named pipe, socket or device, not a regular file"}
 BROKEN_ALIGN = {"missing": None, "malformed": "w1 w1\nw2\n", "a fairseq dictionary": "w1 3\nw2 2\n"}

@@ -1,8 +1,9 @@
 """The hub's checks before fairseq opens or decodes anything (fairseq_wean/hub.py).
 
 * Every file fairseq's ``hub_utils.from_pretrained`` takes from the checkpoint's folder
-  (``hub.hub_folder_files``: read from fairseq's own source, with the plugin's) that is a link, a named
-  pipe or a folder is refused in one line before it is opened (a named pipe blocked the load).
+  (``hub.hub_folder_files``: read from fairseq's own source, with the plugin's) or from the data folder
+  (``data.folder_files.data_folder_files``) that is a link out of its folder, a named pipe or a folder is
+  refused in one line before it is opened (a named pipe blocked the load), on every route to the hub.
 * Every decoding keyword argument of the hub (``translate``, ``sample``, ``generate``,
   ``from_pretrained``) is checked against the command line's table (``patching.GENERATION_RANGES``,
   ``GENERATION_ANY_VALUE``, ``SHARDING_RANGES``) and ``decoding_option_problem``; a ``beam`` given to
@@ -82,6 +83,34 @@ def test_a_file_the_hub_finds_in_the_folder_is_refused_unless_a_regular_file(tmp
         route(str(folder), str(data))
     message = str(info.value)
     assert message.startswith("from_pretrained: {} ".format(planted)) and "refused" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("route", [plugin_from_pretrained, model_class_from_pretrained])
+@pytest.mark.parametrize("kind", ["a link out of the folder", "a named pipe", "a folder"])
+@pytest.mark.parametrize("name", ["dict.tgt.txt", "train.src-tgt.src.bin"])
+def test_a_file_the_hub_finds_in_the_data_folder_is_refused_unless_a_file_of_the_folder(tmp_path, name, kind, route,
+                                                                                           no_hang):
+    folder, data = tmp_path / "model", tmp_path / "data"
+    folder.mkdir()
+    data.mkdir()
+    (folder / "checkpoint_best.pt").write_bytes(b"never read: the refusal comes first")
+    for lang in ("src", "tgt"):
+        (data / "dict.{}.txt".format(lang)).write_text("w1 3\n")
+    planted = data / name
+    if planted.exists():
+        planted.unlink()
+    if kind == "a link out of the folder":
+        (tmp_path / "elsewhere").write_text("w1 3\n")
+        planted.symlink_to(tmp_path / "elsewhere")
+    elif kind == "a named pipe":
+        os.mkfifo(planted)
+    else:
+        planted.mkdir()
+    with pytest.raises(FairseqWeanError) as info:
+        route(str(folder), str(data))
+    message = str(info.value)
+    assert message.startswith("{} {} ".format("dictionary" if name.startswith("dict") else "binarized data file",
+                                              planted)) and "refused" in message and "\n" not in message, message
 
 
 def bad_value(key):

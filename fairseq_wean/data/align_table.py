@@ -13,15 +13,16 @@ Lines of one source word are consecutive and ordered best first; SCORE is a numb
 puts link counts; other tools may write probabilities). Empty lines are ignored; any other line
 without exactly three fields, an empty word or a SCORE that is not a number is an error, as is a
 line that is not UTF-8, and so are a pair listed twice, a SCORE that is not finite (``nan``, ``inf``)
-and a file with no pair (:func:`check_entries`, shared with the other keyed files read). Position
-markers ``<unk-N>`` (:mod:`fairseq_wean.data.markers`) are copy-only: the writer's callers never put
-them in, and the model skips them.
+and a file with no pair (:func:`fairseq_wean.data.dictionary.check_entries`, the one check of every
+keyed file read; :func:`check_table` reads a table only for them). Position markers ``<unk-N>``
+(:mod:`fairseq_wean.data.markers`) are copy-only: the writer's callers never put them in, and the
+model skips them.
 """
 import collections
 import logging
-import math
 import os
 
+from fairseq_wean.data.dictionary import check_entries  # the one check of keyed files (fastBPE codes import it here)
 from fairseq_wean.data.markers import is_position_marker
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.textio import atomic_output, check_input
@@ -43,31 +44,19 @@ def write_table(table, path, inputs=(), what="--out"):
                 f.write("{}\t{}\t{}\n".format(src, tgt, score))
 
 
-def check_entries(entries, path, what, kind="entry", counts=True):
-    """The one check of every file of keyed lines the project reads (alignment tables, fastBPE codes,
-    dictionaries): yield ``(line number, key, number)`` back, raising a one-line ``FairseqWeanError``
-    naming ``what``, the file and the line for a key listed twice, a number that is not finite (or,
-    with ``counts``, negative; ``None``: no number on the line), and for a file with no entry at all."""
-    seen = {}
-    for lineno, key, number in entries:
-        if number is not None and not (math.isfinite(number) and (number >= 0 or not counts)):
-            raise FairseqWeanError("{} {} line {}: {} {!r} has the number {!r}, which is not a finite {}".format(
-                what, path, lineno, kind, key, number, "count >= 0" if counts else "number"))
-        if key in seen:
-            raise FairseqWeanError("{} {} line {}: {} {!r} is listed twice (lines {} and {}); each is listed "
-                                   "once".format(what, path, lineno, kind, key, seen[key], lineno))
-        seen[key] = lineno
-        yield lineno, key, number
-    if not seen:
-        raise FairseqWeanError("{} {}: no {} in the file (it is empty)".format(what, path, kind))
-
-
 def iter_pairs(path, what="--table"):
-    """Yield ``(source word, target word, score)`` per line of a table, in file order; each line checked by :func:`check_entries` (a pair listed twice, a non-finite or negative
-    score, no pair at all)."""
+    """Yield ``(source word, target word, score)`` per line of a table, in file order; each line checked by
+    :func:`~fairseq_wean.data.dictionary.check_entries` (a pair listed twice, a non-finite score, no pair at all)."""
     checked = check_entries(_iter_lines(path, what), path, what, "pair", counts=False)  # scores: any finite
     for _lineno, (src, tgt), score in checked:
         yield src, tgt, score
+
+
+def check_table(path, what="--table"):
+    """Read the whole table for its checks (:func:`iter_pairs`), before any work: a one-line
+    ``FairseqWeanError`` for a missing or malformed file, a pair listed twice, a non-finite score, no pair."""
+    for _ in iter_pairs(path, what):
+        pass
 
 
 def _iter_lines(path, what):

@@ -30,7 +30,7 @@ from fairseq.models import (
     register_model_architecture,
 )
 
-from fairseq_wean.data.align_table import read_align_table
+from fairseq_wean.data.align_table import check_table, read_align_table
 from fairseq_wean.data.markers import marker_ids
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
@@ -420,6 +420,34 @@ class CoreDecoder(RecurrentDecoder):
         per_sentence = self.get_incremental_state(incremental_state, "per_sentence")
         if per_sentence is not None:
             self.set_incremental_state(incremental_state, "per_sentence", reorder_per_sentence(per_sentence, new_order))
+
+
+def core_align_table_problem(args):
+    """--core-align-table, checked when fairseq parses the command (``patching.add_option_check``), before
+    any work: a regular file (read again by every process that builds the model: a named pipe would be
+    empty there) whose content passes the one check of keyed files (``align_table.check_table``: the
+    format, a pair listed twice, a non-finite score, no pair). Raised, not returned: the one line and
+    exit status the build gave for the same table before."""
+    from fairseq_wean import textio
+
+    path = getattr(args, "core_align_table", None)
+    if not isinstance(path, str) or not path:
+        return None
+    if textio.node_kind(path, follow=True) == textio.NODE:
+        raise FairseqWeanError("--core-align-table {} is a named pipe, socket or device: refused (the table is read "
+                               "for its checks when the command is parsed and again by every process that builds "
+                               "the model); give a regular file".format(path))
+    check_table(path, "--core-align-table")
+    return None
+
+
+def _register_option_checks():
+    from fairseq_wean.patching import add_option_check
+
+    add_option_check(core_align_table_problem)
+
+
+_register_option_checks()
 
 
 @register_model_architecture("core_copy", "core_copy")

@@ -158,8 +158,70 @@ def install_help_lists_model_options():
 
 def install_training_file_checks():
     """The files and folders fairseq's options name, checked when a command is parsed, before any
-    work (:mod:`fairseq_wean.train_files_check`)."""
+    work (:mod:`fairseq_wean.train_files_check`); and the start checkpoint read once by the checks
+    at fairseq-train's start and fairseq (:func:`install_start_checkpoint_read_once`)."""
     from fairseq_wean.patching import add_option_check
     from fairseq_wean.train_files_check import training_files_problem
 
     add_option_check(training_files_problem)
+    install_start_checkpoint_read_once()
+
+
+# [(path, its stat), state]: the checkpoint fairseq-train's start checks read, kept for fairseq's own read
+_START_STATE = []
+
+
+def _identity(path):
+    import os
+
+    st = os.stat(path)
+    return os.path.realpath(path), st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def read_start_checkpoint(path):
+    """The checkpoint fairseq-train starts from, read once: ``checkpoint_utils.load_checkpoint_to_cpu``
+    (checkpoint_safety's checks included), kept until fairseq's own ``Trainer.load_checkpoint`` reads
+    the same unchanged file, which then gets this state instead of reading it again
+    (:func:`install_start_checkpoint_read_once`)."""
+    from fairseq import checkpoint_utils
+
+    _START_STATE[:] = []
+    state = checkpoint_utils.load_checkpoint_to_cpu(path)
+    _START_STATE[:] = [_identity(path), state]
+    return state
+
+
+def install_start_checkpoint_read_once():
+    """The start checks (:func:`fairseq_wean.metric_check.keep_the_stored_best`) and fairseq read the
+    start checkpoint once between them: ``load_checkpoint_to_cpu`` of the file the checks read (same
+    path, inode, size and time) returns their state, once; the kept state is dropped when
+    ``checkpoint_utils.load_checkpoint`` (fairseq-train's start) returns or fails, so a rank that does
+    not read the file (rank 0 reads and broadcasts) keeps no copy."""
+    import os
+
+    from fairseq import checkpoint_utils
+
+    def wrap_read(original):
+        def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False):
+            if _START_STATE and arg_overrides is None and isinstance(path, str) and os.path.isfile(path) \
+                    and _identity(path) == _START_STATE[0]:
+                state = _START_STATE[1]
+                _START_STATE[:] = []
+                return state
+            return original(path, arg_overrides, load_on_all_ranks)
+
+        load_checkpoint_to_cpu.__doc__ = original.__doc__
+        return load_checkpoint_to_cpu
+
+    def wrap_start(original):
+        def load_checkpoint(*args, **kwargs):
+            try:
+                return original(*args, **kwargs)
+            finally:
+                _START_STATE[:] = []
+
+        load_checkpoint.__doc__ = original.__doc__
+        return load_checkpoint
+
+    wrap_once(checkpoint_utils, "load_checkpoint_to_cpu", wrap_read)
+    wrap_once(checkpoint_utils, "load_checkpoint", wrap_start)

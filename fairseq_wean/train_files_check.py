@@ -94,12 +94,9 @@ def save_dir_problem(args):
 def written_files_problem(args):
     log_file = getattr(args, "log_file", None)
     if isinstance(log_file, str) and log_file:
-        kind = textio.planted_kind(log_file)
-        if kind is None and os.path.lexists(log_file) and os.stat(log_file).st_nlink > 1:
-            kind = "a hard link (a file with other names)"
-        if kind is not None:
-            return "--log-file {} is {}: refused (fairseq appends to it in place); give a new file".format(
-                log_file, kind)
+        problem = textio.in_place_problem(log_file)
+        if problem is not None:
+            return "--log-file {} {}: refused (fairseq appends to it in place); give a new file".format(log_file, problem)
     for option in ("tensorboard_logdir", "results_path"):
         path = getattr(args, option, None)
         if isinstance(path, str) and path and "://" not in path:
@@ -127,7 +124,10 @@ def finetune_note(args):
 
 def training_files_problem(args):
     """The one option check of this module (see its docstring)."""
-    for check in (suffix_problem, written_files_problem, data_problem, save_dir_problem, finetune_note):
+    from fairseq_wean.data.folder_files import data_folder_problem
+
+    for check in (suffix_problem, written_files_problem, data_problem, data_folder_problem, save_dir_problem,
+                  finetune_note):
         problem = check(args)
         if problem is not None:
             return problem

@@ -91,7 +91,9 @@ def test_a_log_file_that_is_not_a_plain_new_file_is_refused(tmp_path, capsys, pl
     {"link": lambda: log.symlink_to(victim), "folder": log.mkdir, "fifo": lambda: os.mkfifo(log),
      "hardlink": lambda: os.link(victim, log)}[plant]()
     line = train(capsys, tmp_path, tmp_path / "save", "--log-file", str(log))
-    assert ": error: --log-file {} is ".format(log) in line, line
+    expected = {"link": "is a symbolic link", "folder": "is a folder", "fifo": "is not a regular file",
+                "hardlink": "has 2 hard links"}[plant]
+    assert ": error: --log-file {} {}".format(log, expected) in line, line
     assert victim.read_bytes() == b"precious"
 
 
@@ -163,11 +165,19 @@ def _resume_cfg(save_dir, *extra):
     return convert_namespace_to_omegaconf(args)
 
 
+def _loadable(state):
+    """``state`` with what fairseq's load_checkpoint_to_cpu needs of a checkpoint (the start checks read it so)."""
+    return dict(state, optimizer_history=[{"criterion_name": "x", "num_updates": 3, "best_loss": 1.5}],
+                extra_state=dict(state.get("extra_state", {}), train_iterator={"epoch": 2, "iterations_in_epoch": 0}))
+
+
 def _stored_run(save_dir, metric="loss", maximize=False, best=1.5):
     import torch
 
-    torch.save({"cfg": {"checkpoint": {"best_checkpoint_metric": metric, "maximize_best_checkpoint_metric": maximize}},
-                "extra_state": {"best": best}}, str(save_dir / "checkpoint_last.pt"))
+    torch.save(_loadable({"cfg": {"checkpoint": {"best_checkpoint_metric": metric,
+                                                 "maximize_best_checkpoint_metric": maximize}},
+                          "extra_state": {"best": best}}), str(save_dir / "checkpoint_last.pt"))
+    (save_dir / "checkpoint_best.pt").write_bytes(b"the best weights")  # what the kept best score protects
 
 
 @pytest.mark.parametrize("extra", [["--best-checkpoint-metric", "nll_loss"], ["--maximize-best-checkpoint-metric"],
@@ -204,7 +214,7 @@ def test_resuming_another_architecture_is_refused(tmp_path, stored, arch):
     from fairseq_wean.errors import FairseqWeanError
     from fairseq_wean.metric_check import keep_the_stored_best
 
-    torch.save(stored, str(tmp_path / "checkpoint_last.pt"))
+    torch.save(_loadable(stored), str(tmp_path / "checkpoint_last.pt"))
     cfg = _resume_cfg(tmp_path)
     cfg.model._name = arch if hasattr(cfg.model, "_name") else None
     if hasattr(cfg.model, "arch"):

@@ -26,6 +26,7 @@ from fairseq_wean.data.align_table import read_table
 from fairseq_wean.data.dictionary import SPECIALS, check_dictionary, dictionary_words
 from fairseq_wean.data.markers import is_position_marker
 from fairseq_wean.errors import PROG, FairseqWeanError, at_least, run_cli
+from fairseq_wean.scoring.pieces import check_words
 from fairseq_wean.textio import atomic_output, check_input, check_output, iter_lines, read_lines
 
 
@@ -69,8 +70,12 @@ def coverage(pairs, table, ranked_words, topk=10, num_frequent=2000, vocab_size=
     return report
 
 
-def read_pairs(src_path, tgt_path):
+def read_pairs(src_path, tgt_path, vocabulary=None):
+    """The (source, target) token lists; the text and ``vocabulary`` (name, ranked words) of one form
+    (words, or pieces with a dictionary of those pieces: ``pieces.check_words``), before any counting."""
     src, tgt = read_lines(src_path, "--src"), read_lines(tgt_path, "--tgt")
+    check_words([("--src " + src_path, src), ("--tgt " + tgt_path, tgt)], "python -m preprocess.coverage_report",
+                vocabulary=vocabulary)
     if len(src) != len(tgt):
         raise FairseqWeanError("{} has {} lines, {} has {}".format(src_path, len(src), tgt_path, len(tgt)))
     return [(s.split(), t.split()) for s, t in zip(src, tgt)]
@@ -101,7 +106,8 @@ def main(argv=None):
     if args.json:
         check_output(args.json, inputs, "--json")  # before the counting, not after
     ranked = frequency_order(args.dict, train_files)
-    report = coverage(read_pairs(args.src, args.tgt), read_table(args.table, "--table"), ranked,
+    vocabulary = ("--dict " + args.dict if args.dict else "--train-src/--train-tgt", ranked)
+    report = coverage(read_pairs(args.src, args.tgt, vocabulary), read_table(args.table, "--table"), ranked,
                       args.topk, args.num_frequent, args.vocab_size)
     print("Vocabulary\tCoverage (%)")
     for key, value in report.items():

@@ -16,11 +16,14 @@ import sys
 def convert(lines, path="codes", what="--fastbpe"):
     """fastBPE codes lines -> subword-nmt codes lines (including the version header).
 
-    Every merge goes through :func:`fairseq_wean.data.align_table.check_entries`: a merge listed
-    twice, or a file with no merge, is a one-line ``FairseqWeanError`` naming the file and line."""
+    Every line has the form of the first ('a b COUNT', or 'a b'): a line of the other form (a last
+    line whose count was cut off) is a ``ValueError`` naming both lines. Every merge goes through
+    :func:`fairseq_wean.data.align_table.check_entries`: a merge listed twice, or a file with no
+    merge, is a one-line ``FairseqWeanError`` naming the file and line."""
     from fairseq_wean.data.align_table import check_entries
 
     def merges():
+        first = None  # (line number, whether it has a count): every line must be of that form
         for number, line in enumerate(lines, start=1):
             fields = line.split()
             if not fields:
@@ -32,6 +35,12 @@ def convert(lines, path="codes", what="--fastbpe"):
                 raise ValueError(
                     "line {} is not a fastBPE merge 'a b COUNT' (nor 'a b'): {!r}".format(number, line.rstrip("\n"))
                 )
+            first = first or (number, count is not None)
+            if first[1] != (count is not None):
+                raise ValueError(
+                    "line {} is {!r} and line {} {}: one file has one form ('a b COUNT' on every line, as "
+                    "fastBPE writes, or 'a b'); a line without one in a file of counts was cut".format(
+                        number, line.rstrip("\n"), first[0], "has a count" if first[1] else "has no count"))
             yield number, tuple(fields), count
 
     return ["#version: 0.2"] + [" ".join(merge) for _n, merge, _c in check_entries(merges(), path, what, "merge")]

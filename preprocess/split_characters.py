@@ -8,7 +8,9 @@ stays one token: '苹果发布iPhone 6，售价5288元' -> '苹 果 发 布 iPho
 ``--rouge-chars`` / ``--eval-rouge-chars`` in every tool, so a model trained on this text is scored
 on the units it writes. Score the decoded output against the raw references with
 ``fairseq-wean-score --rouge-chars`` (spaces never matter there). Lines are read and written as
-UTF-8; ``--input``/``--output`` name files instead of stdin/stdout.
+UTF-8; ``--input``/``--output`` name files instead of stdin/stdout. Text with subword pieces (BPE
+``@@``, sentencepiece ``▁``, WordPiece ``##``) is refused in one line before anything is written:
+its marks would be split into characters; split the text before BPE / sentencepiece.
 """
 import argparse
 import sys
@@ -16,6 +18,7 @@ import sys
 from fairseq_wean import textio
 from fairseq_wean.errors import run_cli
 from fairseq_wean.scoring.metrics import character_tokens
+from fairseq_wean.scoring.pieces import check_words
 
 PROG = "split_characters"
 
@@ -32,7 +35,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.output:
         textio.check_output(args.output, [args.input], what="--output")  # before reading anything
-    lines = [split_characters(line) for line in textio.read_lines(args.input, "--input")]
+    lines = textio.read_lines(args.input, "--input")
+    # raw text (unsegmented Chinese is what it splits), never pieces: '@@' and '▁' would become characters
+    check_words([("--input " + args.input, lines)], "python -m preprocess.split_characters", expect="text")
+    lines = [split_characters(line) for line in lines]
     if args.output:
         with textio.atomic_output(args.output, [args.input], what="--output") as f:
             f.writelines(line + "\n" for line in lines)

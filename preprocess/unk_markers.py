@@ -27,6 +27,9 @@ Every output is written to a temporary file and renamed when complete, so an err
 hypothesis with a marker past the end of its source) leaves no partial file and an earlier
 output as it was; ``encode``'s ``--src-out`` and ``--tgt-out`` are renamed only once both are
 written, so the pair is replaced together or not at all. An output equal to an input is refused. ``--tgt`` and ``--tgt-out`` go together.
+Every text is read as words, before anything is written: subword pieces (BPE ``@@``, sentencepiece
+``▁``, WordPiece ``##``) and unsegmented Chinese/Japanese/Thai are refused in one line
+(``fairseq_wean.scoring.pieces.check_words``): a marker stands for a word of the source.
 """
 import argparse
 import collections
@@ -37,9 +40,11 @@ from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_positio
 from fairseq_wean.errors import PROG, FairseqWeanError, run_cli
 from fairseq_wean.data.dictionary import check_dictionary, dictionary_words
 from fairseq_wean.errors import at_least
+from fairseq_wean.scoring.pieces import check_words
 from fairseq_wean.textio import atomic_output, check_input, check_output, iter_lines, read_lines, same_file
 
 SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")
+TOOL = "python -m preprocess.unk_markers"
 
 
 def count_words(paths):
@@ -104,9 +109,21 @@ def get_parser():
     return parser
 
 
+def read_words(named_paths):
+    """The lines of each (flag, path), read once, after :func:`check_words` (words: no subword pieces,
+    no unsegmented Chinese/Japanese/Thai; markers are for words) accepted all of them; None stays None."""
+    sides = [(flag, path, None if path is None else read_lines(path, flag)) for flag, path in named_paths]
+    check_words([("{} {}".format(flag, path), lines) for flag, path, lines in sides], TOOL)
+    return [lines for _flag, _path, lines in sides]
+
+
 def vocab(args):
     check_output(args.out, (args.src, args.tgt), "--out")
-    entries = build_vocab(count_words([args.src, args.tgt]), args.min_count, args.markers)
+    counts = collections.Counter()
+    for lines in read_words([("--src", args.src), ("--tgt", args.tgt)]):
+        for line in lines:
+            counts.update(line.split())
+    entries = build_vocab(counts, args.min_count, args.markers)
     with atomic_output(args.out, (args.src, args.tgt), "--out") as f:
         for word, count in entries:
             f.write("{} {}\n".format(word, count))
@@ -129,10 +146,11 @@ def encode(args):
                 "--src-out and --tgt-out are both {}: give two different files".format(args.src_out))
     vocabulary = read_vocab(args.vocab)
     max_markers = marker_count(vocabulary)
-    sources = [line.split() for line in read_lines(args.src, "--src")]
+    source_lines, target_lines = read_words([("--src", args.src), ("--tgt", args.tgt)])
+    sources = [line.split() for line in source_lines]
     targets = [None] * len(sources)
     if args.tgt:
-        targets = [line.split() for line in read_lines(args.tgt, "--tgt")]
+        targets = [line.split() for line in target_lines]
         if len(targets) != len(sources):
             raise FairseqWeanError("--src and --tgt differ in length")
     marked = [encode_pair(s, t, vocabulary, max_markers) for s, t in zip(sources, targets)]
@@ -153,8 +171,8 @@ def decode(args):
     check_input(args.src, "--src")
     check_input(args.hyp, "--hyp")
     check_output(args.out, (args.src, args.hyp), "--out")
-    sources = [line.split() for line in read_lines(args.src, "--src")]
-    hyps = [line.split() for line in read_lines(args.hyp, "--hyp")]
+    sides = read_words([("--src", args.src), ("--hyp", args.hyp)])
+    sources, hyps = ([line.split() for line in lines] for lines in sides)
     if len(sources) != len(hyps):
         raise FairseqWeanError("--src has {} lines, --hyp {}".format(len(sources), len(hyps)))
     with atomic_output(args.out, (args.src, args.hyp), "--out") as f:

@@ -51,3 +51,17 @@ def test_malformed_codes_line_is_refused(tmp_path):
     assert proc.returncode != 0
     assert "line 2" in proc.stderr.strip().splitlines()[-1]
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("text, line", [
+    ("a b 10\nc d 9\ne f\n", "line 3 is 'e f' and line 1 has a count"),  # the last line's count cut off
+    ("a b\nc d 9\n", "line 2 is 'c d 9' and line 1 has no count"),
+])
+def test_codes_of_mixed_forms_are_refused(tmp_path, text, line):
+    """Every line has the first line's form: a merge without its count in a file of counts was cut."""
+    from preprocess.fastbpe_codes import convert
+
+    with pytest.raises(ValueError, match="^" + line):
+        convert(text.splitlines(keepends=True))
+    assert convert(["a b 10\n", "c d 9\n"]) == ["#version: 0.2", "a b", "c d"]
+    assert convert(["a b\n", "c d\n"]) == ["#version: 0.2", "a b", "c d"]

@@ -23,7 +23,12 @@ keeps the first ``--core-topk`` targets of each source word, and refuses a table
 is not in the model's dictionary (a table built without ``--dict`` on text with words below
 fairseq-preprocess's thresholds). Source-position markers ``<unk-N>`` are never written (they are
 copy-only), and neither are empty pairs. A sentence of more than 1,023 tokens (eflomal's limit: it
-would leave the pair out silently) is refused before aligning, naming its line.
+would leave the pair out silently) is refused before aligning, naming its line, and so is text a
+word table cannot be built from (``fairseq_wean.scoring.pieces.check_words``): subword pieces
+(BPE ``@@``, sentencepiece ``▁``, WordPiece ``##``) with a ``--dict`` of words, words with a
+``--dict`` of pieces (text and dictionary must be of one form: a table of pieces, for a model on
+pieces, is built from pieced text and its dictionary), and Chinese, Japanese or Thai left
+unsegmented (each sentence would be one "word").
 
 ``--out`` is checked before eflomal runs (it must not be ``--src`` or ``--tgt``, nor a directory,
 and its directory must exist) and written through a temporary file renamed at the end, so a
@@ -43,6 +48,7 @@ from fairseq_wean.data.dictionary import check_dictionary, dictionary_words
 from fairseq_wean.data.markers import is_position_marker
 from fairseq_wean.cli import options
 from fairseq_wean.errors import FairseqWeanError, at_least, run_cli
+from fairseq_wean.scoring.pieces import check_words
 from fairseq_wean.textio import check_input, check_output, read_lines
 
 PROG = "fairseq-wean-align-table"
@@ -145,17 +151,24 @@ def main(argv=None):
     if args.dict is not None:
         check_input(args.dict, "--dict")
     check_output(args.out, (args.src, args.tgt) + ((args.dict,) if args.dict else ()), "--out")
-    sources = [line.split() for line in read_lines(args.src, "--src")]
-    targets = [line.split() for line in read_lines(args.tgt, "--tgt")]
-    try:
-        check_lengths(sources, targets, ("--src " + args.src, "--tgt " + args.tgt))
-    except ValueError as exc:
-        raise FairseqWeanError(str(exc)) from None
+    source_lines, target_lines = read_lines(args.src, "--src"), read_lines(args.tgt, "--tgt")
+    vocabulary = None
     if args.dict is not None:
         check_dictionary(args.dict, SPECIALS, "--dict")  # what fairseq itself refuses: a word listed twice
         vocabulary = set(dictionary_words(args.dict)) - set(SPECIALS)
         if not vocabulary:
             raise FairseqWeanError("--dict {}: no word in the file (it is empty)".format(args.dict))
+    # words (or pieces with a dictionary of the same pieces), not unsegmented Chinese/Japanese/Thai
+    check_words([("--src " + args.src, source_lines), ("--tgt " + args.tgt, target_lines)], PROG,
+                vocabulary=None if vocabulary is None else ("--dict " + args.dict, vocabulary))
+    sources = [line.split() for line in source_lines]
+    targets = [line.split() for line in target_lines]
+    del source_lines, target_lines
+    try:
+        check_lengths(sources, targets, ("--src " + args.src, "--tgt " + args.tgt))
+    except ValueError as exc:
+        raise FairseqWeanError(str(exc)) from None
+    if vocabulary is not None:
         sources, targets = ([[w if w in vocabulary else UNK for w in sentence] for sentence in side]
                             for side in (sources, targets))
     try:

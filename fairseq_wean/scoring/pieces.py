@@ -148,3 +148,81 @@ def apply(lines, symbol):
     if lines is None or symbol in (None, "none"):
         return lines
     return [post_process(line, symbol) for line in lines]
+
+
+# ---------------------------------------------------------------------------------------------
+# Tools that read WORDS (fairseq-wean-align-table, preprocess.unk_markers, split_characters)
+# Every mark piece_kind looks for contains one of these: a line without any cannot hold a piece
+# (a quick filter, so that a training corpus of millions of lines is checked in seconds)
+PIECE_MARKS = ("@@", "##", "_", "<SIL>", "|", SENTENCEPIECE_MARK)
+# the script check (metrics.check_word_boundaries) reads at most this many lines, evenly spread
+SCRIPT_SAMPLE = 10000
+# a dictionary of pieces: at least this share of its entries are pieces of one kind
+PIECE_DICTIONARY_SHARE = 0.5
+
+
+def dictionary_kind(words):
+    """(kind, share, example): the piece kind most entries of a dictionary (``words``) have, when
+    at least :data:`PIECE_DICTIONARY_SHARE` of them do (a dictionary of pieces); (None, share, None)
+    for a dictionary of words."""
+    kinds = {}
+    for word in words:
+        if any(mark in word for mark in PIECE_MARKS):
+            kind = piece_kind([word])[0]
+            if kind is not None:
+                kinds.setdefault(kind, []).append(word)
+    kind, found = max(kinds.items(), key=lambda kv: len(kv[1]), default=(None, []))
+    share = len(found) / len(words) if words else 0.0
+    return (kind, share, found[0]) if share >= PIECE_DICTIONARY_SHARE else (None, share, None)
+
+
+def check_words(named_inputs, tool, expect="words", vocabulary=None):
+    """Refuse, in one line naming the input and the fix, text that a tool reading words cannot use,
+    before any work: ``named_inputs`` are (name, lines) (lines: strings; None: not given).
+
+    * subword pieces, every form :func:`piece_kind` knows (BPE ``@@``, sentencepiece ``▁``, WordPiece
+      ``##``, ...): the tool would count pieces as words. With ``vocabulary`` = (name, words), the
+      dictionary the text is looked up in (fairseq-wean-align-table ``--dict``), text and dictionary
+      must be of one form: pieces are accepted with a dictionary that holds pieces of that kind (a
+      model on pieces), refused with one that has none (every piece would be ``<unk>``), and words
+      are refused with a dictionary of pieces (:func:`dictionary_kind`);
+    * ``expect="words"``: text in a script without spaces between words (Chinese, Japanese, Thai, ...)
+      left unsegmented, by the scorer's rule (``metrics.check_word_boundaries``, on at most
+      :data:`SCRIPT_SAMPLE` lines evenly spread): each sentence would be one "word".
+      ``expect="text"``: such text is what the tool reads (preprocess.split_characters), pieces are not.
+    """
+    from fairseq_wean.scoring import metrics
+
+    if expect not in ("words", "text"):
+        raise ValueError("expect must be 'words' or 'text', not {!r}".format(expect))
+    dict_name, dict_kind, share, dict_example = None, None, 0.0, None
+    if vocabulary is not None:
+        dict_name, words = vocabulary
+        words = list(words)
+        dict_kind, share, dict_example = dictionary_kind(words)
+    for name, lines in named_inputs:
+        if lines is None:
+            continue
+        kind, example = piece_kind(line for line in lines if any(mark in line for mark in PIECE_MARKS))
+        if kind is not None and vocabulary is not None:
+            if not any(piece_kind([word])[0] == kind for word in words
+                       if any(mark in word for mark in PIECE_MARKS)):
+                raise FairseqWeanError(
+                    "{} holds {} pieces ({!r}), and {} has none (a dictionary of words): {} would see every "
+                    "piece as <unk>; give the text that dictionary was built from (words), or the dictionary of "
+                    "the pieces".format(name, kind, example, dict_name, tool))
+        elif kind is not None:
+            raise FairseqWeanError(
+                "{} holds {} pieces ({!r}): {} reads {}; give it the text before BPE / sentencepiece / "
+                "WordPiece".format(name, kind, example, tool, "words, and would take each piece for one" if expect
+                                   == "words" else "text, and would take the pieces' marks for characters of it"))
+        elif dict_kind is not None:
+            raise FairseqWeanError(
+                "{} is a dictionary of {} pieces ({:.0f}% of its entries, e.g. {!r}), and {} holds words: {} would "
+                "see most words as <unk>; give the text in that dictionary's pieces, or the dictionary of the "
+                "words".format(dict_name, dict_kind, 100 * share, dict_example, name, tool))
+        if expect == "words":
+            lines = list(lines) if not isinstance(lines, (list, tuple)) else lines
+            sample = lines[::max(1, -(-len(lines) // SCRIPT_SAMPLE))]
+            if any(metrics.NO_WORD_BOUNDARIES.search(line) for line in sample):
+                metrics.check_word_boundaries(tool, sample, metrics.SEGMENT, what="the lines of " + name)

@@ -20,7 +20,6 @@ about 1, and the table says so).
 """
 import argparse
 import datetime
-import json
 import os
 import shutil
 import statistics
@@ -32,7 +31,8 @@ from bench.run import (check_section_output, fairseq_command, machine_descriptio
 from fairseq_wean.compare import cli as compare_cli
 from fairseq_wean.compare import runner
 from fairseq_wean import cpu
-from fairseq_wean.errors import at_least
+from preprocess import common
+from fairseq_wean.errors import FairseqWeanError, at_least
 
 BEGIN, END = "<!-- cpu-bf16:begin -->", "<!-- cpu-bf16:end -->"
 LOG_INTERVAL = 10
@@ -41,11 +41,10 @@ LOG_INTERVAL = 10
 def comparison_args(compare_out):
     """The comparison's parsed options and its recipe, from ``COMPARE_OUT/data/recipe.json``."""
     recipe_path = os.path.join(compare_out, "data", "recipe.json")
-    if not os.path.exists(recipe_path):
-        raise SystemExit("{}: no data/recipe.json: give the --out of a comparison (fairseq-wean-compare TASK "
-                         "--budget converged --out DIR) whose data is prepared".format(compare_out))
-    with open(recipe_path, encoding="utf-8") as f:
-        recipe = json.load(f)
+    if not os.path.lexists(recipe_path):  # one line (run_cli), as every refusal of this tool
+        raise FairseqWeanError("{}: no data/recipe.json: give the --out of a comparison (fairseq-wean-compare TASK "
+                               "--budget converged --out DIR) whose data is prepared".format(compare_out))
+    recipe = common.load_recipe(os.path.join(compare_out, "data"))  # read only as itself
     args = compare_cli.parse_args([recipe["task"], recipe["data_dir"], "--budget", "converged",
                                    "--out", compare_out, "--dataset", recipe["dataset"]])
     return args, recipe

@@ -212,12 +212,13 @@ def check_paths(cfg):
     replaced (``textio.check_output``: a folder, a pipe, a device) or is a symbolic link (the new
     section is merged into the old file, which is read only as itself)."""
     from fairseq_wean.errors import FairseqWeanError
-    from fairseq_wean.textio import check_output
+    from fairseq_wean.textio import check_output, check_resolvable
 
+    check_resolvable(cfg.workdir, "--workdir")  # as given, before anything is made (WORK/nodir/..)
     planted = bench_run.planted_entry(cfg.workdir)
     if planted:
-        raise FairseqWeanError("--workdir {}: {} is a symbolic link, named pipe or device: the benchmark writes "
-                               "only its own files there; remove it or use another --workdir".format(cfg.workdir, planted))
+        raise FairseqWeanError("--workdir {}: {} is a symbolic link, named pipe or device, or a hard link: the "
+                               "benchmark writes only its own files there; remove it or use another --workdir".format(cfg.workdir, planted))
     if os.path.islink(cfg.workdir) or (os.path.lexists(cfg.workdir) and not os.path.isdir(cfg.workdir)):
         raise FairseqWeanError("--workdir {} is not a folder (or is a symbolic link): give a folder".format(cfg.workdir))
     if os.path.islink(cfg.out):

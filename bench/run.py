@@ -60,7 +60,8 @@ import time
 
 from bench import device_bench, synthetic
 from fairseq_wean.compare.train_log import read_train_log_line
-from fairseq_wean.errors import at_least
+from fairseq_wean import textio
+from fairseq_wean.errors import FairseqWeanError, at_least
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
@@ -126,14 +127,16 @@ def fairseq_command(module, cfg):
 
 
 def planted_entry(workdir):
-    """The first symbolic link, named pipe or device under ``workdir`` (which the benchmark fills
-    with its own files and folders only), or None."""
+    """The first symbolic link, named pipe, device or hard link (a file with other names, which the
+    benchmark would rewrite or delete) under ``workdir`` (which the benchmark fills with its own files
+    and folders only), or None."""
     from fairseq_wean import textio
 
     for folder, dirs, files in os.walk(workdir):
         for name in dirs + files:
             path = os.path.join(folder, name)
-            if textio.node_kind(path) in (textio.LINK, textio.NODE):
+            kind = textio.node_kind(path)
+            if kind in (textio.LINK, textio.NODE) or kind == textio.REGULAR and os.lstat(path).st_nlink > 1:
                 return path
     return None
 
@@ -569,7 +572,7 @@ def get_parser():
                    help="training batches whose matrix-product FLOPs are counted per model (for the "
                         "utilisation columns; 0: no utilisation columns)")
     p.add_argument("--threads", type=at_least(1), default=1, help="OMP/MKL threads per process (default 1)")
-    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+    p.add_argument("--clock", choices=("cpu", "wall"), default=None,
                    help="clock of fairseq's meters in the measured processes: cpu (process CPU time, "
                         "default: not inflated by other processes on a shared machine) or wall")
     p.add_argument("--workdir", default=None, help="data, checkpoints, logs (default: work_dirs/bench[-quick], git-ignored)")
@@ -590,7 +593,7 @@ def get_parser():
                    help="results JSON (default WORKDIR/results.json); with --device rewritten after every model")
     p.add_argument("--convergence", action="append", default=[], metavar="ARCH=LOG",
                    help="fairseq-train log of a comparison run on real data (repeatable)")
-    p.add_argument("--convergence-metric", default="loss", help="validation metric in those logs (default loss)")
+    p.add_argument("--convergence-metric", default=None, help="validation metric in those logs (default loss)")
     p.add_argument("--maximize", action="store_true", help="higher --convergence-metric is better")
     return p
 
@@ -598,6 +601,7 @@ def get_parser():
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     cfg = get_parser().parse_args(argv)
+    interval_given = cfg.interval is not None
     profile = PROFILES[{(False, False): "full", (False, True): "quick", (True, False): "device",
                         (True, True): "device-quick"}[(bool(cfg.device), cfg.quick)]]
     for key, value in profile.items():
@@ -605,15 +609,34 @@ def main(argv=None):
             setattr(cfg, key, value)
     cfg.workdir = cfg.workdir or os.path.join(REPO, "work_dirs", "bench" + ("-" + cfg.device if cfg.device else "")
                                               + ("-quick" if cfg.quick else ""))
+    try:  # as given: abspath drops WORK/nodir/.., os.makedirs would make nodir
+        textio.check_resolvable(cfg.workdir, "--workdir")
+    except FairseqWeanError as exc:
+        get_parser().error(str(exc))
     cfg.workdir = os.path.abspath(cfg.workdir)  # handed to training children that run in another cwd
     planted = planted_entry(cfg.workdir)
     if planted:
-        get_parser().error("--workdir {}: {} is a symbolic link, named pipe or device: the benchmark writes and "
-                           "deletes only its own files there; remove it or use another --workdir".format(cfg.workdir, planted))
+        get_parser().error("--workdir {}: {} is a symbolic link, named pipe or device, or a hard link: the "
+                           "benchmark writes and deletes only its own files there; remove it or use another --workdir".format(cfg.workdir, planted))
     models = [m for m in cfg.models.split(",") if m]
     unknown = [m for m in models if m not in MODELS]
     if unknown:
         get_parser().error("unknown model(s): " + ", ".join(unknown))
+    twice = sorted({m for m in models if models.count(m) > 1})
+    if twice:  # as --vocabs: one model measured twice
+        get_parser().error("--models names {} twice: each once".format(", ".join(twice)))
+    # an option that changes nothing in this run is refused, not ignored (tests/test_compare_bench_options.py)
+    for flag, given, needs in (("--convergence-metric", cfg.convergence_metric is not None, cfg.convergence),
+                               ("--maximize", cfg.maximize, cfg.convergence)):
+        if given and not needs:
+            get_parser().error("{} does nothing without --convergence ARCH=LOG (it reads those logs)".format(flag))
+    for flag, given in (("--interval", interval_given),
+                        ("--clock", cfg.clock is not None), ("--convergence", bool(cfg.convergence))):
+        if given and cfg.device:
+            get_parser().error("{} does nothing with --device (measured in one process: timed steps, no command "
+                               "lines, no log intervals)".format(flag))
+    cfg.clock = cfg.clock or "cpu"
+    cfg.convergence_metric = cfg.convergence_metric or "loss"
     if ANCHOR not in models:
         get_parser().error("the anchor model {} must be measured in the same run".format(ANCHOR))
     models = [ANCHOR] + [m for m in models if m != ANCHOR]

@@ -15,8 +15,9 @@ them agree on what a usable input is and none of them can lose data:
   through;
 * a file the tools find in a folder (a published results folder, a --save-dir, a comparison's
   --out) rather than one the user named is opened with :func:`open_in_folder`: never through a
-  symbolic link, only a regular file, only inside that folder (git stores symlinks, so a
-  contributed results folder can hold one that points at a secret).
+  symbolic link, only a regular file with no other name (a hard link), only inside that folder (git
+  stores symlinks, so a contributed results folder can hold one that points at a secret; a tar archive
+  or a copy can carry a hard link to one).
 """
 import contextlib
 import os
@@ -44,12 +45,14 @@ def check_input(path, what="input"):
         raise FairseqWeanError("{} {}: permission denied".format(what, path))
 
 
-def open_in_folder(path, mode="r", folder=None, what="file"):
+def open_in_folder(path, mode="r", folder=None, what="file", named=False):
     """Open ``path``, a file found in ``folder`` (default: its own directory), refusing with one
     line (``FairseqWeanError``) a symbolic link (``O_NOFOLLOW``: no check-then-open race), a path
-    through a linked directory that leaves ``folder``, and anything but a regular file (a named
-    pipe is refused before it could block). ``mode``: ``"r"``, ``"rb"``, ``"w"``, ``"a"``, ``"a+"``;
-    text is UTF-8. Opened for writing, a folder at ``path`` is refused in one line too."""
+    through a linked directory that leaves ``folder``, anything but a regular file (a named
+    pipe is refused before it could block) and a file with other names (a hard link: its content may be
+    a file from anywhere, :func:`in_place_problem`). ``mode``: ``"r"``, ``"rb"``, ``"w"``, ``"a"``, ``"a+"``;
+    text is UTF-8. Opened for writing, a folder at ``path`` is refused in one line too. ``named``: the user
+    named the file (a page a tool updates), so a hard link is read as that file."""
     import stat
 
     folder = os.path.realpath(folder or os.path.dirname(os.path.abspath(path)))
@@ -73,7 +76,7 @@ def open_in_folder(path, mode="r", folder=None, what="file"):
             raise FairseqWeanError("{} {} is not a regular file: refused".format(what, path)) from None
         raise FairseqWeanError("{} {}: {}".format(what, path, exc.strerror)) from None
     info = os.fstat(fd)  # checked on the descriptor, before truncating
-    problem = in_place_problem(path, info=info, write=mode not in ("r", "rb"))
+    problem = in_place_problem(path, info=info, write=mode not in ("r", "rb"), found=not named)
     if problem is not None:
         os.close(fd)
         raise FairseqWeanError("{} {} {}: refused".format(what, path, problem))
@@ -85,14 +88,17 @@ def open_in_folder(path, mode="r", folder=None, what="file"):
     return os.fdopen(fd, mode, encoding="utf-8", newline=None if mode == "r" else "\n")
 
 
-def in_place_problem(path, folder=None, info=None, write=True):
+def in_place_problem(path, folder=None, info=None, write=True, found=False):
     """Why the existing file ``path`` may not be written in place (opened with "w"/"a", appended to,
     truncated), or None: it is a symbolic link, not a regular file, a file with other names (a hard link,
     ``st_nlink > 1``: writing it changes the other names' file too) or, with ``folder``, outside that
     folder through a linked directory. None when nothing is at ``path``. ``info``: the ``os.fstat`` of a
     descriptor already opened (``O_NOFOLLOW``) on ``path``, checked instead of the name (no race);
-    ``write=False``: a file only read (a hard link is then harmless). The one rule of every in-place writer
-    (:func:`open_in_folder`, :func:`check_in_place`)."""
+    ``write=False``: a file only read (a hard link is then harmless), but with ``found``: a file the tool
+    found in a folder rather than one the user named, whose other names may lie anywhere (``dict.tgt.txt``
+    hard-linked to someone's secret would be read, and quoted, as the folder's), so a hard link is refused
+    too. The one rule of every in-place writer and of every reader of a file found in a folder
+    (:func:`open_in_folder`, :func:`check_in_place`, ``data.folder_files.folder_file_problem``)."""
     import stat
 
     if folder is not None:
@@ -114,6 +120,10 @@ def in_place_problem(path, folder=None, info=None, write=True):
     if write and info.st_nlink > 1:
         return ("has {} hard links (a file with other names: writing it in place would change the other names' "
                 "file too)".format(info.st_nlink))
+    if found and info.st_nlink > 1:
+        return ("has {} hard links (a file with other names, which may lie outside the folder: a file found in a "
+                "folder is read only when it has no other name; copy it there, not with ln or cp -l)".format(
+                    info.st_nlink))
     return None
 
 
@@ -370,7 +380,7 @@ def update_section(path, section, begin, end, what="--out"):
                                "file's own path".format(what, path))
     check_output(path, (), what)
     if kind is not None:
-        with open_in_folder(path, "r", what=what) as f:
+        with open_in_folder(path, "r", what=what, named=True) as f:  # the user's page: a hard link is that page
             old = f.read()
     if begin in old and end in old:
         new = old[: old.index(begin)] + section + old[old.index(end) + len(end):]
@@ -378,3 +388,27 @@ def update_section(path, section, begin, end, what="--out"):
         new = (old.rstrip() + "\n\n" if old.strip() else "") + section + "\n"
     with atomic_output(path, (), what) as f:
         f.write(new)
+
+
+def unresolvable_folder(path):
+    """The folder of ``path`` that does not exist (or is not a folder) and is followed by ``..``, as in
+    FOLDER/nodir/../NAME, or None. The OS refuses such a path (ENOENT), but ``os.path.abspath`` drops
+    ``nodir/..`` and ``os.makedirs`` makes the missing folder first, so a tool that normalizes or makes
+    a folder output would write where the path does not lead."""
+    parts = str(path).split(os.sep)
+    for i, part in enumerate(parts):
+        if part == os.pardir and i > 0:
+            head = os.sep.join(parts[:i]) or os.sep
+            if not os.path.isdir(head):
+                return head
+    return None
+
+
+def check_resolvable(path, what):
+    """One-line ``FairseqWeanError`` for an output path (a file or a folder a tool makes) through a missing
+    folder followed by ``..`` (:func:`unresolvable_folder`), checked before any work and before anything
+    is made or the path is normalized."""
+    missing = unresolvable_folder(path)
+    if missing is not None:
+        raise FairseqWeanError("{} {}: the folder {} does not exist, so the path cannot be followed through its "
+                               "'..'; give the path without it or create the folder first".format(what, path, missing))

@@ -418,6 +418,16 @@ def check_out_folder(out):
                                        "or a socket): remove it".format(out, path))
 
 
+def out_folder(out):
+    """``--out`` as an absolute path, checked as given first (``textio.check_resolvable``): a path through a
+    missing folder (OUT/nodir/../NAME) is refused in one line, before any work and before anything is made;
+    every recipe takes its --out through here."""
+    from fairseq_wean import textio
+
+    textio.check_resolvable(out, "--out")
+    return os.path.abspath(out)
+
+
 def done(out):
     """Whether ``out`` holds a finished recipe; first checks the folder (:func:`check_out_folder`),
     which every recipe calls before any work."""

@@ -77,7 +77,7 @@ def read_pairs(src_path, tgt_path):
 
 def main(argv=None):
     args = parse_args(argv)
-    out = os.path.abspath(args.out)
+    out = common.out_folder(args.out)
     if common.done(out) and not args.force:
         log("Gigaword data already prepared in {} (--force to redo)".format(out))
         return common.load_recipe(out)

@@ -151,7 +151,7 @@ def check_against_staged(args, out, variants):
 
 def main(argv=None):
     args = parse_args(argv)
-    out = os.path.abspath(args.out)
+    out = common.out_folder(args.out)
     if common.done(out) and not args.force:
         log("IWSLT'14 data already prepared in {} (--force to redo)".format(out))
         return common.load_recipe(out)

@@ -95,7 +95,7 @@ def lead_table(out, text_dir, n_values):
 
 def main(argv=None):
     args = parse_args(argv)
-    out = os.path.abspath(args.out)
+    out = common.out_folder(args.out)
     if common.done(out) and not args.force:
         log("LCSTS data already prepared in {} (--force to redo)".format(out))
         return common.load_recipe(out)

@@ -42,7 +42,7 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    out = os.path.abspath(args.out)
+    out = common.out_folder(args.out)
     if common.done(out) and not args.force:
         log("Multi30k data already prepared in {} (--force to redo)".format(out))
         return common.load_recipe(out)

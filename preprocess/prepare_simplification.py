@@ -211,7 +211,7 @@ PREFIXES = dict(train="train", valid=["valid", "validsrc"], test=["test", "pwkp"
 
 def main(argv=None):
     args = parse_args(argv)
-    out = os.path.abspath(args.out)
+    out = common.out_folder(args.out)
     if common.done(out) and not args.force:
         log("simplification data already prepared in {} (--force to redo)".format(out))
         return common.load_recipe(out)

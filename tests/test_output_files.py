@@ -6,7 +6,10 @@ device node and a directory. For each: nothing hangs (a time-out), the victim (o
 directory's content) is unchanged, and the tool either refuses with ONE error line and a non-zero
 exit (a Traceback fails), or, for a symbolic link at an output, replaces the link by its new file
 (``textio.atomic_output``) without writing through it. A file a tool reads from a folder it did not
-name (results.json, a train.log) is refused in every case (``textio.open_in_folder``).
+name (results.json, a train.log) is refused in every case (``textio.open_in_folder``). At a file a tool writes,
+two more plants: a hard link to a victim (refused, or the name replaced by a new file: the victim keeps its bytes)
+and the output option given as FOLDER/nodir/../NAME through a missing folder (refused in one line, no folder made,
+FOLDER/NAME untouched).
 
 ``test_every_tool_with_an_output_is_enumerated`` finds the tools (setup.py's console scripts, the
 ``python -m preprocess.*`` / ``bench.*`` modules and ``examples/*.py`` with an output option) and
@@ -20,7 +23,6 @@ import json
 import os
 import re
 import stat
-import subprocess
 import sys
 
 import pytest
@@ -30,6 +32,10 @@ from conftest import BIN, REPO
 TIMEOUT = 120
 VICTIM = b"precious\n"
 PLANTS = ["symlink", "fifo", "device", "directory"]
+# only at a file a tool writes: a hard link to a victim (the victim keeps its bytes: refused, or the name replaced
+# by a new file, never written in place) and the output option given as FOLDER/nodir/../NAME through a missing
+# folder (the OS refuses that path; a tool that normalizes it first would write FOLDER/NAME, planted here)
+WRITE_PLANTS = ["hardlink", "nodir"]
 
 
 def lines(path, n=24, seed=0, shorter=False):
@@ -99,7 +105,9 @@ def _align(i, w):
                 "--out", w / "align.table"), w / "align.table"
 
 
-def _compare(i, w):  # --reuse-only: data preparation, then one line (nothing published); cheap
+def _compare(i, w):  # --reuse-only: data preparation, then one line (the published scores.json is empty); cheap
+    (w / "published/lstm-word").mkdir(parents=True)
+    (w / "published/lstm-word/scores.json").write_text("{}")
     return tool("fairseq-wean-compare", "translation", i / "data", "--out", w / "cmp", "--results-dir",
                 w / "published", "--tiny", "--runs", "lstm:word", "--reuse-only"), w / "cmp/data/text/train.de"
 
@@ -186,8 +194,9 @@ BENCH = ("--quick", "--models", "lstm", "--vocabs", "50", "--n-train", "40", "--
          "--max-tokens", "256", "--gen-len", "2", "--flop-batches", "0")
 
 
-def _bench_out(i, w):  # the page is checked before any work
-    return py("-m", "bench.run", *BENCH, "--workdir", w / "bw", "--out", w / "perf.md"), w / "perf.md"
+def _bench_out(i, w):  # the page is checked before any work (--device cpu: the same check and writer, in seconds)
+    return py("-m", "bench.run", *BENCH, "--device", "cpu", "--dim", "8", "--updates", "1", "--warmup", "0",
+              "--workdir", w / "bw", "--out", w / "perf.md"), w / "perf.md"
 
 
 def _bench_json(i, w):  # checked before any work; --device cpu then writes it first (a link replaced), in seconds
@@ -295,6 +304,10 @@ def plant(kind, path, victim):
             os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a null device: harmless if written
         except PermissionError:
             pytest.skip("making a device node needs root")
+    elif kind in ("hardlink", "nodir"):
+        victim.write_bytes(VICTIM)
+        (os.link if kind == "hardlink" else os.symlink)(victim, path)  # nodir: FOLDER/NAME exists (a link: its target
+        # is the victim, so a tool's normalizing write is seen whether it renames or writes in place)
     else:
         path.mkdir()
         (path / "keep").write_bytes(VICTIM)
@@ -303,6 +316,10 @@ def plant(kind, path, victim):
 def unchanged(kind, path, victim):
     if kind == "symlink":
         return victim.read_bytes() == VICTIM
+    if kind == "hardlink":
+        return victim.read_bytes() == VICTIM and os.stat(victim).st_nlink == (2 if os.path.samefile(path, victim) else 1)
+    if kind == "nodir":
+        return victim.read_bytes() == VICTIM and os.path.islink(path) and os.readlink(path) == str(victim)
     mode = os.lstat(path).st_mode
     if kind == "fifo":
         return stat.S_ISFIFO(mode)
@@ -318,13 +335,31 @@ def run(tools, argv, cwd):
     return rc, out, err
 
 
-@pytest.mark.parametrize("kind", PLANTS)
+def through_missing_folder(argv, target, work):
+    """``argv`` with the option value that names ``target`` (or a folder above it) given as
+    WORK/nodir/../VALUE: a path through a missing folder, which the OS refuses."""
+    values = [a for a in argv if isinstance(a, str) and a.startswith(str(work) + os.sep)
+              and str(target).startswith(a.rstrip(os.sep))]  # --out-prefix P: P.tgt
+    if not values:  # a file the tool puts beside its output (publish_results: --results' folder/figures/)
+        values = [a for flag, a in zip(argv, argv[1:]) if flag in ("--results", "--out", "--output")
+                  and str(target).startswith(os.path.dirname(a) + os.sep)]
+    assert values, "no option names {}".format(target)
+    value = max(values, key=len)
+    bent = os.path.join(str(work), "nodir", os.pardir, os.path.relpath(value, str(work)))
+    return [bent if a == value else a for a in argv]
+
+
+@pytest.mark.parametrize("kind", PLANTS + WRITE_PLANTS)
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_no_tool_writes_or_reads_through_a_planted_file(name, kind, inputs, tools, tmp_path):
     case = CASES[name]
+    if kind in WRITE_PLANTS and case.what != "write":
+        pytest.skip("a file the tool reads: a hard link or a bent path is the user's own")
     work = tmp_path / "work"
     work.mkdir()
     argv, target = case.build(inputs, work)
+    if kind == "nodir":
+        argv = through_missing_folder(argv, target, work)
     victim = tmp_path / "victim"
     if target.exists() or target.is_symlink():
         target.unlink()
@@ -332,7 +367,10 @@ def test_no_tool_writes_or_reads_through_a_planted_file(name, kind, inputs, tool
     rc, out, err = run(tools, argv, work)
     assert unchanged(kind, target, victim), "{} written through or replaced: rc={} {}".format(kind, rc, err[-800:])
     assert "Traceback" not in err, err[-1500:]
-    replaced = kind == "symlink" and case.what == "write" and os.path.isfile(target) and not os.path.islink(target)
+    if kind == "nodir":
+        assert not (work / "nodir").exists(), "the missing folder was made: rc={} {}".format(rc, err[-800:])
+    replaced = kind in ("symlink", "hardlink") and case.what == "write" and os.path.isfile(target) and \
+        not os.path.islink(target) and not os.path.samefile(target, victim)
     if replaced:  # the link replaced by the tool's own file (whatever the tool did next)
         return
     assert rc != 0, "exit 0 with a planted {} at {}".format(kind, target)
@@ -464,32 +502,31 @@ def test_atomic_output_replaces_a_symbolic_link_and_not_its_target(tmp_path):
 
 
 @pytest.mark.parametrize("how", ["same path", "symbolic link", "hard link"])
-def test_fastbpe_codes_never_overwrites_its_input(how, tmp_path):
+def test_fastbpe_codes_never_overwrites_its_input(how, tmp_path, tools):
     codes = tmp_path / "codes"
     codes.write_text("a b 10\nc d 5\n")
     out = codes
     if how != "same path":
         out = tmp_path / "out"
         (os.symlink if how == "symbolic link" else os.link)(codes, out)
-    proc = subprocess.run(py("-m", "preprocess.fastbpe_codes", "--fastbpe", codes, "--out", out), cwd=REPO,
-                          capture_output=True, text=True, timeout=TIMEOUT)
-    assert proc.returncode == 1 and codes.read_text() == "a b 10\nc d 5\n"
-    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "is also an input" in proc.stderr
+    rc, _out, err = run(tools, py("-m", "preprocess.fastbpe_codes", "--fastbpe", codes, "--out", out), REPO)
+    assert rc == 1 and codes.read_text() == "a b 10\nc d 5\n"
+    assert err.strip().splitlines() == [err.strip()] and "is also an input" in err
 
 
 @pytest.mark.parametrize("args,message", [
     (["--master-addr", "no.such.host.invalid"], "--master-addr no.such.host.invalid: cannot resolve"),
     (["--log-dir", "FILE"], "--log-dir {FILE} exists and is not a folder"),
 ])
-def test_launcher_refuses_a_bad_address_or_log_dir_before_any_rank(args, message, tmp_path):
+def test_launcher_refuses_a_bad_address_or_log_dir_before_any_rank(args, message, tmp_path, tools):
     afile = tmp_path / "file"
     afile.write_text("x\n")
     args = [str(afile) if a == "FILE" else a for a in args]
-    proc = subprocess.run(tool("fairseq-wean-train-cpu-dist", "--nproc-per-node", "1", *args, "--",
-                               tmp_path / "no-data", "--arch", "lstm"), capture_output=True, text=True, timeout=TIMEOUT)
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr and "started rank" not in proc.stderr
-    assert proc.stderr.strip().splitlines()[-1].startswith(
-        "fairseq-wean-train-cpu-dist: error: " + message.format(FILE=afile)), proc.stderr
+    rc, _out, err = run(tools, tool("fairseq-wean-train-cpu-dist", "--nproc-per-node", "1", *args, "--",
+                                    tmp_path / "no-data", "--arch", "lstm"), tmp_path)
+    assert rc == 1 and "Traceback" not in err and "started rank" not in err
+    assert err.strip().splitlines()[-1].startswith(
+        "fairseq-wean-train-cpu-dist: error: " + message.format(FILE=afile)), err
     assert afile.read_text() == "x\n"
 
 

@@ -182,15 +182,16 @@ def check_dump_dir(dump_dir, ranks):
     """Refuse before any rank starts a --dump-rank-params that is not a folder, or whose file of one of
     this node's ``ranks`` (``rankR.pt``) is a symbolic link, named pipe, device or folder: the ranks write
     their own regular files there (and would refuse such a file only after training)."""
-    from fairseq_wean.textio import planted_kind  # imports neither fairseq nor torch
+    from fairseq_wean.textio import in_place_problem  # imports neither fairseq nor torch
 
     if os.path.lexists(dump_dir) and not os.path.isdir(dump_dir):
         _refuse("--dump-rank-params {} exists and is not a folder: give a folder path".format(dump_dir))
-    for rank in ranks:
+    for rank in ranks:  # as the rank logs of --log-dir (textio.open_in_folder): a hard link is refused too
         path = os.path.join(dump_dir, "rank{}.pt".format(rank))
-        if planted_kind(path) is not None:
-            _refuse("--dump-rank-params file {} is a symbolic link, named pipe, device or folder: the ranks write "
-                    "their own files there; remove it or give another folder".format(path))
+        problem = in_place_problem(path, dump_dir if os.path.isdir(dump_dir) else None)
+        if problem is not None:
+            _refuse("--dump-rank-params file {} {}: the ranks write their own files there; remove it or give "
+                    "another folder".format(path, problem))
 
 
 def port_in_use(host, port):
@@ -258,9 +259,16 @@ def check_options(train_args, nproc_per_node, nnodes, node_rank, master_addr, ma
         if _has_flag(train_args, flag):
             _refuse("{} is set by the launcher; remove it".format(flag))
     # an empty folder name was taken as no folder: no rank logs, no parameters written, and no word
+    from fairseq_wean.errors import FairseqWeanError
+    from fairseq_wean.textio import check_resolvable
+
     for flag, value in (("--log-dir", log_dir), ("--dump-rank-params", dump_rank_params)):
         if value is not None and not value.strip():
             _refuse("{} is empty: give a folder, or leave {} out".format(flag, flag))
+        try:  # before os.makedirs makes DIR/nodir of DIR/nodir/..
+            check_resolvable(value or "", flag)
+        except FairseqWeanError as exc:
+            _refuse(str(exc))
     if not master_addr.strip():
         _refuse("--master-addr is empty: give the address of node 0 (default 127.0.0.1)")
     try:

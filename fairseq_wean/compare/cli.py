@@ -10,7 +10,7 @@ import fairseq_wean.compare as package
 from fairseq_wean import textio
 from fairseq_wean.compare import report, runner
 from fairseq_wean.compare.runner import REPO, fmt_secs, log
-from fairseq_wean.errors import at_least, run_cli
+from fairseq_wean.errors import FairseqWeanError, at_least, run_cli
 from fairseq_wean.compare.systems import BASELINE, CONVERGED, DATASET_VOCAB, SYSTEMS, TASKS, system_arch
 from preprocess import common
 
@@ -91,9 +91,9 @@ def get_parser():
                         "for the short one, OUT/results with --tiny)")
     p.add_argument("--runs", help="comma list of SYSTEM:VOCAB to run, e.g. lstm:word,wean_lstm:spm "
                                   "(default: the task's list; systems: {})".format(", ".join(SYSTEMS)))
-    p.add_argument("--jobs", type=whole_number(p, "--jobs", 1), default=2,
+    p.add_argument("--jobs", type=whole_number(p, "--jobs", 1),
                    help="systems trained/decoded at the same time (default 2: one per core of a 2-core machine)")
-    p.add_argument("--threads", type=whole_number(p, "--threads", 1), default=1,
+    p.add_argument("--threads", type=whole_number(p, "--threads", 1),
                    help="torch threads per job (OMP_NUM_THREADS; default 1: on a shared 2-core machine two "
                         "threads per process made fairseq's LSTM 14x slower than one)")
     p.add_argument("--cpu-bf16", action="store_true",
@@ -121,9 +121,12 @@ def parse_args(argv=None):
         p.error("--reuse-only and --force contradict each other (--force retrains published systems)")
     # an option that changes nothing is refused, not ignored: the user meant something else
     if args.reuse_only:
-        for flag, given in (("--keep-checkpoints", args.keep_checkpoints), ("--cpu-bf16", args.cpu_bf16)):
+        for flag, given in (("--keep-checkpoints", args.keep_checkpoints), ("--cpu-bf16", args.cpu_bf16),
+                            ("--jobs", args.jobs is not None), ("--threads", args.threads is not None)):
             if given:
-                p.error("{} does nothing with --reuse-only (no system is trained)".format(flag))
+                p.error("{} does nothing with --reuse-only (no system is trained or decoded)".format(flag))
+    args.jobs = 2 if args.jobs is None else args.jobs
+    args.threads = 1 if args.threads is None else args.threads
     if args.budget == "short":
         for flag in ("--patience", "--max-epoch", "--seeds"):
             if getattr(args, flag[2:].replace("-", "_")) is not None:
@@ -165,6 +168,11 @@ def parse_args(argv=None):
         vocab = DATASET_VOCAB.get(args.dataset)
         if vocab:  # e.g. IWSLT'14: every system on the 10k joint BPE
             args.run_list = list(dict.fromkeys((s, vocab) for s, _ in args.run_list))
+    multi_seed = sorted(CONVERGED[args.task].get("seeds", {}))
+    if args.seeds is not None and not set(multi_seed) & {key[0] for key in args.run_list}:
+        p.error("--seeds does nothing here: no run of {}{} is trained with several seeds ({})".format(
+            args.task, " --runs " + args.runs if args.runs else "", "only " + ", ".join(multi_seed) + " are"
+            if multi_seed else "the task has no such system"))
     if args.budget == "converged" and not args.tiny:
         # extra seeds (the word-attention ablation): runs (system, vocab, seed) after the main list
         seeds = CONVERGED[args.task].get("seeds", {})
@@ -179,6 +187,11 @@ def parse_args(argv=None):
     if args.patience is None:
         args.patience = CONVERGED[args.task]["patience"]
     name = args.task if args.dataset == datasets[0] else "{}-{}".format(args.task, args.dataset)
+    for flag, value in (("--out", args.out), ("--results-dir", args.results_dir)):
+        try:  # as given, before it is normalized or made
+            textio.check_resolvable(value or "", flag)
+        except FairseqWeanError as exc:
+            p.error(str(exc))
     if args.out is None:
         args.out = os.path.join(REPO, "work_dirs", "compare-{}{}{}".format(
             name, "-converged" if args.budget == "converged" else "", "-tiny" if args.tiny else ""))
@@ -193,9 +206,33 @@ def parse_args(argv=None):
     return args
 
 
+def check_published_folders(args):
+    """Before any work (data preparation took 37 s before a planted file was found): each run's folder in
+    --results-dir must be a folder inside it, and every file in it is opened only as itself
+    (``textio.open_in_folder``: a symbolic link, a pipe, a device or a folder there is refused in one line).
+    With --reuse-only, no run published at all is refused here too. :func:`published_run` checks the
+    contents against the prepared recipe later."""
+    root = os.path.realpath(args.results_dir)
+    published = 0
+    for key in args.run_list:
+        folder = runner.results_dir(args, key)
+        if not os.path.lexists(folder):
+            continue
+        if not os.path.isdir(folder) or os.path.commonpath([os.path.realpath(folder), root]) != root:
+            raise FairseqWeanError("published run folder {} is not a folder inside --results-dir {} (a symbolic "
+                                   "link or a file): refused; remove it".format(folder, args.results_dir))
+        for name in sorted(os.listdir(folder)):
+            textio.open_in_folder(os.path.join(folder, name), "rb", args.results_dir, "published file").close()
+        published += os.path.lexists(os.path.join(folder, "scores.json"))
+    if args.reuse_only and not published:
+        raise FairseqWeanError("--reuse-only: none of the {} runs is published in {}".format(
+            len(args.run_list), args.results_dir))
+
+
 def main(argv=None):
     args = parse_args(argv)
     t_start = time.time()
+    check_published_folders(args)
     runner.check_output_dirs(args)
     command = "fairseq-wean-compare " + " ".join(argv if argv is not None else sys.argv[1:])
     log("{} comparison -> {} ({} runs, {}; results in {})".format(

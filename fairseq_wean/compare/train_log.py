@@ -126,17 +126,18 @@ RUN_FILES = ("train_state.json", "train.log", "eval_plan.json", "eval.log", "eva
 def check_run_folder(run_dir):
     """Refuse in one line (``FairseqWeanError``) a run folder ``--out/runs/SYSTEM-VOCAB`` that is a
     symbolic link or not a folder (nor is ``runs``), or that holds one of the files the runner writes
-    and reads there (:data:`RUN_FILES`) as anything but a regular file: a symbolic link, a named pipe,
-    a device or a folder. Each of them is also written (``textio.atomic_output``, ``textio.open_log``)
+    and reads there (:data:`RUN_FILES`) as anything but a regular file of one name: a symbolic link, a named
+    pipe, a device, a folder or a hard link. Each of them is also written (``textio.atomic_output``, ``textio.open_log``)
     and read (``textio.open_in_folder``) only as itself; this finds them before any training."""
-    from fairseq_wean.textio import planted_kind
+    from fairseq_wean.textio import in_place_problem
 
     for path in (os.path.dirname(os.path.abspath(run_dir)), run_dir):
         if os.path.islink(path) or os.path.lexists(path) and not os.path.isdir(path):
             raise FairseqWeanError("{} is a symbolic link or not a folder: refused (the comparison makes its own "
                                    "run folders under --out); remove it".format(path))
-    for name in RUN_FILES:
+    for name in RUN_FILES:  # textio's rule of a file written in place: a hard link (other names) is refused too
         path = os.path.join(run_dir, name)
-        if planted_kind(path) is not None:
-            raise FairseqWeanError("{} is a symbolic link, named pipe, device or folder: refused (a run's files are "
-                                   "written and read only as themselves); remove it".format(path))
+        problem = in_place_problem(path)
+        if problem is not None:
+            raise FairseqWeanError("{} {}: refused (a run's files are written and read only as themselves); remove "
+                                   "it".format(path, problem))

@@ -72,6 +72,33 @@ def variant_list(choices):
     return parse
 
 
+# options of some vocabulary variants (argparse dest -> the variants they act on, their default): given
+# without one of those variants in --variants, they would do nothing, and are refused
+VARIANT_OPTIONS = {"threshold": (("word", "word-pg"), 2), "word_threshold": (("word", "word-pg"), 2),
+                   "spm_vocab": (("spm",), 8000), "bpe_merges": (("bpe",), 10000), "bpe_codes": (("bpe",), None)}
+
+
+def check_variant_options(parser, args):
+    """Refuse (an argparse usage error, before any work) a :data:`VARIANT_OPTIONS` option given without a
+    variant it acts on, and ``--bpe-merges`` with ``--bpe-codes`` (the codes are applied, no merges
+    learned); then fill in the defaults (the parsers declare these options with default None)."""
+    variants = args.variants.split(",")
+    given = {dest for dest in VARIANT_OPTIONS if getattr(args, dest, None) is not None}
+    for dest in sorted(given):
+        acting = VARIANT_OPTIONS[dest][0]
+        if not set(acting) & set(variants):
+            parser.error("--{} acts on the {} variant(s), and --variants {} builds none of them: it would do "
+                         "nothing; drop it, or add {} to --variants".format(
+                             dest.replace("_", "-"), "/".join(acting), args.variants, acting[0]))
+    if {"bpe_codes", "bpe_merges"} <= given:
+        parser.error("--bpe-merges does nothing with --bpe-codes (the codes given are applied, no merges are "
+                     "learned): drop one of them")
+    for dest, (_, default) in VARIANT_OPTIONS.items():
+        if hasattr(args, dest) and dest not in given:
+            setattr(args, dest, default)
+    return args
+
+
 def apply_tiny(args, max_sentences=300, max_eval=12):
     if args.tiny:
         if args.max_sentences is None:

@@ -47,11 +47,12 @@ def parse_args(argv=None):
     p = common.base_parser(__doc__.split("\n")[0], default_out=os.path.join(common.REPO, "work_dirs", "iwslt14"))
     p.add_argument("--raw", help="unpacked de-en.tgz (train.tags.de-en.*, IWSLT14.*.xml): the full recipe")
     p.add_argument("--bpe-codes", help="apply these subword-nmt codes instead of learning 10,000 merges")
-    p.add_argument("--bpe-merges", type=at_least(1), default=10000)
+    p.add_argument("--bpe-merges", type=at_least(1),
+                   help="joint BPE merges learned without --bpe-codes (default 10000)")
     p.add_argument("--valid-decode", type=at_least(1), default=1000, help="validation pairs decoded after every epoch")
     p.add_argument("--variants", type=common.variant_list(VARIANTS),
                    default="bpe", help="vocabulary variants (default bpe)")
-    return common.apply_tiny(p.parse_args(argv), max_sentences=300, max_eval=12)
+    return common.apply_tiny(common.check_variant_options(p, p.parse_args(argv)), max_sentences=300, max_eval=12)
 
 
 class Tokenizer:

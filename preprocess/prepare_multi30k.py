@@ -34,10 +34,10 @@ def parse_args(argv=None):
     p.add_argument("--valid-decode", type=at_least(1), default=500, help="validation pairs decoded after every epoch")
     p.add_argument("--variants", type=common.variant_list(VARIANTS),
                    default="word,word-pg", help="comma list of " + ",".join(common.VARIANTS))
-    p.add_argument("--threshold", type=at_least(0), default=2)
-    p.add_argument("--bpe-merges", type=at_least(1), default=10000)
-    p.add_argument("--spm-vocab", type=at_least(1), default=8000)
-    return common.apply_tiny(p.parse_args(argv), max_sentences=300, max_eval=12)
+    p.add_argument("--threshold", type=at_least(0), help="word vocabulary: words seen at least this often (default 2)")
+    p.add_argument("--bpe-merges", type=at_least(1), help="joint BPE merges of the bpe variant (default 10000)")
+    p.add_argument("--spm-vocab", type=at_least(1), help="sentencepiece vocabulary size (default 8000)")
+    return common.apply_tiny(common.check_variant_options(p, p.parse_args(argv)), max_sentences=300, max_eval=12)
 
 
 def main(argv=None):

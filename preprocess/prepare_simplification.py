@@ -60,11 +60,12 @@ def parse_args(argv=None):
     p.add_argument("--valid-size", type=at_least(1), default=200, help="TurkCorpus tune sources held out for validation")
     p.add_argument("--variants", type=common.variant_list(VARIANTS), default="word,word-pg,spm,char",
                    help="comma list of " + ",".join(VARIANTS))
-    p.add_argument("--word-threshold", type=at_least(0), default=2, help="fairseq-preprocess --thresholdsrc/--thresholdtgt")
-    p.add_argument("--spm-vocab", type=at_least(1), default=8000, help="sentencepiece vocabulary size")
+    p.add_argument("--word-threshold", type=at_least(0),
+                   help="fairseq-preprocess --thresholdsrc/--thresholdtgt (default 2)")
+    p.add_argument("--spm-vocab", type=at_least(1), help="sentencepiece vocabulary size (default 8000)")
     p.add_argument("--add-wikilarge", action="store_true",
                    help="also train on WikiLarge train (needs wiki.full.aner.ori.train.{src,dst})")
-    args = common.apply_tiny(p.parse_args(argv), max_sentences=400, max_eval=12)
+    args = common.apply_tiny(common.check_variant_options(p, p.parse_args(argv)), max_sentences=400, max_eval=12)
     if args.tiny and args.valid_size == 200:
         args.valid_size = args.max_eval
     return args

@@ -44,10 +44,10 @@ this order:
 15. fairseq 0.12.2's ``transformer`` decodes on torch >= 1.13: its encoder layer's
     "BetterTransformer" fast path is turned off (:func:`install_transformer_without_fast_path`).
 16. A dictionary file (``dict.SRC.txt`` of a data folder, ``--unk-markers-dict``) that is
-    missing, not ``WORD COUNT`` lines, lists a word twice or is not UTF-8, and a ``--replace-unk``
-    alignment dictionary that is missing or not ``SOURCE TARGET`` lines, are one-line errors
-    naming the file and the line, in every command and the hub
-    (:func:`install_dictionary_file_errors`).
+    missing, not ``WORD COUNT`` lines, lists a word twice, is empty or is not UTF-8, and a ``--replace-unk``
+    alignment dictionary that is missing, not ``SOURCE TARGET`` lines, lists a source word twice or is
+    empty, are one-line errors naming the file and the line (a data folder's dictionary is never quoted),
+    in every command and the hub (:func:`install_dictionary_file_errors`).
 17. fairseq-generate ``--results-path``: the results file is written through a temporary file
     (a failed run leaves the old one intact), and a link planted there is refused
     (:func:`install_generate_results_file`).
@@ -289,8 +289,10 @@ def install_dictionary_file_errors():
     dictionary format ...")``, ``RuntimeError("Duplicate word found ...")`` or a bare
     ``Exception("Incorrect encoding ...")`` with a traceback; ``utils.load_align_dict``
     (``--replace-unk FILE``) an ``IndexError`` on a one-column line, and it silently used a fairseq
-    dictionary given by mistake (every ``<unk>`` became a word count). Each is now one line naming
-    the file and, where there is one, the line.
+    dictionary given by mistake (every ``<unk>`` became a word count), or a source word listed twice
+    (the last kept). fairseq reads an empty dictionary as one (every word ``<unk>``). Each is now one line
+    naming the file and, where there is one, the line (``data.dictionary.check_dictionary`` and
+    ``check_entries``, the one check of keyed files).
     """
     from fairseq import utils
     from fairseq.data import Dictionary
@@ -303,8 +305,9 @@ def install_dictionary_file_errors():
 
             check_folder_dictionary(f)  # dict.*.txt linked out of its folder: refused before fairseq opens it
             refuse_non_regular(f, "dictionary")
+            size = len(self.symbols)
             try:
-                return original(self, f)
+                loaded = original(self, f)
             except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
                 raise FairseqWeanError("dictionary {}: {} (a fairseq dictionary, 'WORD COUNT' lines, as "
                                        "fairseq-preprocess writes dict.LANG.txt)".format(f, exc.strerror)) from None
@@ -316,6 +319,11 @@ def install_dictionary_file_errors():
                 except FairseqWeanError as error:
                     raise error from None
                 raise  # something else
+            if len(self.symbols) == size:  # fairseq reads an empty file as a dictionary (every word <unk>)
+                from fairseq_wean.data.dictionary import check_dictionary
+
+                check_dictionary(f, self.symbols[: self.nspecial])  # "no word in the file (it is empty)"
+            return loaded
 
         return add_from_file
 
@@ -336,6 +344,12 @@ def install_dictionary_file_errors():
                                            "alignment dictionary ('SOURCE TARGET'): every <unk> would become a "
                                            "count; give a bare --replace-unk to copy the attended source word".format(
                                                replace_unk))
+                from fairseq_wean.data.dictionary import check_entries
+
+                # the one check of keyed files: a source word listed twice (fairseq kept the last, silently), none
+                for _ in check_entries(((n, cols[0], None) for n, cols in rows), replace_unk, "--replace-unk",
+                                       "source word"):
+                    pass
             return original(replace_unk)
 
         return load_align_dict

@@ -1,6 +1,6 @@
 """Every file fairseq reads by name from a data folder (the dictionaries, each binarized split's .idx and
 .bin, an alignment file, the raw text fairseq prefers to a .bin beside it) that is a symbolic link out of
-the folder, a link to nothing, a named pipe or a folder is refused in one line, before any work, by every
+the folder, a hard link, a link to nothing, a named pipe or a folder is refused in one line, before any work, by every
 entry point that reads the folder: fairseq-train, -generate, -validate, -interactive and the hub
 (``fairseq_wean.data.folder_files``: one rule, ``folder_file_problem``, one check, ``check_data_folder``).
 A link to a file of the folder itself is read as that file."""
@@ -25,6 +25,9 @@ PLANTED = {  # kind -> (plant(path, outside), what the refusal says)
                           "is a symbolic link to nothing"),
     "a named pipe": (lambda path, outside: os.mkfifo(path), "is a named pipe, socket or device, not a regular file"),
     "a folder": (lambda path, outside: os.mkdir(path), "is a directory, not a regular file"),
+    # the file itself, under a second name outside the folder (a tar archive or a copy can carry one)
+    "a hard link": (lambda path, outside: os.link(outside, path), "has 2 hard links (a file with other names, "
+                                                                  "which may lie outside the folder"),
 }
 ENTRY_POINTS = ("fairseq-train", "fairseq-generate", "fairseq-validate", "fairseq-interactive", "hub")
 

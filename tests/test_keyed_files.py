@@ -27,6 +27,8 @@ TEXT = {
     "dict": {"not this kind": ("the\tcat\t1\n", MALFORMED_DICT), "dup": ("the 5\ncat 4\nthe 3\n", "twice"),
              "nan": ("the nan\n", MALFORMED_DICT), "inf": ("the inf\n", MALFORMED_DICT), "empty": ("", "empty"),
              "special": ("the 5\n<unk> 3\n", "adds to every dictionary")},
+    "align dict": {"not this kind": ("the\ncat\n", "expected 'SOURCE TARGET'"),
+                   "dup": ("the a\ncat b\nthe c\n", "twice"), "empty": ("", "empty"), "blank": ("\n\n", "empty")},
 }
 
 
@@ -107,6 +109,13 @@ def _run_fairseq_dictionary(tmp_path, path):
     Dictionary.load(str(path))
 
 
+def _run_replace_unk(tmp_path, path):
+    """fairseq's utils.load_align_dict (fairseq-generate/-interactive --replace-unk FILE), with the plugin's patch."""
+    import fairseq_wean  # noqa: F401
+    from fairseq import utils
+    utils.load_align_dict(str(path))
+
+
 READERS = {  # reader -> (file kind, how it is read)
     "align_table.read_table": ("table", _run_table_read),
     "--core-align-table (model build)": ("table", _run_core_align_table),
@@ -117,13 +126,9 @@ READERS = {  # reader -> (file kind, how it is read)
     "unk_markers encode --vocab": ("dict", _run_markers_vocab),
     "coverage_report --dict": ("dict", lambda tmp_path, path: _run_coverage(tmp_path, dict_path=path)),
     "fairseq Dictionary.load": ("dict", _run_fairseq_dictionary),
+    "--replace-unk (load_align_dict)": ("align dict", _run_replace_unk),
 }
-# what a reader takes from fairseq as it is (a patch elsewhere may refuse it): (reader, defect) -> why
-NOT_YET = {("fairseq Dictionary.load", "empty"): "compat's Dictionary.add_from_file refuses only what fairseq "
-                                                  "refuses; fairseq loads an empty dictionary (every word <unk>)"}
-CASES = [pytest.param(reader, defect, marks=[pytest.mark.xfail(strict=True, reason=NOT_YET[reader, defect])]
-                      if (reader, defect) in NOT_YET else [])
-         for reader, (kind, _) in READERS.items() for defect in TEXT[kind]]
+CASES = [(reader, defect) for reader, (kind, _) in READERS.items() for defect in TEXT[kind]]
 
 
 @pytest.mark.parametrize("reader,defect", CASES)
@@ -140,6 +145,48 @@ def test_reader_refuses_defect_in_one_line_naming_file(tmp_path, reader, defect)
     if defect not in ("empty", "blank"):
         assert re.search(r"\blines? \d", message), message  # names the line
     assert (tmp_path / "out.txt").read_bytes() == VICTIM
+
+
+SECRET = "SECRETWORD"
+
+
+@pytest.mark.parametrize("reader,defect", [(reader, defect) for reader, (kind, _) in READERS.items() if kind == "dict"
+                                           for defect in list(TEXT["dict"]) + ["not UTF-8"]])
+def test_a_dictionary_found_in_a_folder_is_never_quoted(tmp_path, reader, defect):
+    """A dictionary under a name fairseq composes in a data or model folder (dict.tgt.txt) may be anyone's file
+    (a tar archive or a copy can carry a hard link to a secret): every reader's error about its content
+    names the file, the line and the expected shape, and quotes none of it -- whatever the defect. The
+    same text under a name the user chose is quoted (the control)."""
+    text = TEXT["dict"][defect][0] if defect != "not UTF-8" else "the 5\nthe\udce9 2\n"
+    secret = text.replace("the", SECRET).replace("cat", SECRET + "2").encode("utf-8", "surrogateescape")
+    folder = tmp_path / "data-bin"
+    folder.mkdir()
+    (tmp_path / "out.txt").write_bytes(VICTIM)
+    messages = {}
+    for name in ("dict.tgt.txt", "mine.txt"):  # found by fairseq's name / named by the user
+        path = folder / name
+        path.write_bytes(secret)
+        with pytest.raises(FairseqWeanError) as exc:
+            READERS[reader][1](tmp_path, path)
+        messages[name] = str(exc.value)
+        assert "\n" not in messages[name] and str(path) in messages[name], messages[name]
+    message = messages["dict.tgt.txt"]
+    assert SECRET not in message and (defect in ("empty",) or re.search(r"\blines? \d", message)), message
+    assert messages["mine.txt"].replace("mine.txt", "dict.tgt.txt") == message or SECRET in messages["mine.txt"], \
+        messages  # only what quotes the file differs
+    assert (tmp_path / "out.txt").read_bytes() == VICTIM
+
+
+def test_the_recipes_dictionary_words_never_quote_a_folder_dictionary(tmp_path):
+    """data.dictionary.dictionary_words (the recipes' unk rate of OUT/data-bin/dict.tgt.txt): the format errors
+    it raises quote nothing of a dictionary found in its folder."""
+    from fairseq_wean.data.dictionary import dictionary_words
+
+    for text in (SECRET + "\t" + SECRET + "\t1\n", SECRET + " 5\n" + SECRET + " nan\n", SECRET + "\n"):
+        (tmp_path / "dict.tgt.txt").write_text(text)
+        with pytest.raises(FairseqWeanError, match=r"dict.tgt.txt line \d: expected 'WORD COUNT'") as exc:
+            dictionary_words(str(tmp_path / "dict.tgt.txt"), "dictionary")
+        assert SECRET not in str(exc.value), str(exc.value)
 
 
 def test_the_core_align_table_is_checked_at_parse_and_a_named_pipe_refused(tmp_path):

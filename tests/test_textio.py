@@ -73,3 +73,35 @@ def test_output_equal_to_an_input_is_refused(tmp_path):
         check_output(str(tmp_path / "nodir" / "x.txt"))
     with pytest.raises(FairseqWeanError, match="is a directory"):
         check_output(str(tmp_path))
+
+
+def test_a_file_found_in_a_folder_is_read_only_when_it_has_no_other_name(tmp_path):
+    """textio.open_in_folder (every reader of a file found in a folder: published outputs and scores.json,
+    a comparison's eval files, recipe.json) refuses a hard link to a file elsewhere in one line, before
+    anything is read; a page the user named (update_section) is read and replaced as itself."""
+    from fairseq_wean.textio import in_place_problem, open_in_folder, update_section
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET-PASSWORD-LINE\n")
+    folder = tmp_path / "published"
+    folder.mkdir()
+    os.link(secret, folder / "test.hyp")
+    (folder / "own.hyp").write_text("a line\n")
+    for mode in ("r", "rb"):
+        with pytest.raises(FairseqWeanError) as exc:
+            open_in_folder(str(folder / "test.hyp"), mode, str(folder), "published output")
+        assert str(exc.value) == (
+            "published output {} has 2 hard links (a file with other names, which may lie outside the folder: a "
+            "file found in a folder is read only when it has no other name; copy it there, not with ln or cp -l): "
+            "refused".format(folder / "test.hyp"))
+        with pytest.raises(FairseqWeanError, match="hard links"):
+            read_lines(str(folder / "test.hyp"), "published output", folder=str(folder))
+    with open_in_folder(str(folder / "own.hyp"), "r", str(folder)) as f:  # the control: one name
+        assert f.read() == "a line\n"
+    assert in_place_problem(str(folder / "test.hyp"), write=False) is None  # a file the user named: its own
+    assert read_lines(str(folder / "test.hyp")) == ["SECRET-PASSWORD-LINE"]
+    page = tmp_path / "page.md"
+    os.link(secret, page)
+    update_section(str(page), "<!-- b -->new<!-- e -->", "<!-- b -->", "<!-- e -->")
+    assert page.read_text() == "SECRET-PASSWORD-LINE\n\n<!-- b -->new<!-- e -->\n"
+    assert secret.read_text() == "SECRET-PASSWORD-LINE\n"  # replaced by a rename, not written through

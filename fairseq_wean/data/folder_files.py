@@ -10,10 +10,12 @@ prefers it to the binarized file). The hub takes its BPE files (``bpecodes``...)
 folder the same way (``fairseq_wean.hub``).
 
 The rule (:func:`folder_file_problem`, used by every check of such a file): the name is a regular
-file of that folder, or a symbolic link to one; a link that leaves the folder (a dictionary named
-``dict.tgt.txt`` that is someone's secret, a ``.bin`` memory-mapped from anywhere), a link to
-nothing (fairseq then silently decodes without references), a named pipe (the reader blocks
-forever), a socket, a device or a folder is refused in one line, before anything is read.
+file of that folder with no other name, or a symbolic link to one; a link that leaves the folder (a
+dictionary named ``dict.tgt.txt`` that is someone's secret, a ``.bin`` memory-mapped from anywhere), a
+hard link (``st_nlink > 1``: the same secret under a second name, which a tar archive or a copy can
+carry), a link to nothing (fairseq then silently decodes without references), a named pipe (the reader
+blocks forever), a socket, a device or a folder is refused in one line, before anything is read. An error
+about the content of such a file never quotes it (``data.dictionary``).
 :func:`data_folder_problem` applies it to every such name of every data folder of a parsed command,
 before any work. Imports neither fairseq nor torch.
 """
@@ -32,10 +34,11 @@ RAW_NAMES = ("*.?*-?*.?*",)  # --dataset-impl raw: SPLIT.SRC-TGT.LANG (what infe
 def folder_file_problem(path, folder=None):
     """Why ``path``, a file read by name from ``folder`` (default: its own directory), may not be read,
     or None: a symbolic link out of the folder (or a path through a linked directory that leaves it), a
-    link to nothing, a folder, a named pipe, socket or device. None too when nothing is at ``path`` (the
-    reader names a missing file itself) and for a link to a regular file of the folder
-    (``dict.src.txt -> dict.txt``). Seen without opening it (a named pipe would block). Says nothing of
-    the file's content."""
+    link to nothing, a folder, a named pipe, socket or device, a file with other names (a hard link,
+    ``st_nlink > 1``: ``textio.in_place_problem``'s rule of a file found in a folder). None too when nothing
+    is at ``path`` (the reader names a missing file itself) and for a link to a regular file of the folder
+    with no other name (``dict.src.txt -> dict.txt``). Seen without opening it (a named pipe would block).
+    Says nothing of the file's content."""
     if not os.path.lexists(path):
         return None
     shown = folder or os.path.dirname(os.path.abspath(path))
@@ -54,7 +57,10 @@ def folder_file_problem(path, folder=None):
         return "is a directory, not a regular file"
     if kind == textio.NODE:
         return "is a named pipe, socket or device, not a regular file"
-    return None
+    try:  # a hard link: the name of a file that may lie anywhere (textio's rule of every file found in a folder)
+        return textio.in_place_problem(path, info=os.stat(path), write=False, found=True)
+    except OSError as exc:
+        return "cannot be looked at ({})".format(exc.strerror)
 
 
 def check_folder_file(path, what, folder=None):

@@ -328,6 +328,65 @@ def install_generate_results_file():
         return main
 
     wrap_once(generate, "main", wrap_main)
+    install_generate_data_checks()  # the other check at fairseq-generate's start
+
+
+_GENERATE_RUN = []  # the cfg of the fairseq-generate run in progress (its _main), for load_dataset's check
+
+
+def install_generate_data_checks():
+    """fairseq-generate checks its options against the data of ``--gen-subset`` as soon as that is loaded,
+    before the model decodes a sentence (fairseq's scorer saw the references only after the whole set was
+    decoded): :func:`check_generate_data`. ``_main`` records its cfg; its first
+    ``FairseqTask.get_batch_iterator`` (on the loaded subset, before the first batch; tasks override
+    ``load_dataset``, not this) runs the check."""
+    import fairseq_cli.generate as generate
+    from fairseq.tasks import FairseqTask
+
+    def wrap_generate(original):
+        def _main(cfg, output_file):
+            _GENERATE_RUN.append(cfg)
+            try:
+                return original(cfg, output_file)
+            finally:
+                _GENERATE_RUN.pop()
+
+        return _main
+
+    def wrap_batches(original):
+        def get_batch_iterator(self, dataset, *args, **kwargs):
+            if _GENERATE_RUN and _GENERATE_RUN[-1] is not None:
+                cfg, _GENERATE_RUN[-1] = _GENERATE_RUN[-1], None  # once per run
+                check_generate_data(cfg, self, dataset, cfg.dataset.gen_subset)
+            return original(self, dataset, *args, **kwargs)
+
+        return get_batch_iterator
+
+    wrap_once(generate, "_main", wrap_generate)
+    wrap_once(FairseqTask, "get_batch_iterator", wrap_batches)
+
+
+def check_generate_data(cfg, task, dataset, split):
+    """Refuse (one line) what the references of ``dataset``, the subset ``split`` (decoded with the target
+    dictionary), show to be wrong, before decoding: ``--post-process`` against their pieces
+    (:func:`pieces.check_post_process`: a rule they do not have, a gluing rule on words), and for
+    ``--scoring rouge`` the ROUGE unit
+    (:func:`metrics.check_rouge_unit`) and the bound on a line's length (``metrics.check_line_lengths``),
+    the data checks the scorer makes on the references after decoding."""
+    from fairseq_wean.scoring import metrics, pieces
+
+    targets = getattr(dataset, "tgt", None)
+    if targets is None or task.target_dictionary is None:
+        return  # no references: nothing to check, nothing scored
+    raw = [task.target_dictionary.string(targets[i]) for i in range(len(targets))]
+    symbol = cfg.common_eval.post_process
+    what = "the references of --gen-subset {}".format(split)
+    pieces.check_post_process([(what, raw, None)], symbol, "--post-process", pieces.FAIRSEQ_RULES)
+    if getattr(cfg.scoring, "_name", None) == "rouge":
+        references = pieces.apply(raw, symbol)
+        chars = bool(getattr(cfg.scoring, "rouge_chars", False))
+        metrics.check_rouge_unit([references], chars)
+        metrics.check_line_lengths("rougeL", [], [references], chars)
 
 
 class _no_results_path:

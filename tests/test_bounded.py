@@ -53,6 +53,9 @@ def test_every_metric_is_bounded_or_refuses_in_one_line(adversarial, metric):
     if metric in M.QUADRATIC_METRICS:
         last = proc.stderr.strip().splitlines()[-1]
         assert proc.returncode == 1 and "line 1 of the output has 40,000 tokens, more than the 4,000" in last, last
+    elif metric == "fkgl":  # the million-character 'word' (tests/test_scoring_bounds.py: every bound, before work)
+        last = proc.stderr.strip().splitlines()[-1]
+        assert proc.returncode == 1 and "line 2 of the output has a 'word' of 1,000,000 characters" in last, last
     else:
         assert proc.returncode == 0, proc.stderr[-1500:]
 

@@ -29,7 +29,19 @@ CASES = {
     "dup_H_better": (GOOD[:9] + ["H-1\t-0.1\tc d"] + GOOD[9:], "line 10 (H-1): its score -0.1 is higher"),
     "nul_H": (_edit("H-0\t-0.5\ta b", "H-0\t-0.5\ta\x00b"), "line 3 (H-0): the hypothesis holds a control character"),
     "nul_D": (_edit("D-1\t-0.25\t", "D-1\t-0.25\t\x00"), "line 10 (D-1): the hypothesis holds a control character"),
+    # the lines of one sentence disagree (probe B02, B04)
+    "empty_H_with_D": (_edit("D-1\t-0.25\t", "D-1\t-0.25\tc d"), "line 7 (H-1): the H- line is empty but its D- line"),
+    "P_fewer_than_H": (GOOD[:4] + ["P-0\t-0.1 -0.2"] + GOOD[4:],
+                       "line 1 (P-0): the P- line has 2 values for an H- line of 2"),
+    "P_not_numeric": (GOOD[:4] + ["P-0\t-0.1 x -0.2"] + GOOD[4:], "line 1 (P-0): the P- line has no numeric values"),
 }
+
+
+def test_consistent_sentence_lines_read():
+    """A P- line with one value per token and </s>, or more (--post-process joined pieces), is read."""
+    for extra in ("-0.1 -0.2 -0.3", "-0.1 -0.2 -0.3 -0.4"):
+        log = GenerateLog("g.log", GOOD[:4] + ["P-0\t" + extra] + GOOD[4:])
+        assert log.positional[0] == extra
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

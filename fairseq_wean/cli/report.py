@@ -23,6 +23,7 @@ from fairseq_wean.report import build, render
 from fairseq_wean.scoring import metrics as M
 from fairseq_wean.scoring import inputs
 from fairseq_wean.scoring import sari as sari_lib
+from fairseq_wean.scoring import scores
 from fairseq_wean.scoring.scores import parse_metrics
 
 PROG = "fairseq-wean-report"
@@ -69,6 +70,7 @@ def main(argv=None):
     parser = get_parser()
     args = parser.parse_args(argv)
     options.check_effective(parser, args, always=ALWAYS)
+    scores.check_rouge_options(args.rouge_chars, not args.rouge_no_stemmer, "--rouge-chars", "--rouge-no-stemmer")
     build.check_distinct_inputs(args.sys, args.names, args.refs)
     inputs = list(args.sys) + ([args.orig] if args.orig else []) + list(args.refs or [])
     textio.check_output(args.out, inputs)  # refuse before the (slow) scoring

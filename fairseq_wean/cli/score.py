@@ -88,6 +88,7 @@ ALWAYS = ("--sys", "--orig", "--refs", "--metrics", "--post-process", "--json", 
 def check_options(parser, args):
     """Before reading anything: no option without effect (options.NEEDS), no file named twice."""
     options.check_effective(parser, args, always=ALWAYS)
+    scores.check_rouge_options(args.rouge_chars, not args.rouge_no_stemmer, "--rouge-chars", "--rouge-no-stemmer")
     for option, label in (("--name", args.name), ("--compare-name", args.compare_name)):
         if label is not None and not label.strip():
             raise FairseqWeanError("{} is empty: give a label, or drop it (the file name is the default)".format(option))

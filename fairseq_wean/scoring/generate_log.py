@@ -119,11 +119,27 @@ class GenerateLog:
                 "fairseq-generate log {} has no final 'Generate <subset> with beam=...' line: it is incomplete (cut, "
                 "or fairseq-generate was still running); decode the test set again".format(path))
 
+        self._check_sentences(first_line)
         if translated is not None and translated[0] != len(self.hyp):
             raise FairseqWeanError(
                 "fairseq-generate log {} says 'Translated {} sentences' (line {}) but holds hypotheses (H- lines) "
                 "for {}: the log was edited or cut; decode the test set again".format(
                     path, translated[0], translated[1], len(self.hyp)))
+
+    def _check_sentences(self, first_line):
+        """The lines of one sentence agree: its D- line is its H- line decoded (an empty H- line has an
+        empty D- line), and its P- line has a value for every H- token and ``</s>`` (fairseq's
+        --post-process only joins tokens, so never fewer)."""
+        for sid, hyp in self.hyp.items():
+            if not hyp.strip() and self.detok.get(sid, "").strip():
+                self._bad_line(first_line[sid], "H", sid, "the H- line is empty but its D- line is not ({!r}): "
+                               "fairseq decodes the D- line from the H- line, so the log was edited or cut".format(
+                                   self.detok[sid][:40]))
+            values = parse_token_values(self.positional.get(sid, ""))
+            if sid in self.positional and (values is None or len(values) < len(hyp.split()) + 1):
+                self._bad_line(first_line[sid], "P", sid, "the P- line has {} values for an H- line of {} tokens (it "
+                               "has one per token and </s>, never fewer): the log was edited or cut".format(
+                                   "no numeric" if values is None else len(values), len(hyp.split())))
 
     def _bad_line(self, number, kind, sid, why):
         raise FairseqWeanError(

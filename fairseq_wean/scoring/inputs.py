@@ -20,6 +20,16 @@ from fairseq_wean.scoring.generate_log import GenerateLog
 HYP_LINES = ("auto", "H", "D")
 
 
+def _post_process_option(name):
+    """``--post-process``: a rule that removes something (``none`` changes nothing: refused)."""
+    import argparse
+
+    if name == "none":
+        raise argparse.ArgumentTypeError("'none' changes nothing (text is scored as it is without the option): "
+                                         "drop it")
+    return name
+
+
 def add_text_options(parser):
     """``--hyp-lines`` and ``--post-process``, the same in fairseq-wean-score and -report."""
     parser.add_argument("--hyp-lines", choices=HYP_LINES, default="auto",
@@ -27,7 +37,8 @@ def add_text_options(parser):
                              "after fairseq's --post-process), D (those decoded by --bpe/--tokenizer), or auto "
                              "(default): D when the log was decoded with a BPE or tokenizer (its D- lines differ "
                              "from its H- lines), else H")
-    parser.add_argument("--post-process", choices=pieces.POST_PROCESS, metavar="NAME",
+    parser.add_argument("--post-process", type=_post_process_option, metavar="NAME",
+                        choices=[rule for rule in pieces.POST_PROCESS if rule != "none"],
                         help="remove subword pieces from every input before scoring, with fairseq's --post-process "
                              "rule NAME (subword_nmt, sentencepiece, characters, ...). Without it an input that "
                              "holds pieces ('@@ ', '\u2581') is refused: pieces scored as words give wrong scores")

@@ -219,7 +219,7 @@ def unsegmented_share(texts):
     for text in texts:
         for token in UNK_FORMS.sub(" ", text).split():
             found = len(NO_WORD_BOUNDARIES.findall(token))
-            letters += sum(ch.isalpha() for ch in token)
+            letters += sum(ch.isalpha() or bool(NO_WORD_BOUNDARIES.match(ch)) for ch in token)  # Thai marks too
             if found:
                 unsegmented += found
                 tokens += 1
@@ -255,10 +255,20 @@ def check_bleu_tokenize(refs_streams, bleu_tokenize, option="--bleu-tokenize"):
                                   option, SEGMENT))
 
 
-def check_english(metric, texts, what="the output"):
-    """Refuse ``metric`` (FKGL: English syllables and words) on text mostly not in a-z letters."""
-    from fairseq_wean.errors import FairseqWeanError
+MAX_WORD_CHARACTERS = 1000  # textstat's syllable counter: ~8 us a character; no English word is near it
 
+
+def check_english(metric, texts, what="the output"):
+    """Refuse ``metric`` (FKGL: English syllables and words) on text mostly not in a-z letters, or with a
+    'word' longer than :data:`MAX_WORD_CHARACTERS` (its syllables would be counted for seconds)."""
+    for i, text in enumerate(texts, 1):
+        if len(text) > MAX_WORD_CHARACTERS:
+            longest = max(text.split() or [""], key=len)
+            if len(longest) > MAX_WORD_CHARACTERS:
+                raise FairseqWeanError(
+                    "{}: line {} of {} has a 'word' of {:,} characters, more than the {:,} an English word can have "
+                    "(its syllables would be counted for nothing): fix that line, or score without {}".format(
+                        metric, i, what, len(longest), MAX_WORD_CHARACTERS, metric))
     share, _, example = latin_letter_share(texts)
     if example is not None and share < 0.5:
         raise FairseqWeanError(
@@ -268,19 +278,47 @@ def check_english(metric, texts, what="the output"):
 
 
 # Metrics whose cost for one sentence grows with the product of its length and its reference's:
-# ROUGE-L (rouge-score's LCS table: time and memory) and TER (sacrebleu's edit distance). Every
-# other metric is linear in the input. A line of more tokens than MAX_LINE_TOKENS is refused for
-# them before they run (4,000 tokens took about 2 s and 300 MB per sentence pair on a 2-core
-# machine; 40,000 would take minutes and tens of GB).
+# ROUGE-L (rouge-score's LCS table) and TER (sacrebleu's edit distance, for every shift candidate); every
+# other metric is linear in the input (FKGL: check_english). Before they run, a line of more tokens than
+# MAX_LINE_TOKENS is refused (4,000 tokens took about 2 s and 300 MB per sentence pair), and so is an input
+# whose total work (``metric_work``) is over MAX_WORK[metric], whatever its number of lines: ROUGE-L's
+# LCS cells (about 2.7 million a second on one core here: 50 million is ~20 s); TER's estimate, the
+# first shift search's candidates (at most 1,000 a line) x the beam's edit distance (hyp x min(ref, 51)):
+# measured 0.5 us a unit on TurkCorpus' test (6.1 million units, 3 s) and up to 9 us on repetitive text
+# (a 3,990-token line is 2e8 units: minutes; TurkCorpus with its 8 references 6.7e7). TER_*:
+# sacrebleu lib_ter's candidates, 2 x beam + 1, distance.
 QUADRATIC_METRICS = ("rougeL", "ter")
 MAX_LINE_TOKENS = 4000
+MAX_WORK = {"rougeL": 5 * 10 ** 7, "ter": 10 ** 8}
+TER_CANDIDATES, TER_BEAM, TER_SHIFT_DIST = 1000, 51, 50
+
+
+def ter_line_work(hyp, ref):
+    """TER's work estimate for one sentence pair (token lists): see :data:`MAX_WORK`."""
+    where = {}
+    for j, word in enumerate(ref):
+        where.setdefault(word, []).append(j)
+    candidates = 0
+    for i, word in enumerate(hyp):
+        candidates += sum(abs(i - j) <= TER_SHIFT_DIST for j in where.get(word, ()))
+        if candidates >= TER_CANDIDATES:
+            break
+    return len(hyp) * min(len(ref) + 1, TER_BEAM) * min(candidates, TER_CANDIDATES)
+
+
+def metric_work(metric, sys_tokens, refs_tokens):
+    """The total work of ``metric`` (one of :data:`QUADRATIC_METRICS`) on token lists, summed over the
+    lines and references."""
+    if metric == "ter":
+        return sum(ter_line_work(h, stream[i]) for stream in refs_tokens for i, h in enumerate(sys_tokens))
+    return sum(len(h) * len(stream[i]) for stream in refs_tokens for i, h in enumerate(sys_tokens))
 
 
 def check_line_lengths(metric, sys_sents, refs_streams, chars=False):
-    """Refuse (FairseqWeanError) a line longer than :data:`MAX_LINE_TOKENS` for ``metric``, one of
-    :data:`QUADRATIC_METRICS`, naming the side, the line and the limit."""
-    from fairseq_wean.errors import FairseqWeanError
-
+    """Refuse (FairseqWeanError) ``metric``, one of :data:`QUADRATIC_METRICS`, on a line longer than
+    :data:`MAX_LINE_TOKENS` (naming the side, the line and the limit) or an input whose total work is over
+    :data:`MAX_WORK`, before any of it is computed. Every entry point computes these metrics through
+    :func:`rouge_sentence_scores` and :func:`bleu_sentence_stats`, which call this first."""
     count = (lambda text: len(character_tokens(text))) if chars else (lambda text: len(text.split()))
     sides = [("the output", sys_sents)] + [("reference {}".format(k + 1) if len(refs_streams) > 1 else "the reference",
                                            stream) for k, stream in enumerate(refs_streams)]
@@ -292,6 +330,14 @@ def check_line_lengths(metric, sys_sents, refs_streams, chars=False):
                     "token of a sentence with every token of its reference: time and memory grow with their "
                     "product); split the text into sentences, or score without {}".format(
                         metric, i, side, count(text), MAX_LINE_TOKENS, metric))
+    split = character_tokens if chars else str.split
+    work = metric_work(metric, [split(h) for h in sys_sents], [[split(r) for r in s] for s in refs_streams])
+    if work > MAX_WORK[metric]:
+        raise FairseqWeanError(
+            "{}: these {:,} sentences need about {:,} units of work (sentence x reference lengths{}), more than the "
+            "{:,} this metric takes on one input (it would run for minutes); score fewer or shorter sentences, or "
+            "score without {}".format(metric, len(sys_sents), work, ", x TER's shift candidates" if metric == "ter"
+                                      else "", MAX_WORK[metric], metric))
 
 
 def rouge_sentence_scores(sys_sents, refs_streams, types=ROUGE_TYPES, chars=False, stemmer=True,
@@ -503,10 +549,15 @@ def build_metrics(names, sys_sents, orig_sents, refs_streams, sari_mode="default
     for name in ("sari", "ter"):
         if name in names:
             check_word_boundaries(name.upper(), refs_text, SEGMENT)
+    if "stats" in names:  # lengths, copies and invented words count the output's whitespace tokens
+        check_word_boundaries("stats", sys_sents, SEGMENT, what="the output")
     if "fkgl" in names:
         check_english("FKGL", sys_sents)
     if any(t in names for t in ROUGE_TYPES):
         check_rouge_unit(refs_streams, rouge_chars)
+    for name in QUADRATIC_METRICS:  # the bounds on work, before any metric runs
+        if name in names:
+            check_line_lengths(name, sys_sents, refs_streams, chars=rouge_chars and name == "rougeL")
     out = {}
     n = len(sys_sents)
     for name in SACREBLEU_METRICS:

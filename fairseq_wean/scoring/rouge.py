@@ -15,6 +15,7 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.scoring import BaseScorer, register_scorer
 
 from fairseq_wean.scoring.metrics import ROUGE_TYPES, rouge_sentence_scores
+from fairseq_wean.scoring.scores import check_rouge_options
 
 
 @dataclass
@@ -34,6 +35,7 @@ class RougeScorer(BaseScorer):
         super().__init__(cfg)
         self.chars = bool(getattr(cfg, "rouge_chars", False))
         self.stemmer = not bool(getattr(cfg, "rouge_no_stemmer", False))
+        check_rouge_options(self.chars, self.stemmer, "--rouge-chars", "--rouge-no-stemmer")  # before decoding
 
     def add_string(self, ref, pred):
         self.ref.append(ref)

@@ -27,6 +27,8 @@ SENTENCE_METRICS = ("sari", "rougeL")
 
 def _metric_names(metrics):
     names = [m.strip() for m in metrics.split(",")] if isinstance(metrics, str) else list(metrics)
+    if "" in names and len(names) > 1:
+        raise FairseqWeanError("metrics {!r} has an empty item: name each metric once, between commas".format(metrics))
     names = [m for m in names if m]
     twice = sorted({m for m in names if names.count(m) > 1})
     if twice:
@@ -36,6 +38,14 @@ def _metric_names(metrics):
         raise FairseqWeanError("unknown metric(s) {}: choose from {}".format(
             ", ".join(bad) or "(none)", ",".join(M.METRICS)))
     return list(dict.fromkeys(names))
+
+
+def check_rouge_options(rouge_chars, rouge_stemmer, chars="rouge_chars", no_stemmer="rouge_stemmer=False"):
+    """Refuse (one line) no stemming with ROUGE by character: the Porter stemmer applies to words only, so
+    turning it off changes nothing; ``chars``/``no_stemmer``: the caller's names of the two settings."""
+    if rouge_chars and not rouge_stemmer:
+        raise FairseqWeanError("{} has no effect with {}: ROUGE by character never stems (the Porter stemmer is "
+                               "for words): drop one of them".format(no_stemmer, chars))
 
 
 def _check_inputs(hyps, sources, references, names, what="hyps"):
@@ -78,6 +88,7 @@ def score_with_statistics(hyps, *, sources=None, references=None, metrics, sari_
     names = _metric_names(metrics)
     if sari_mode not in sari_lib.MODES:
         raise FairseqWeanError("unknown SARI mode {!r}: choose from {}".format(sari_mode, ", ".join(sari_lib.MODES)))
+    check_rouge_options(rouge_chars, rouge_stemmer)
     _check_inputs(hyps, sources, references, names)
     bootstrap_samples = M.check_bootstrap(bootstrap_samples, len(hyps), compared=compare_to is not None)
     if compare_to is not None:
@@ -165,6 +176,7 @@ def sentence_scores(hyps, *, sources=None, references, metric="sari", sari_mode=
             metric, ", ".join(SENTENCE_METRICS)))
     if sari_mode not in sari_lib.MODES:
         raise FairseqWeanError("unknown SARI mode {!r}: choose from {}".format(sari_mode, ", ".join(sari_lib.MODES)))
+    check_rouge_options(rouge_chars, rouge_stemmer)
     _check_inputs(hyps, sources, references, [m for m in (metric, "bleu") if m])
     from sacrebleu.metrics import BLEU
 
@@ -233,7 +245,10 @@ def options_from_score_args(args):
 def parse_metrics(text):
     """``--metrics`` of ``fairseq-wean-score`` and ``fairseq-wean-report`` (an argparse ``type``):
     a comma list of :data:`metrics.METRICS` names, each once -> list, in the given order."""
-    names = [m.strip() for m in text.split(",") if m.strip()]
+    names = [m.strip() for m in text.split(",")]
+    if "" in names and len(names) > 1:
+        raise argparse.ArgumentTypeError("{!r} has an empty item: name each metric once, between commas".format(text))
+    names = [m for m in names if m]
     bad = [m for m in names if m not in M.METRICS]
     if bad or not names:
         raise argparse.ArgumentTypeError(

@@ -65,7 +65,8 @@ import numpy as np
 from fairseq.data import data_utils
 
 from fairseq_wean import checkpoint_safety, distributed
-from fairseq_wean.fixes_decoding import (install_diverse_beam_search_fixes, install_generate_results_file,
+from fairseq_wean.fixes_decoding import (install_diverse_beam_search_fixes, install_generate_data_checks,
+                                         install_generate_results_file,
                                          install_generator_never_chooses_bos, install_interactive_input_reader,
                                          install_min_len_checks, install_no_repeat_ngram_on_cpu,
                                          install_transformer_without_fast_path)
@@ -435,6 +436,7 @@ def apply():
     install_help_lists_model_options()  # --help with --arch: see its docstring
     install_transformer_without_fast_path()  # fairseq 0.12.2's transformer on torch >= 1.13
     install_generate_results_file()  # fairseq-generate --results-path: see its docstring
+    install_generate_data_checks()  # fairseq-generate's options against the gen subset, before decoding
     install_min_len_checks()  # --min-len above the longest output: see its docstring
     install_training_file_checks()  # data, --save-dir, --log-file, --checkpoint-suffix: see train_files_check
     install_option_ranges()  # every numeric option of fairseq's parsers, and their cross-rules

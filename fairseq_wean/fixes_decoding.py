@@ -328,7 +328,6 @@ def install_generate_results_file():
         return main
 
     wrap_once(generate, "main", wrap_main)
-    install_generate_data_checks()  # the other check at fairseq-generate's start
 
 
 _GENERATE_RUN = []  # the cfg of the fairseq-generate run in progress (its _main), for load_dataset's check

@@ -38,6 +38,26 @@ BEGIN, END = "<!-- cpu-bf16:begin -->", "<!-- cpu-bf16:end -->"
 LOG_INTERVAL = 10
 
 
+def without_validation(argv):
+    """``argv`` without the options that act only through validation (with --disable-validation they
+    would do nothing, and fairseq-train refuses them: fairseq_wean.tasks.validation_options), with
+    their values."""
+    from fairseq_wean.tasks.validation_options import FAIRSEQ_VALIDATION_OPTIONS, OPTION_CONDITIONS
+
+    names = {"--" + n.replace("_", "-") for n, row in OPTION_CONDITIONS.items() if row is not None}
+    names |= {"--" + n.replace("_", "-") for n in FAIRSEQ_VALIDATION_OPTIONS}
+    kept, i = [], 0
+    while i < len(argv):
+        if str(argv[i]) in names:
+            i += 1
+            if i < len(argv) and not str(argv[i]).startswith("--"):
+                i += 1  # its value
+            continue
+        kept.append(argv[i])
+        i += 1
+    return kept
+
+
 def comparison_args(compare_out):
     """The comparison's parsed options and its recipe, from ``COMPARE_OUT/data/recipe.json``."""
     recipe_path = os.path.join(compare_out, "data", "recipe.json")
@@ -98,7 +118,7 @@ def main(argv=None):
                     run_dir = os.path.join(work, "{}-{}-{}".format(system, precision, r))
                     cmd = runner.train_command(args, recipe, system, variant, run_dir)
                     # the comparison's command, ended early and without validation; later flags win
-                    cmd = fairseq_command("train", cfg) + cmd[1:] + [
+                    cmd = fairseq_command("train", cfg) + without_validation(cmd[1:]) + [
                         "--max-update", str(a.updates), "--disable-validation", "--log-interval", str(LOG_INTERVAL),
                         "--no-save"]
                     wps, wall = measure(cmd, run_dir + ".log", a.warmup, env)

@@ -267,3 +267,19 @@ def test_an_output_folder_through_a_missing_folder_is_refused_before_anything_is
     err = capsys.readouterr().err.strip().splitlines()
     assert rc not in (0, None) and err and "error" in err[-1] and "nodir does not exist" in err[-1], (rc, err)
     assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_the_bf16_benchmark_drops_every_option_that_acts_only_through_validation():
+    """bench.cpu_bf16 times training with --disable-validation; the comparison's command carries
+    validation options, which fairseq-train refuses then (they would do nothing): every one of them,
+    from the task's table, is dropped with its value, and nothing else."""
+    from bench.cpu_bf16 import without_validation
+    from fairseq_wean.tasks.validation_options import FAIRSEQ_VALIDATION_OPTIONS, OPTION_CONDITIONS
+
+    dropped = sorted({n for n, row in OPTION_CONDITIONS.items() if row is not None} | set(FAIRSEQ_VALIDATION_OPTIONS))
+    assert {"eval_sari", "eval_refs", "patience", "best_checkpoint_metric"} <= set(dropped)
+    argv = ["data-bin", "--arch", "wean_lstm", "--max-tokens", "100"]
+    for i, name in enumerate(dropped):
+        argv += ["--" + name.replace("_", "-")] + (["v{}".format(i)] if i % 2 else [])
+    assert without_validation(argv + ["--seed", "3"]) == ["data-bin", "--arch", "wean_lstm", "--max-tokens", "100",
+                                                          "--seed", "3"]

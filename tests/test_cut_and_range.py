@@ -135,8 +135,11 @@ def test_every_decoding_option_out_of_range_is_one_line_before_any_work(tool, ca
             err = capsys.readouterr().err.strip().splitlines()[-1]
             assert "argument {}".format(flag) in err and "must be" in err, (flag, value, err)
         ok = low + (1 if above else 0) if high is None or low + 1 <= high else high
-        # --max-len-b 0 alone would be below the default --min-len 1 (refused: a rule between options)
-        context = ["--max-len-a", "1"] if name == "max_len_b" else []
+        # --max-len-b 0 alone would be below the default --min-len 1 (refused: a rule between options);
+        # options that act only with another one (patching.OPTION_NEEDS) get it
+        context = {"max_len_b": ["--max-len-a", "1"], "diverse_beam_strength": ["--diverse-beam-groups", "1"],
+                   "sampling_topk": ["--sampling", "--nbest", "5"],
+                   "sampling_topp": ["--sampling", "--nbest", "5"]}.get(name, [])
         assert getattr(parse(tool, [flag, str(kind(ok))] + context), name) == kind(ok), flag
 
 

@@ -62,13 +62,16 @@ from fairseq.tasks.translation import EVAL_BLEU_ORDER, TranslationConfig, Transl
 from omegaconf import II
 
 from fairseq_wean import cpu
-from fairseq_wean.errors import FairseqWeanError, value_range_problem
+from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.known_words import KnownWordsBeamSearch, KnownWordsConstraint, read_known_words
 from fairseq_wean.scoring import sari as sari_lib
 from fairseq_wean.scoring.pieces import FAIRSEQ_RULES, apply as pieces_apply, check_no_pieces, check_post_process
 from fairseq_wean.scoring.metrics import (ROUGE_TYPES, SEGMENT, check_line_lengths, check_rouge_unit,
                                          check_word_boundaries, rouge_sentence_scores)
 from fairseq_wean.textio import read_lines
+from fairseq_wean.tasks.validation_options import (  # noqa: F401 (their home before; tests import them here)
+    VALIDATION_REFUSED_GENERATION_ARGS, check_detok_args, check_generation_args)
+from fairseq_wean.tasks.validation_files import check_eval_content, check_eval_files
 
 logger = logging.getLogger(__name__)
 
@@ -146,127 +149,6 @@ class TranslationWithMetricsConfig(TranslationConfig):
     )
 
 
-def check_generation_args(text):
-    """``--eval-bleu-args``: a JSON object of fairseq generation options, checked before the first
-    epoch (fairseq would fail in the first validation, after a whole epoch of training)."""
-    from dataclasses import fields
-
-    from fairseq.dataclass.configs import GenerationConfig
-
-    def bad(what):
-        return FairseqWeanError("--eval-bleu-args {}: {} (e.g. '{{\"beam\": 5, \"max_len_a\": 1.2, "
-                                "\"max_len_b\": 10}}')".format(text, what))
-
-    try:
-        args = json.loads(text)
-    except ValueError as exc:
-        raise bad("not JSON ({})".format(exc)) from None
-    except RecursionError:
-        raise bad("not JSON this parser can read (nested too deeply)") from None
-    if not isinstance(args, dict):
-        raise bad("give a JSON object of generation options")
-    known = {f.name for f in fields(GenerationConfig)} - {"_name"}
-    unknown = sorted(set(args) - known)
-    if unknown:
-        raise bad("unknown generation option(s) {} (fairseq-generate's options, with _ for -)".format(
-            ", ".join(unknown)))
-
-    check_generation_arg_types(args, bad)
-    from fairseq_wean.patching import GENERATION_RANGES
-
-    from fairseq_wean.patching import GENERATION_ANY_VALUE
-
-    rows = dict(GENERATION_RANGES, **{name: (float("-inf"), float, None, False) for name in GENERATION_ANY_VALUE})
-    for name, row in rows.items():  # one table with fairseq-generate's
-        value = args.get(name)
-        problem = None if value is None else value_range_problem(value, *row)
-        if problem is not None:
-            raise bad("{} {}, got {!r}".format(name, problem, value))
-    if args.get("nbest", 1) > args.get("beam", 5):
-        raise bad("nbest ({}) cannot exceed beam ({})".format(args.get("nbest"), args.get("beam", 5)))
-    from fairseq_wean.patching import min_len_problem
-
-    problem = min_len_problem(args.get("min_len", 1), args.get("max_len_a", 0), args.get("max_len_b", 200), prefix="")
-    if problem is not None:
-        raise bad(problem)
-    check_generation_args_for_validation(args, bad)
-
-
-# --eval-bleu-args keys that fairseq-generate takes but that make validation's scores meaningless or
-# do nothing in validation: refused (when set to anything but fairseq's default), with the reason
-VALIDATION_REFUSED_GENERATION_ARGS = {
-    "constraints": "it needs constraints given with each input line (fairseq-interactive); validation has none",
-    "prefix_size": "validation decodes without a prefix (fairseq passes none), so it would change nothing; a "
-                   "prefix of the reference would also inflate the scores",
-    "print_alignment": "validation prints no alignment; it would only swap in fairseq's aligning generator",
-    "print_step": "validation prints nothing per step",
-    "retain_iter_history": "validation keeps no iteration history",
-    "replace_unk": "validation does not replace unknown words (an <unk> never matches a reference word)",
-    "sacrebleu": "it is fairseq-generate's scoring switch; validation's BLEU is --eval-bleu",
-    "lm_path": "validation decodes with the model alone (no language model is loaded)",
-    "lm_weight": "validation decodes with the model alone (no language model is loaded)",
-    "no_seed_provided": "it is fairseq's own bookkeeping of --seed",
-    "decoding_format": "it formats iterative refinement output, which validation does not print",
-}
-
-
-def _generation_arg_type_problem(field, value):
-    """Why ``value`` does not fit the GenerationConfig field's type (JSON: a bool for a bool, a whole
-    number for an int, a number for a float, text for a str, one of the choices), or None."""
-    import typing
-
-    kind = field.type
-    if typing.get_origin(kind) is typing.Union:  # Optional[X]: null is its default
-        if value is None:
-            return None
-        kind = next(k for k in typing.get_args(kind) if k is not type(None))
-    if kind is typing.Any:
-        return None
-    if kind is bool:
-        return None if isinstance(value, bool) else "true or false"
-    if kind is int:
-        return None if isinstance(value, int) and not isinstance(value, bool) else "a whole number"
-    if kind is float:
-        return None if value_range_problem(value, float("-inf"), float) is None else "a finite number"
-    enum = isinstance(kind, type) and hasattr(kind, "__members__")
-    choices = [getattr(c, "value", c) for c in kind] if enum else None
-    if choices is not None:
-        return None if value in choices else "one of " + ", ".join('"{}"'.format(c) for c in choices)
-    if kind is str:
-        return None if isinstance(value, str) else "text"
-    return None
-
-
-def check_generation_arg_types(args, bad):
-    """Every key of --eval-bleu-args against its GenerationConfig field's type (fairseq turned
-    "sampling": "yes" into a ValueError traceback and "constraints": "ordered" into a TypeError)."""
-    from dataclasses import fields
-
-    from fairseq.dataclass.configs import GenerationConfig
-
-    for f in fields(GenerationConfig):
-        if f.name not in args:
-            continue
-        value = args[f.name]
-        wanted = _generation_arg_type_problem(f, value)
-        if wanted is not None:
-            raise bad("{} must be {} (JSON), got {}".format(f.name, wanted, json.dumps(value)))
-
-
-
-def check_generation_args_for_validation(args, bad):
-    """The keys that make validation meaningless or do nothing there, set to anything but fairseq's
-    default (:data:`VALIDATION_REFUSED_GENERATION_ARGS`)."""
-    from dataclasses import MISSING, fields
-
-    from fairseq.dataclass.configs import GenerationConfig
-
-    for f in fields(GenerationConfig):
-        default = f.default if f.default is not MISSING else None
-        if f.name in args and f.name in VALIDATION_REFUSED_GENERATION_ARGS and args[f.name] != default:
-            raise bad("{} is refused in validation: {}".format(f.name, VALIDATION_REFUSED_GENERATION_ARGS[f.name]))
-
-
 # Which commands read each option of the task (the enumeration of tests/test_option_ranges.py
 # requires every field of TranslationWithMetricsConfig here): "train" only fairseq-train, "validate"
 # fairseq-train and fairseq-validate (validation's metrics), "all" every command (data and decoding).
@@ -319,7 +201,7 @@ class TranslationWithMetricsTask(TranslationTask):
         self.eval_refs = None  # [n_references][n_sentences] strings, from --eval-refs
         self.eval_orig = None  # [n_sentences] strings, from --eval-orig
         if cfg.eval_refs:
-            paths = [p for p in cfg.eval_refs.split(",") if p]
+            paths = cfg.eval_refs.split(",")
             self.eval_refs = [read_lines(p, "--eval-refs file") for p in paths]
         if cfg.eval_orig:
             self.eval_orig = read_lines(cfg.eval_orig, "--eval-orig file")
@@ -346,29 +228,15 @@ class TranslationWithMetricsTask(TranslationTask):
                 "--best-checkpoint-metric {} is logged only with {}: add {} (and "
                 "--maximize-best-checkpoint-metric)".format(metric, flag, flag)
             )
-        if (cfg.eval_refs or cfg.eval_orig) and not self.decodes_in_validation:
-            raise FairseqWeanError(
-                "--eval-refs/--eval-orig are only read by --eval-sari, --eval-rouge or --eval-bleu: add one of them"
-            )
-        if cfg.eval_orig and not (cfg.eval_sari or cfg.eval_bleu_print_samples):
-            raise FairseqWeanError("--eval-orig is read only by --eval-sari (SARI's original sentences) and "
-                                   "--eval-bleu-print-samples: add one of them, or drop it")
         subsets = getattr(cfg, "valid_subset", None)
         if (cfg.eval_refs or cfg.eval_orig) and isinstance(subsets, str) and "," in subsets:
             raise FairseqWeanError(
                 "--eval-refs/--eval-orig hold the text of one validation subset, but --valid-subset is {}: "
                 "validate on that one subset".format(subsets)
             )
-        if cfg.eval_refs is not None and not [p for p in cfg.eval_refs.split(",") if p]:
-            raise FairseqWeanError("--eval-refs is empty: give reference files separated by commas")
-        try:  # read when the model is built, after the data: a JSON traceback then
-            detok_args = json.loads(cfg.eval_bleu_detok_args or "{}")
-        except ValueError as exc:
-            raise FairseqWeanError("--eval-bleu-detok-args is not JSON ({}): give a JSON object of the "
-                                   "--eval-bleu-detok tokenizer's options, e.g. '{{\"source_lang\": \"en\"}}'".format(exc))
-        if not isinstance(detok_args, dict):
-            raise FairseqWeanError("--eval-bleu-detok-args must be a JSON object ({{...}}), got {}".format(
-                cfg.eval_bleu_detok_args))
+        check_eval_files(cfg.eval_refs, cfg.eval_orig)  # the lists; their content in load_dataset
+        if self.decodes_in_validation:  # read when the model is built, after the data (and ignored keys)
+            check_detok_args(cfg.eval_bleu_detok, cfg.eval_bleu_detok_args)
 
     def check_training_options(self, checkpoint_cfg):
         """Mistakes fairseq-train would report after the first epoch, or never; called by the plugin's
@@ -391,37 +259,13 @@ class TranslationWithMetricsTask(TranslationTask):
             raise FairseqWeanError(  # with --best-checkpoint-metric loss it checks the scoring pipeline (tests do)
                 "--eval-bleu-args score_reference scores the references themselves ({} 100 every epoch): selecting "
                 "checkpoints on --best-checkpoint-metric {} would mean nothing; drop one of them".format(metric, metric))
-        for flag, dest, needs, default in (("--eval-rouge-chars", "eval_rouge_chars", "eval_rouge", False),
-                                           ("--eval-sari-mode", "eval_sari_mode", "eval_sari", "default"),
-                                           ("--eval-tokenized-bleu", "eval_tokenized_bleu", "eval_bleu", False)):
-            value = getattr(self.cfg, dest)
-            if value != default and not getattr(self.cfg, needs):
-                raise FairseqWeanError("{} changes only --{}, which is off: add --{} or drop {}".format(
-                    flag, needs.replace("_", "-"), needs.replace("_", "-"), flag))
-        # options of validation's decoding: nothing is decoded without a metric that decodes
-        for flag, dest, default in (("--eval-bleu-args", "eval_bleu_args", "{}"),
-                                    ("--eval-bleu-remove-bpe", "eval_bleu_remove_bpe", None),
-                                    ("--eval-bleu-detok", "eval_bleu_detok", "space"),
-                                    ("--eval-bleu-detok-args", "eval_bleu_detok_args", "{}"),
-                                    ("--eval-bleu-print-samples", "eval_bleu_print_samples", False)):
-            if getattr(self.cfg, dest, default) not in (default, None) and not self.decodes_in_validation:
-                raise FairseqWeanError("{} sets how validation decodes, but no metric decodes (--eval-bleu, --eval-sari "
-                                       "or --eval-rouge): add one or drop {}".format(flag, flag))
+        # options that act only under a condition (another metric, validation): validation_options.OPTION_CONDITIONS
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         super().load_dataset(split, epoch, combine, **kwargs)
         if split == self.cfg.train_subset or not self.decodes_in_validation:
             return
-        n = len(self.datasets[split])
-        files = list(zip(self.cfg.eval_refs.split(","), self.eval_refs)) if self.eval_refs else []
-        if self.eval_orig is not None:
-            files.append((self.cfg.eval_orig, self.eval_orig))
-        for path, lines in files:
-            if len(lines) != n:
-                raise FairseqWeanError(
-                    "{} has {} lines but the validation subset '{}' has {} sentences: give files line-aligned "
-                    "with the text binarized into that subset".format(path, len(lines), split, n)
-                )
+        check_eval_content(self, split)  # line counts, then the text against the binarized subset
         self._check_validation_text(split)
 
     def _check_validation_text(self, split):

@@ -82,6 +82,12 @@ def from_pretrained(checkpoint_dir, checkpoint_file="checkpoint_best.pt", data_n
                                    data_name_or_path)) from None
     cfg = loaded["args"]
     symbols = loaded["task"].source_dictionary.symbols
+    problem = unknown_keyword_problem(kwargs, pretrained_keywords(cfg), "from_pretrained")
+    if problem is None and kwargs.get("bpe") == "unk_markers" and not any(is_position_marker(w) for w in symbols):
+        problem = ("from_pretrained: bpe='unk_markers' does nothing for this model: its source dictionary has no "
+                   "<unk-N> markers (drop bpe=, or give the model trained on marked data)")
+    if problem is not None:
+        raise FairseqWeanError(problem)
     if "bpe" not in kwargs and getattr(cfg.bpe, "_name", None) is None:
         from omegaconf import open_dict
 
@@ -215,6 +221,73 @@ def check_folder_files(checkpoint_dir, data_name_or_path=None):
         check_data_folder(data)
 
 
+# what fairseq's hub_utils.from_pretrained itself reads from its keyword arguments (the others override the
+# checkpoint's configuration, any section, where a key of that name exists: an unknown one was ignored)
+HUB_LOADING_KEYWORDS = {"user_dir", "data", "bpe", "tokenizer", "source_lang", "target_lang", "archive_map",
+                        "generation_args", "bpe_codes", "sentencepiece_model", "bpe_merges", "bpe_vocab",
+                        "checkpoint_file", "data_name_or_path", "is_vocoder"}
+# what fairseq's GeneratorHubInterface.generate reads besides its generation configuration's fields
+HUB_GENERATE_KEYWORDS = {"beam", "verbose", "skip_invalid_size_inputs", "inference_step_args",
+                         "prefix_allowed_tokens_fn"}
+
+
+def pretrained_keywords(cfg):
+    """The keywords from_pretrained acts on for the checkpoint configuration ``cfg``: every key of its sections."""
+    import argparse
+
+    from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_DATACLASS_REGISTRY, MODEL_REGISTRY
+
+    known = set(HUB_LOADING_KEYWORDS)
+    model = cfg.get("model") if hasattr(cfg, "get") else None
+    arch = getattr(model, "arch", None) or getattr(model, "_name", None)
+    cls = ARCH_MODEL_REGISTRY.get(arch) or MODEL_REGISTRY.get(arch)
+    if cls is not None:  # the model's own options (a legacy model's section holds every override given, known or not)
+        parser = argparse.ArgumentParser()
+        cls.add_args(parser)
+        known.update(a.dest for a in parser._actions)
+        config = MODEL_DATACLASS_REGISTRY.get(getattr(model, "_name", None) or arch)
+        known.update(config.__dataclass_fields__ if config is not None else ())
+    for name in cfg.keys() if hasattr(cfg, "keys") else ():
+        section = cfg.get(name)
+        if name == "model" and cls is not None:
+            continue
+        keys = section.keys() if hasattr(section, "keys") else vars(section) if hasattr(section, "__dict__") else ()
+        known.update(str(k) for k in keys)
+    return known
+
+
+def generate_keywords():
+    """The keywords the hub's translate/sample/generate act on: fairseq's generation fields and its own."""
+    import dataclasses
+
+    from fairseq.dataclass.configs import GenerationConfig
+
+    return {f.name for f in dataclasses.fields(GenerationConfig)} | HUB_GENERATE_KEYWORDS
+
+
+def generation_default(name):
+    """fairseq's default of the generation option ``name`` (None when it has none)."""
+    import dataclasses
+
+    from fairseq.dataclass.configs import GenerationConfig
+
+    found = [f.default for f in dataclasses.fields(GenerationConfig) if f.name == name]
+    return found[0] if found and found[0] is not dataclasses.MISSING else None
+
+
+def unknown_keyword_problem(kwargs, known, where):
+    """The one line for a keyword argument of ``where`` that it does not act on (a misspelling, a command-line
+    option the hub has no use for: fairseq ignored it silently), with the close names; or None."""
+    import difflib
+
+    unknown = sorted(k for k in kwargs if k not in known)
+    if not unknown:
+        return None
+    close = difflib.get_close_matches(unknown[0], sorted(known), n=3)
+    return "{}keyword {}={!r} does nothing there (not an option it reads){}".format(
+        where + ": " if where else "", unknown[0], kwargs[unknown[0]], ": did you mean {}?".format(", ".join(close)) if close else "")
+
+
 def generation_kwargs_problem(kwargs, base=None):
     """What is wrong with the decoding keyword arguments of the hub (``translate``, ``sample``,
     ``generate``, ``from_pretrained``), or None: the ranges the command line has
@@ -235,10 +308,15 @@ def generation_kwargs_problem(kwargs, base=None):
         if problem is not None:
             return "{}={!r}: {}".format(key, value, problem)
     merged = argparse.Namespace()
-    for key in ("beam", "nbest", "sampling", "num_shards", "shard_id"):
+    from fairseq_wean.patching import OPTION_NEEDS, no_effect_problem
+
+    for key in ("beam", "nbest", "sampling", "num_shards", "shard_id", "diverse_beam_groups", "diversity_rate",
+                "lm_path", "retain_dropout") + tuple(OPTION_NEEDS):
         value = kwargs.get(key, getattr(base, key, None) if base is not None else None)
         setattr(merged, key, value)
-    problem = decoding_option_problem(merged)
+    problem = decoding_option_problem(merged) or no_effect_problem(
+        merged, {k for k in kwargs if k in OPTION_NEEDS and kwargs[k] not in (None, generation_default(k))},
+        command="hub")
     import re
 
     return None if problem is None else re.sub(r"--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), problem)
@@ -355,7 +433,8 @@ def _wrapped_hub_generate(original):
         traceback, ``lenpen=nan`` or ``max_len_a=-3`` decoded with no error."""
         given = dict(kwargs)
         given["beam"] = args[0] if args else kwargs.get("beam", 5)
-        problem = generation_kwargs_problem(given, getattr(self.cfg, "generation", None))
+        problem = unknown_keyword_problem(kwargs, generate_keywords(), None) \
+            or generation_kwargs_problem(given, getattr(self.cfg, "generation", None))
         if problem is not None:
             raise FairseqWeanError("hub generation: {}".format(problem))
         return original(self, tokenized_sentences, *args, **kwargs)

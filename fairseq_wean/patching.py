@@ -202,6 +202,10 @@ GENERATION_RANGES = {
     "prefix_size": (0, int, None, False), "no_repeat_ngram_size": (0, int, None, False),
     "sampling_topk": (-1, int, None, False), "sampling_topp": (-1, float, 1, False),
     "temperature": (0, float, None, True), "diverse_beam_groups": (-1, int, None, False),
+    # search.DiverseBeamSearch subtracts strength x overlap with the other groups: a negative strength rewards the
+    # overlap, the groups collapse onto one beam (the opposite of the option); -1 <= --diversity-rate < 0
+    # (search.DiverseSiblingsSearch: a bonus for lower-ranked siblings) too: -1 is "off", its default
+    "diverse_beam_strength": (0, float, None, False), "diversity_rate": (-1, float, None, False),
     "iter_decode_max_iter": (0, int, None, False), "iter_decode_with_beam": (1, int, None, False),
     "batch_size": (1, int, None, False), "max_tokens": (1, int, None, False),
     "required_batch_size_multiple": (1, int, None, False),
@@ -209,8 +213,7 @@ GENERATION_RANGES = {
 # the decoding parser's sharding: --num-shards 0 decoded every sentence; --shard-id past --num-shards
 # too (checked against each other where the generator is built)
 SHARDING_RANGES = {"num_shards": (1, int, None, False), "shard_id": (0, int, None, False)}
-GENERATION_ANY_VALUE = {"unkpen": "a penalty of either sign", "diverse_beam_strength": "a weight of either sign",
-                        "diversity_rate": "a rate of either sign (-1: off)", "lm_weight": "a weight of either sign",
+GENERATION_ANY_VALUE = {"unkpen": "a penalty of either sign", "lm_weight": "a weight of either sign",
                         "iter_decode_eos_penalty": "a penalty of either sign"}
 
 
@@ -239,7 +242,7 @@ FAIRSEQ_RANGES = {
     "warmup_init_lr": (-1, float, None, False),  # any negative: fairseq's "not given" (-1 its default)
     "lr_shrink": (0, float, 1, True), "lr_threshold": (0, float, None, False), "lr_patience": (0, int, None, False),
     "force_anneal": (0, int, None, False),
-    "buffer_size": (0, int, None, False),  # fairseq-interactive: 0 (its default) reads one line at a time
+    "buffer_size": (1, int, None, False),  # fairseq-interactive: its default 0 is read as 1; given, at least 1
     "all_gather_list_size": (1, int, None, False), "amp_batch_retries": (0, int, None, False),
     "amp_init_scale": (1, int, None, False), "amp_scale_window": (1, int, None, False),
     "fp16_init_scale": (1, int, None, False), "fp16_scale_window": (1, int, None, False),
@@ -295,21 +298,107 @@ def min_len_problem(min_len, max_len_a, max_len_b, prefix="--"):
     return None
 
 
-def model_overrides_problem(text):
-    """--model-overrides: fairseq evaluates it (ast.literal_eval, eval in fairseq-validate) and
-    reads it as a dict of config names: anything else was a traceback."""
+# Every option whose text fairseq evaluates (ast.literal_eval, eval, json.loads) where it reads it, after the
+# parse: option -> (what it must evaluate to, an example). Bad text was a SyntaxError/ValueError traceback
+# (--optimizer-overrides when the checkpoint is restored, --model-overrides after the data loaded); now one line
+# at parse (tests/test_option_noops.py finds every such read in fairseq's and the plugin's code). The task's
+# --eval-bleu-args / --eval-bleu-detok-args have their own check (the task module's).
+LITERAL_OPTIONS = {
+    "model_overrides": ("a dict of option names (strings) to values", "\"{'max_source_positions': 2048}\""),
+    "optimizer_overrides": ("a dict of option names (strings) to values", "\"{'lr': 0.0005}\""),
+}
+
+
+def literal_option_problem(name, text):
+    """The one line for ``--name TEXT`` that fairseq would fail to evaluate as :data:`LITERAL_OPTIONS` says."""
     import ast
 
-    if not isinstance(text, str):
+    if not isinstance(text, str) or name not in LITERAL_OPTIONS:
         return None
+    what, example = LITERAL_OPTIONS[name]
+    option = "--" + name.replace("_", "-")
     try:
         value = ast.literal_eval(text)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return ("--model-overrides {!r} is not a Python dict literal: give e.g. "
-                "\"{{'max_source_positions': 2048}}\"".format(text[:80]))
+        return "{} {!r} is not a Python dict literal: give e.g. {}".format(option, text[:80], example)
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-        return ("--model-overrides {!r} must be a dict of option names (strings) to values, e.g. "
-                "\"{{'max_source_positions': 2048}}\"".format(text[:80]))
+        return "{} {!r} must be {}, e.g. {}".format(option, text[:80], what, example)
+    return None
+
+
+def model_overrides_problem(text):
+    """--model-overrides (see :data:`LITERAL_OPTIONS`)."""
+    return literal_option_problem("model_overrides", text)
+
+
+# Options that act only under a condition, per command: option dest -> (condition(args) -> bool, why, commands
+# or None for every command). Given on the command line (and not its default) where the condition is false,
+# fairseq ignored it silently; now one line at parse (and in the hub's keywords, command "hub"). Other modules
+# add their rows with add_option_need; tests/test_option_noops.py lists every option of the plugin's parsers and
+# fairseq's decoding options and tries each row.
+OPTION_NEEDS = {}
+
+
+def add_option_need(dest, condition, why, commands=None):
+    """Declare that option ``dest`` does something only where ``condition(args)`` holds (in ``commands``)."""
+    OPTION_NEEDS[dest] = (condition, why, None if commands is None else tuple(commands))
+
+
+def _number(args, name, default=0):
+    value = getattr(args, name, None)
+    return value if isinstance(value, (int, float)) else default
+
+
+add_option_need("diverse_beam_strength", lambda a: _number(a, "diverse_beam_groups", -1) > 0,
+                "it weighs the groups of --diverse-beam-groups N, not given")
+add_option_need("sampling_topk", lambda a: bool(getattr(a, "sampling", False)),
+                "it restricts --sampling, not given (beam search ignores it)")
+add_option_need("sampling_topp", lambda a: bool(getattr(a, "sampling", False)),
+                "it restricts --sampling, not given (beam search ignores it)")
+add_option_need("lm_weight", lambda a: bool(getattr(a, "lm_path", None)),
+                "it weighs the language model of --lm-path, not given")
+add_option_need("retain_dropout_modules", lambda a: bool(getattr(a, "retain_dropout", False)),
+                "it names the modules of --retain-dropout, not given")
+add_option_need("gen_subset", lambda a: running_command() not in ("interactive", "train"),
+                "fairseq-interactive translates standard input and fairseq-train reads --train-subset/"
+                "--valid-subset, never --gen-subset", commands=("interactive", "train"))
+
+
+def no_effect_problem(args, given, command=None):
+    """The one line for an option of ``given`` (dests given, not at their default) whose :data:`OPTION_NEEDS`
+    condition is false in ``command`` (default: this process's), or None."""
+    command = command or running_command()
+    for dest in sorted(given):
+        if dest not in OPTION_NEEDS:
+            continue
+        condition, why, commands = OPTION_NEEDS[dest]
+        if (commands is None or command in commands) and not condition(args):
+            return "--{} does nothing here: {}".format(dest.replace("_", "-"), why)
+    return None
+
+
+def given_options(parser, args, input_args=None):
+    """The dests of ``parser``'s options written in ``input_args`` (default: the command line) whose value
+    in ``args`` is not the option's default."""
+    import sys
+
+    words = sys.argv[1:] if input_args is None else list(input_args)
+    written = {w.split("=", 1)[0] for w in words if isinstance(w, str) and w.startswith("--")}
+    return {a.dest for a in parser._actions if written.intersection(a.option_strings)
+            and getattr(args, a.dest, a.default) != a.default}
+
+
+def search_option_problem(args):
+    """fairseq's search options against each other: --diverse-beam-groups must divide --beam
+    (search.DiverseBeamSearch raised ValueError after the model loaded), --diversity-rate is -1 (off) or >= 0."""
+    groups, beam = _number(args, "diverse_beam_groups", -1), getattr(args, "beam", None)
+    if groups > 0 and isinstance(beam, int) and beam % groups:
+        return ("--diverse-beam-groups {} must divide --beam {} (each group keeps --beam / groups hypotheses): "
+                "give e.g. --beam {}".format(groups, beam, groups * max(1, -(-beam // groups))))
+    rate = _number(args, "diversity_rate", -1)
+    if -1 < rate < 0:
+        return "--diversity-rate {} must be -1 (off) or at least 0 (a negative rate favours lower-ranked " \
+               "siblings)".format(rate)
     return None
 
 
@@ -318,7 +407,10 @@ def decoding_option_problem(args):
     fairseq checks only deep inside (an assertion traceback after the model is loaded) or never
     (--nbest past --beam printed --beam hypotheses; --shard-id past --num-shards decoded nothing
     of what was asked), and the rules of :func:`add_option_check`."""
-    problem = model_overrides_problem(getattr(args, "model_overrides", None))
+    problem = None
+    for name in LITERAL_OPTIONS:
+        problem = problem or literal_option_problem(name, getattr(args, name, None))
+    problem = problem or search_option_problem(args)
     if problem is None and hasattr(args, "beam"):
         problem = min_len_problem(getattr(args, "min_len", None), getattr(args, "max_len_a", None),
                                   getattr(args, "max_len_b", None))
@@ -396,7 +488,7 @@ def _with_decoding_cross_checks(original):
             parser.error(problem)
         args = result[0] if parse_known else result
         if not suppress_defaults and args is not None:
-            problem = decoding_option_problem(args)
+            problem = decoding_option_problem(args) or no_effect_problem(args, given_options(parser, args, input_args))
             if problem is not None:
                 parser.error(problem)  # argparse's one line and exit status 2, before any work
         return result

@@ -188,3 +188,25 @@ def test_a_beam_given_to_from_pretrained_is_checked_and_used(hub_model, monkeypa
     hub.translate("w1 w2")
     hub.translate("w1 w2", beam=3)
     assert beams == [1, 3]
+
+
+def test_a_keyword_the_hub_does_not_act_on_is_refused_with_close_names(hub_model):
+    """fairseq set any keyword on its generation configuration (``beem=5``, ``print_gates=True``: ignored) and
+    any from_pretrained keyword where a section had it (a misspelling: ignored); ``bpe='unk_markers'`` on a
+    model without markers did nothing."""
+    from fairseq_wean.hub import from_pretrained
+
+    folder, data = hub_model
+    load = dict(checkpoint_file="checkpoint_last.pt", data_name_or_path=str(data))
+    hub = from_pretrained(str(folder), **load)
+    with pytest.raises(FairseqWeanError, match=r"^hub generation: keyword beem=5 does nothing there .*did you mean beam"):
+        hub.translate("w1 w2", beem=5)
+    with pytest.raises(FairseqWeanError, match=r"^hub generation: keyword print_gates=True does nothing there"):
+        hub.sample("w1 w2", print_gates=True)
+    with pytest.raises(FairseqWeanError, match=r"^hub generation: diverse_beam_groups 2 must divide beam 5"):
+        hub.translate("w1 w2", beam=5, diverse_beam_groups=2)
+    with pytest.raises(FairseqWeanError, match=r"^from_pretrained: keyword beem=5 does nothing there"):
+        from_pretrained(str(folder), beem=5, **load)
+    with pytest.raises(FairseqWeanError, match=r"^from_pretrained: bpe='unk_markers' does nothing for this model"):
+        from_pretrained(str(folder), bpe="unk_markers", **load)
+    assert isinstance(hub.translate("w1 w2", beam=2, lenpen=1.0), str)

@@ -442,9 +442,11 @@ def core_align_table_problem(args):
 
 
 def _register_option_checks():
-    from fairseq_wean.patching import add_option_check
+    from fairseq_wean.patching import add_option_check, add_option_need
 
     add_option_check(core_align_table_problem)
+    add_option_need("core_frequent_from", lambda args: getattr(args, "core_num_frequent", None) != 0,
+                    "it ranks the words of U, and --core-num-frequent 0 keeps none")
 
 
 _register_option_checks()

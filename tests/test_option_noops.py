@@ -42,7 +42,8 @@ ALWAYS = {
     "sacrebleu": "the score", "sampling": "the search", "score_reference": "scores the reference",
     "temperature": "divides the scores", "unkpen": "the unknown word's score", "unnormalized": "the scores",
     # the plugin's generation options
-    "print_gates": "the condition is the checkpoint's model (a gate): not known when the command is parsed",
+    "print_gates": "the condition is the checkpoint's model (a gate): refused before the first batch is decoded "
+                   "(report/gate_lines.check_model_has_gate, tests/test_report.py)",
     "replace_unk_source": "the output's unknown words",
     # the plugin's models: sizes and choices every model of that name reads (modules/model_options.py checks them)
     "attention_score": "every model", "core_align_table": "core_copy", "core_attend_previous_state": "core_copy",

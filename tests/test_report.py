@@ -609,8 +609,13 @@ def test_generate_print_gates_writes_g_lines_the_report_shows(data_bin, tmp_path
                 "--beam", 3, "--cpu", "--batch-size", 5]
     with_gates, without, lstm_with, lstm_without = cli_concurrently([
         ("fairseq-generate", gen + ["--print-gates"]), ("fairseq-generate", gen),
-        ("fairseq-generate", lstm_gen + ["--print-gates"]), ("fairseq-generate", lstm_gen)])
-    assert lstm_with.stdout == lstm_without.stdout and "H-0\t" in lstm_with.stdout  # no G- line, nothing else
+        ("fairseq-generate", lstm_gen + ["--print-gates"], {"check": False}), ("fairseq-generate", lstm_gen)])
+    # a model without a gate: the option would print nothing, refused in one line before any decoding
+    assert lstm_with.returncode != 0 and "H-" not in lstm_with.stdout and "Traceback" not in lstm_with.stderr
+    assert lstm_with.stderr.strip().splitlines()[-1] == (
+        "fairseq-wean: error: --print-gates does nothing here: the model (LSTMModel) has no gate to print (G- lines "
+        "come from core_copy's copy gate and word_attn_gated's contextual gates); drop --print-gates")
+    assert "H-0\t" in lstm_without.stdout
     assert "G-" not in without.stdout
     assert [line for line in with_gates.stdout.splitlines() if not line.startswith("G-")] == \
         without.stdout.splitlines()

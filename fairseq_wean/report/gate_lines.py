@@ -12,7 +12,8 @@ one value per target token including ``</s>``, aligned with the ``P-`` line:
 * ``core_copy``: the copy gate lambda_t (Cao et al., AAAI 2017, eq. 10), ``extra["copy_gate"]``;
 * ``word_attn_gated`` with ``--word-attention gated``: the contextual gate o_t averaged over its
   units (Wu et al.), ``extra["gate"]``;
-* other models (no gate; fairseq's own ``lstm`` and ``transformer`` included): no ``G-`` line.
+* other models (no gate; fairseq's own ``lstm`` and ``transformer`` included): ``--print-gates`` is
+  refused in one line before the first batch is decoded (it would print nothing).
 
 The gates are read from one teacher-forced pass of the (first) model over the source and the
 finished hypothesis, in the batch fairseq-generate just decoded. The models' incremental decoding
@@ -69,13 +70,31 @@ def hypothesis_gates(model, net_input, hypo_tokens, pad, eos):
     return [gates[i, :len(tokens)].cpu() for i, tokens in enumerate(hypo_tokens)]
 
 
+def check_model_has_gate(model, net_input, pad, eos):
+    """--print-gates on a model without a gate (fairseq's lstm and transformer, wean_lstm,
+    word_attn_gated without gates) would print nothing: one line, before the first batch is decoded
+    (a teacher-forced step of ``</s>`` over the batch's sources asks the model)."""
+    import torch
+
+    from fairseq_wean.errors import FairseqWeanError
+
+    probe = [torch.tensor([eos]) for _ in range(len(net_input["src_tokens"]))]
+    if hypothesis_gates(model, net_input, probe, pad, eos) is None:
+        raise FairseqWeanError(
+            "--print-gates does nothing here: the model ({}) has no gate to print (G- lines come from core_copy's "
+            "copy gate and word_attn_gated's contextual gates); drop --print-gates".format(type(model).__name__))
+
+
 def _wrapped_inference_step(original):
     def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
+        out, dictionary = _STATE["output_file"], self.target_dictionary
+        if out is not None and not _STATE["quiet"] and "src_tokens" in sample["net_input"] \
+                and not _STATE.get("model_checked"):
+            check_model_has_gate(models[0], sample["net_input"], dictionary.pad(), dictionary.eos())
+            _STATE["model_checked"] = True
         hypos = original(self, generator, models, sample, prefix_tokens=prefix_tokens, constraints=constraints)
-        out = _STATE["output_file"]
         if out is None or _STATE["quiet"] or "src_tokens" not in sample["net_input"]:
             return hypos
-        dictionary = self.target_dictionary
         gates = hypothesis_gates(models[0], sample["net_input"], [h[0]["tokens"] for h in hypos],
                                  dictionary.pad(), dictionary.eos())
         if gates is not None:
@@ -89,7 +108,7 @@ def _wrapped_inference_step(original):
 
 def _wrapped_main(original):
     def _main(cfg, output_file):
-        _STATE["output_file"] = output_file
+        _STATE["output_file"], _STATE["model_checked"] = output_file, False
         _STATE["quiet"] = bool(cfg.common_eval.quiet)
         return original(cfg, output_file)
 

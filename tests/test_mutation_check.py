@@ -36,3 +36,15 @@ def test_every_mutant_is_killed(capsys):
     out = capsys.readouterr().out
     assert "baseline (no mutant): pass" in out, out
     assert "score: {0} of {0} killed".format(n) in out and rc == 0, out
+
+
+def test_a_mutant_whose_tests_do_not_run_is_not_killed(monkeypatch, tmp_path, capsys):
+    """pytest's exit 5 (every test deselected, e.g. one needing data the check leaves out) is no kill."""
+    (tmp_path / "m.py").write_text("x = 1\n")
+    mutant = ("Z1", "m.py", "x = 1", "x = 2", "a mutant nothing tests", ["tests/t.py::gone"])
+    answers = iter([(0, "1 passed", 0.0), (5, "1 deselected", 0.0)])
+    monkeypatch.setattr(mutation_check, "run_tests", lambda *a, **k: next(answers))
+    assert mutation_check.run_mutants(tmp_path, [mutant], None, None) == 1
+    out = capsys.readouterr().out
+    assert "Z1  untested" in out and "score: 0 of 1 killed" in out
+    assert (tmp_path / "m.py").read_text() == "x = 1\n"

@@ -201,3 +201,17 @@ def test_no_entry_point_opens_what_a_stored_interpolation_names(good_checkpoint,
         r["outcome"] == "ran to the end" or r["outcome"].startswith("FairseqWeanError: ")
         and "\n" not in r["outcome"])]
     assert not wrong, json.dumps(results, indent=1)
+
+
+def test_a_hand_made_state_keeps_no_interpolation():
+    """Without a trained checkpoint (the mutation check's quick test): a ``${...}`` in a BPE section
+    and in a nested list are forgotten, nothing resolved."""
+    from fairseq_wean.stored_paths import forget_stored_interpolations
+
+    state = {"cfg": {"common": {"seed": 1, "user_dir": None},
+                     "bpe": {"_name": "sentencepiece", "sentencepiece_model": "${oc.env:FX4_SECRET}"},
+                     "task": {"_name": "translation", "data": "d", "eval_bleu_args": "{}",
+                              "source_lang": ["x", "${fx4rec:}"]}}}
+    forgotten = forget_stored_interpolations(state, "c.pt")
+    assert "${" not in repr(state) and CALLS == [] and SECRET not in repr(state)
+    assert any("sentencepiece_model" in name for name in forgotten), forgotten

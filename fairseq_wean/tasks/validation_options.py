@@ -19,32 +19,12 @@ from fairseq_wean.errors import FairseqWeanError, value_range_problem
 def check_generation_args(text):
     """``--eval-bleu-args``: a JSON object of fairseq generation options, checked before the first
     epoch (fairseq would fail in the first validation, after a whole epoch of training)."""
-    from dataclasses import fields
-
     from fairseq.dataclass.configs import GenerationConfig
 
-    def bad(what):
-        return FairseqWeanError("--eval-bleu-args {}: {} (e.g. '{{\"beam\": 5, \"max_len_a\": 1.2, "
-                                "\"max_len_b\": 10}}')".format(text, what))
-
-    try:
-        args = json.loads(text)
-    except ValueError as exc:
-        raise bad("not JSON ({})".format(exc)) from None
-    except RecursionError:
-        raise bad("not JSON this parser can read (nested too deeply)") from None
-    if not isinstance(args, dict):
-        raise bad("give a JSON object of generation options")
-    known = {f.name for f in fields(GenerationConfig)} - {"_name"}
-    unknown = sorted(set(args) - known)
-    if unknown:
-        raise bad("unknown generation option(s) {} (fairseq-generate's options, with _ for -)".format(
-            ", ".join(unknown)))
-
-    check_generation_arg_types(args, bad)
-    from fairseq_wean.patching import GENERATION_RANGES
-
-    from fairseq_wean.patching import GENERATION_ANY_VALUE
+    args, bad = check_json_options(text, "--eval-bleu-args", GenerationConfig,
+                                   '{"beam": 5, "max_len_a": 1.2, "max_len_b": 10}', kind="generation ",
+                                   hint="fairseq-generate's options, with _ for -")
+    from fairseq_wean.patching import GENERATION_ANY_VALUE, GENERATION_RANGES
 
     rows = dict(GENERATION_RANGES, **{name: (float("-inf"), float, None, False) for name in GENERATION_ANY_VALUE})
     for name, row in rows.items():  # one table with fairseq-generate's
@@ -137,9 +117,10 @@ def check_generation_args_for_validation(args, bad):
 
 
 
-def check_json_options(text, option, config, example):
+def check_json_options(text, option, config, example, kind="", hint=None):
     """``text`` (``option``'s value): a JSON object whose keys are fields of the dataclass ``config``,
-    each of that field's type; returns the dict. Shared by --eval-bleu-args and --eval-bleu-detok-args."""
+    each of that field's type; returns the dict and the function making its one-line errors. Shared
+    by --eval-bleu-args (``kind`` "generation ", ``hint`` on unknown keys) and --eval-bleu-detok-args."""
     def bad(what):
         return FairseqWeanError("{} {}: {} (e.g. '{}')".format(option, text, what, example))
 
@@ -150,13 +131,14 @@ def check_json_options(text, option, config, example):
     except RecursionError:
         raise bad("not JSON this parser can read (nested too deeply)") from None
     if not isinstance(args, dict):
-        raise bad("give a JSON object")
+        raise bad("give a JSON object" + (" of {}options".format(kind) if kind else ""))
     known = {f.name for f in fields(config)} - {"_name"}
     unknown = sorted(set(args) - known)
     if unknown:
-        raise bad("unknown option(s) {} (known: {})".format(", ".join(unknown), ", ".join(sorted(known)) or "none"))
+        raise bad("unknown {}option(s) {} ({})".format(kind, ", ".join(unknown),
+                                                      hint or "known: " + (", ".join(sorted(known)) or "none")))
     check_generation_arg_types(args, bad, config)
-    return args
+    return args, bad
 
 
 def check_detok_args(detok, text):

@@ -379,8 +379,9 @@ def check_generate_data(cfg, task, dataset, split):
         return  # no references: nothing to check, nothing scored
     raw = [task.target_dictionary.string(targets[i]) for i in range(len(targets))]
     symbol = cfg.common_eval.post_process
-    what = "the references of --gen-subset {}".format(split)
-    pieces.check_post_process([(what, raw, None)], symbol, "--post-process", pieces.FAIRSEQ_RULES)
+    what = "the references of --gen-subset {} (and the target dictionary)".format(split)
+    pieces.check_post_process([(what, pieces.with_vocabulary(raw, task.target_dictionary), None)], symbol,
+                              "--post-process", pieces.FAIRSEQ_RULES)
     if getattr(cfg.scoring, "_name", None) == "rouge":
         references = pieces.apply(raw, symbol)
         chars = bool(getattr(cfg.scoring, "rouge_chars", False))

@@ -157,3 +157,41 @@ def test_matching_eval_inputs_are_taken(tiny, monkeypatch):
                            "--eval-bleu-detok-args", json.dumps({"source_lang": "en", "moses_no_escape": True})],
                     monkeypatch)
     assert task.eval_orig == VALID_SRC and task.eval_refs[0] == VALID_TGT
+
+
+def test_words_the_dictionaries_do_not_know_are_not_compared():
+    """A reference's words the data wrote as <unk> cannot be shared with the binarized line: only known
+    words count (a tiny dictionary made TurkCorpus's free rewrites look like another set's lines)."""
+    from fairseq.data import Dictionary
+
+    from fairseq_wean.tasks.validation_files import known_units, reference_agrees
+
+    d = Dictionary()
+    for w in "his travels from large of and".split():
+        d.add_symbol(w)
+    ref = "his travel writings and his extensive diaries and correspondence"
+    target = "his <unk> from his travels , large <unk> of <unk>"
+    assert not reference_agrees(ref, target, target)  # every word counted: 2 of 7 shared
+    assert reference_agrees(ref, target, target, known_units(d))  # known: his, and
+    assert not reference_agrees("travels of large", "his <unk>", "his <unk>", known_units(d))
+
+
+def test_a_rule_fits_binarized_data_through_its_dictionary():
+    """Validation pieces a small dictionary wrote as <unk> hide the marks; the dictionary's own pieces
+    show them (pieces.with_vocabulary), and a rule the dictionary has no mark for is still refused."""
+    from fairseq.data import Dictionary
+
+    from fairseq_wean.errors import FairseqWeanError
+    from fairseq_wean.scoring.pieces import FAIRSEQ_RULES, check_post_process, with_vocabulary
+
+    bpe, words = Dictionary(), Dictionary()
+    for w in "the c@@ at sat".split():
+        bpe.add_symbol(w)
+    for w in "the cat sat".split():
+        words.add_symbol(w)
+    unks = ["the <unk> <unk> sat"]
+    check_post_process([("valid", with_vocabulary(unks, bpe), None)], "subword_nmt", "--eval-bleu-remove-bpe",
+                       FAIRSEQ_RULES)
+    with pytest.raises(FairseqWeanError, match="removes '@@', and no input holds it"):
+        check_post_process([("valid", with_vocabulary(unks, words), None)], "subword_nmt", "--eval-bleu-remove-bpe",
+                           FAIRSEQ_RULES)

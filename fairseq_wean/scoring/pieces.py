@@ -68,6 +68,16 @@ CONTINUATION = re.compile(r"(^|\s)##[^\s#]")
 CONTINUATION_KIND = "wordpiece '##'"
 
 
+def with_vocabulary(lines, dictionary):
+    """Binarized references decoded with ``dictionary`` (``lines``), plus one line of the dictionary's
+    own symbols: what :func:`check_post_process` reads of binarized data. A small or tiny dictionary
+    writes most rare pieces of a validation or test subset as ``<unk>``, so the references alone may
+    show no piece mark although every output the model can write is made of the dictionary's pieces."""
+    if lines is None or dictionary is None:
+        return lines
+    return list(lines) + [" ".join(dictionary.symbols[dictionary.nspecial:])]
+
+
 def check_post_process(named_inputs, symbol, option="--post-process", known=POST_PROCESS):
     """Refuse ``option symbol`` where it cannot be meant: a space-deleting rule on an input none of
     whose lines holds its mark (each line would become one token: BLEU 0.00), or a removing rule

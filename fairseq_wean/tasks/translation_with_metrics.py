@@ -65,7 +65,8 @@ from fairseq_wean import cpu
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.known_words import KnownWordsBeamSearch, KnownWordsConstraint, read_known_words
 from fairseq_wean.scoring import sari as sari_lib
-from fairseq_wean.scoring.pieces import FAIRSEQ_RULES, apply as pieces_apply, check_no_pieces, check_post_process
+from fairseq_wean.scoring.pieces import (FAIRSEQ_RULES, apply as pieces_apply, check_no_pieces, check_post_process,
+                                        with_vocabulary)
 from fairseq_wean.scoring.metrics import (ROUGE_TYPES, SEGMENT, check_line_lengths, check_rouge_unit,
                                          check_word_boundaries, rouge_sentence_scores)
 from fairseq_wean.textio import read_lines
@@ -276,7 +277,8 @@ class TranslationWithMetricsTask(TranslationTask):
         dataset, remove_bpe = self.datasets[split], self.cfg.eval_bleu_remove_bpe
         raw = [self.tgt_dict.string(dataset.tgt[i]) for i in range(len(dataset))] \
             if getattr(dataset, "tgt", None) is not None else None  # the rule fits the data (as the scorer's)
-        check_post_process([("validation subset '{}'".format(split), raw, None)], remove_bpe, "--eval-bleu-remove-bpe",
+        check_post_process([("validation subset '{}' (and its dictionary)".format(split),
+                             with_vocabulary(raw, self.tgt_dict), None)], remove_bpe, "--eval-bleu-remove-bpe",
                            FAIRSEQ_RULES)
         targets = pieces_apply(raw, remove_bpe)
         what = "validation subset '{}' (decoded with --eval-bleu-remove-bpe {})".format(split, remove_bpe) \

@@ -56,17 +56,23 @@ def model_class_from_pretrained(folder, data):  # fairseq's BaseFairseqModel.fro
     return WeanLSTMModel.from_pretrained(folder, checkpoint_file="checkpoint_best.pt", data_name_or_path=data)
 
 
-@pytest.mark.parametrize("route", [plugin_from_pretrained, model_class_from_pretrained])
-@pytest.mark.parametrize("kind", ["a link to a regular file", "a named pipe", "a folder", "a link to a named pipe"])
-@pytest.mark.parametrize("name", folder_files())
-def test_a_file_the_hub_finds_in_the_folder_is_refused_unless_a_regular_file(tmp_path, name, kind, route, no_hang):
-
+def model_and_data(tmp_path):
+    """A model folder whose checkpoint is never read (the refusal comes first) and a data folder."""
     folder, data = tmp_path / "model", tmp_path / "data"
     folder.mkdir()
     data.mkdir()
     (folder / "checkpoint_best.pt").write_bytes(b"never read: the refusal comes first")
     for lang in ("src", "tgt"):
         (data / "dict.{}.txt".format(lang)).write_text("w1 3\n")
+    return folder, data
+
+
+@pytest.mark.parametrize("route", [plugin_from_pretrained, model_class_from_pretrained])
+@pytest.mark.parametrize("kind", ["a link to a regular file", "a named pipe", "a folder", "a link to a named pipe"])
+@pytest.mark.parametrize("name", folder_files())
+def test_a_file_the_hub_finds_in_the_folder_is_refused_unless_a_regular_file(tmp_path, name, kind, route, no_hang):
+
+    folder, data = model_and_data(tmp_path)
     planted = folder / name
     elsewhere = tmp_path / "elsewhere"
     if kind == "a link to a regular file":
@@ -90,12 +96,7 @@ def test_a_file_the_hub_finds_in_the_folder_is_refused_unless_a_regular_file(tmp
 @pytest.mark.parametrize("name", ["dict.tgt.txt", "train.src-tgt.src.bin"])
 def test_a_file_the_hub_finds_in_the_data_folder_is_refused_unless_a_file_of_the_folder(tmp_path, name, kind, route,
                                                                                            no_hang):
-    folder, data = tmp_path / "model", tmp_path / "data"
-    folder.mkdir()
-    data.mkdir()
-    (folder / "checkpoint_best.pt").write_bytes(b"never read: the refusal comes first")
-    for lang in ("src", "tgt"):
-        (data / "dict.{}.txt".format(lang)).write_text("w1 3\n")
+    folder, data = model_and_data(tmp_path)
     planted = data / name
     if planted.exists():
         planted.unlink()

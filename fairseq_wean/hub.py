@@ -460,7 +460,8 @@ def _wrapped_hub_init(original):
             from fairseq_wean.patching import GENERATION_ANY_VALUE, GENERATION_RANGES
 
             given = {k: generation.get(k) for k in list(GENERATION_RANGES) + list(GENERATION_ANY_VALUE)
-                     if generation.get(k) is not None and k not in ("batch_size", "max_tokens")}
+                     if k in generation and generation.get(k) is not None and k not in ("batch_size", "max_tokens")}
+            # (k in generation: fairseq 0.12.2's struct config has no *_mt fields, and its omegaconf raises on get)
             problem = generation_kwargs_problem(given, generation)
             if problem is not None:
                 raise FairseqWeanError("from_pretrained: {}".format(problem))

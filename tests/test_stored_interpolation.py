@@ -34,13 +34,20 @@ CALLS = []
 
 
 @pytest.fixture(autouse=True)
-def recording_resolver(monkeypatch):
-    """``fx4rec``: a resolver that records each call (a planted one that resolves is seen here)."""
+def recording_resolver(monkeypatch, request):
+    """``fx4rec``: a resolver that records each call (a planted one that resolves is seen here). The
+    planted forms use omegaconf >= 2.1's resolvers (oc.env, oc.decode, oc.create); with omegaconf 2.0
+    (fairseq 0.12.2's) only the hand-made case runs (its check is the same ``${`` rule)."""
     from omegaconf import OmegaConf
 
     monkeypatch.setenv("FX4_SECRET", SECRET)
-    OmegaConf.register_new_resolver("fx4rec", lambda *args: CALLS.append(args) or "resolved", replace=True)
     CALLS.clear()
+    if not hasattr(OmegaConf, "register_new_resolver"):
+        if not request.node.name.startswith("test_a_hand_made"):
+            pytest.skip("omegaconf 2.0 has none of the oc.* resolvers these cases plant")
+        yield
+        return
+    OmegaConf.register_new_resolver("fx4rec", lambda *args: CALLS.append(args) or "resolved", replace=True)
     yield
     OmegaConf.clear_resolver("fx4rec")
 

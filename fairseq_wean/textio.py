@@ -290,11 +290,15 @@ def makedirs_in_folder(path, folder, what="folder"):
     current = folder
     for part in ([] if rel == os.curdir else rel.split(os.sep)):
         current = os.path.join(current, part)
-        if os.path.islink(current) or os.path.lexists(current) and not os.path.isdir(current):
+        try:
+            os.mkdir(current)
+        except FileExistsError:
+            # there already, or made meanwhile by another thread or process of the same tool (the
+            # comparison runner's parallel runs share their runs/ folder): kept when it is a folder
+            pass
+        if os.path.islink(current) or not os.path.isdir(current):
             raise FairseqWeanError("{} {} is a symbolic link or not a folder: refused (a tool makes its own "
                                    "folders there)".format(what, current))
-        if not os.path.lexists(current):
-            os.mkdir(current)
     return path
 
 

@@ -182,6 +182,9 @@ MUTANTS = [
      "a word tool fed unsegmented Chinese/Thai", ["tests/test_word_tools.py::test_align_table_text_and_dict_of_one_form"]),
     ("B1", METRICS, "    if work > MAX_WORK[metric]:", "    if work > 10 * MAX_WORK[metric]:",
      "ROUGE-L/TER run over their bound on a whole input", ["tests/test_scoring_bounds.py"]),
+    ("F3", TEXTIO, "        except FileExistsError:\n            # there already", "        except NotADirectoryError:\n            # there already",
+     "a run folder made meanwhile by a parallel run an error (the runner's runs/ race)",
+     ["tests/test_textio.py::test_makedirs_in_folder_keeps_a_folder_made_meanwhile"]),
 ]
 
 

@@ -105,3 +105,64 @@ def test_a_file_found_in_a_folder_is_read_only_when_it_has_no_other_name(tmp_pat
     update_section(str(page), "<!-- b -->new<!-- e -->", "<!-- b -->", "<!-- e -->")
     assert page.read_text() == "SECRET-PASSWORD-LINE\n\n<!-- b -->new<!-- e -->\n"
     assert secret.read_text() == "SECRET-PASSWORD-LINE\n"  # replaced by a rename, not written through
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_makedirs_in_folder_keeps_a_folder_made_meanwhile(tmp_path, monkeypatch, depth):
+    """The comparison runner's parallel runs make their run folders under one runs/ folder at once: a
+    folder another thread or process makes between this maker's look and its mkdir, at any depth, is
+    kept, not an error (CI once failed on ``FileExistsError: .../runs``)."""
+    import fairseq_wean.textio as textio
+
+    real_mkdir = os.mkdir
+
+    def racing_mkdir(path, *args, **kwargs):
+        real_mkdir(path)  # the other maker wins the race
+        return real_mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(textio.os, "mkdir", racing_mkdir)
+    target = tmp_path.joinpath(*["d{}".format(i) for i in range(depth)])
+    assert textio.makedirs_in_folder(str(target), str(tmp_path)) == str(target)
+    assert target.is_dir()
+
+
+def test_makedirs_in_folder_from_many_threads_at_once(tmp_path):
+    """Eight threads making sibling run folders under one missing runs/ folder at the same moment."""
+    import threading
+
+    from fairseq_wean.textio import makedirs_in_folder
+
+    barrier, errors = threading.Barrier(8), []
+
+    def make(i):
+        barrier.wait()
+        try:
+            makedirs_in_folder(str(tmp_path / "runs" / "run{}".format(i) / "ckpt"), str(tmp_path), "run folder")
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=make, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["run{}".format(i) for i in range(8)]
+
+
+@pytest.mark.parametrize("planted", ["link", "file"])
+def test_makedirs_in_folder_still_refuses_what_was_planted(tmp_path, planted):
+    """Keeping a folder made meanwhile does not keep a link or file planted on the way."""
+    from fairseq_wean.textio import makedirs_in_folder
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    if planted == "link":
+        (out / "runs").symlink_to(elsewhere)
+    else:
+        (out / "runs").write_text("x")
+    with pytest.raises(FairseqWeanError, match="symbolic link or not a folder: refused"):
+        makedirs_in_folder(str(out / "runs" / "a"), str(out), "run folder")
+    assert list(elsewhere.iterdir()) == []

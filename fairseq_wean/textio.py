@@ -235,7 +235,8 @@ def check_output(path, inputs=(), what="--out", folder=None):
     if os.path.isdir(path):
         raise FairseqWeanError("{} {} is a directory: give a file path".format(what, path))
     _check_replaceable(path, what)
-    parent = os.path.dirname(path) or "."  # as the OS resolves it: "nodir/.." fails, abspath would hide that
+    check_resolvable(path, what)  # FOLDER/nodir/../NAME: one message for files and folders a tool makes
+    parent = os.path.dirname(path) or "."
     if not os.path.isdir(parent):
         raise FairseqWeanError(
             "{} {}: the directory {} does not exist; create it first".format(what, path, parent)

@@ -54,9 +54,11 @@ this order:
 18. ``--min-len`` above the longest output the model or ``--max-len-a``/``-b`` allow is one line, not
     an assertion traceback (:func:`install_min_len_checks`; what the options alone decide is refused
     when they are parsed).
+19. fairseq-eval-lm ``--post-process subword_nmt`` joins the ``@@`` pieces it names (fairseq joined none and
+    printed token-level scores as word-level ones; :func:`install_eval_lm_subword_nmt`).
 
 The ranges of fairseq's numeric options and their cross-rules: :func:`fairseq_wean.patching.install_option_ranges`.
-Fixes 1-7 and 16 live here; the decoding fixes (8-11, 15, 17, 18) in :mod:`fairseq_wean.fixes_decoding`, the
+Fixes 1-7 and 16 live here; the decoding fixes (8-11, 15, 17-19) in :mod:`fairseq_wean.fixes_decoding`, the
 training-run fixes (12-14) in :mod:`fairseq_wean.fixes_training`.
 """
 import os
@@ -65,7 +67,8 @@ import numpy as np
 from fairseq.data import data_utils
 
 from fairseq_wean import checkpoint_safety, distributed
-from fairseq_wean.fixes_decoding import (install_diverse_beam_search_fixes, install_generate_data_checks,
+from fairseq_wean.fixes_decoding import (install_diverse_beam_search_fixes, install_eval_lm_subword_nmt,
+                                         install_generate_data_checks,
                                          install_generate_results_file,
                                          install_generator_never_chooses_bos, install_interactive_input_reader,
                                          install_min_len_checks, install_no_repeat_ngram_on_cpu,
@@ -440,3 +443,4 @@ def apply():
     install_min_len_checks()  # --min-len above the longest output: see its docstring
     install_training_file_checks()  # data, --save-dir, --log-file, --checkpoint-suffix: see train_files_check
     install_option_ranges()  # every numeric option of fairseq's parsers, and their cross-rules
+    install_eval_lm_subword_nmt()  # fairseq-eval-lm --post-process subword_nmt: see its docstring

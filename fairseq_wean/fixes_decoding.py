@@ -1,5 +1,5 @@
-"""fairseq fixes for decoding (fairseq-generate, fairseq-interactive, validation's decoding): fixes
-8-11, 15, 17 and 18 of :mod:`fairseq_wean.compat`, which applies them (docs/fairseq-patches.md)."""
+"""fairseq fixes for decoding (fairseq-generate, fairseq-interactive, fairseq-eval-lm, validation's decoding):
+fixes 8-11, 15 and 17-19 of :mod:`fairseq_wean.compat`, which applies them (docs/fairseq-patches.md)."""
 from typing import Optional
 
 import torch
@@ -458,3 +458,37 @@ def install_min_len_checks():
 
     wrap_once(SequenceGenerator, "__init__", wrap_init)
     wrap_once(FairseqTask, "inference_step", wrap_inference_step)
+
+
+def install_eval_lm_subword_nmt():
+    """fairseq-eval-lm ``--post-process subword_nmt`` (the value of a bare ``--post-process``) joins the
+    subword-nmt pieces it names.
+
+    fairseq's bug: ``fairseq_cli.eval_lm.eval_lm`` takes the continuation marker as
+    ``post_process.rstrip()``, right for ``'@@ '`` (``@@``) but ``subword_nmt`` itself for ``subword_nmt``:
+    no piece ends with that, so every piece counted as a word, and the "word-level" loss and perplexity
+    it prints were token-level ones under the word-level name, exit 0. ``subword_nmt`` is passed on as
+    ``'@@ '``, the marker it stands for everywhere else in fairseq (``data_utils.post_process``).
+    Patched on the module and on ``__main__`` when fairseq-eval-lm runs as ``python -m fairseq_cli.eval_lm``.
+    """
+    import os
+    import sys
+
+    import fairseq_cli.eval_lm as eval_lm_module
+
+    same_code("compat 19 (eval-lm --post-process subword_nmt)", "fairseq-eval-lm took 'subword_nmt' itself "
+              "for the piece marker: no piece was joined, token-level scores printed as word-level ones")
+
+    def wrap_eval_lm(original):
+        def eval_lm(*args, **kwargs):
+            if kwargs.get("post_process") == "subword_nmt":
+                kwargs["post_process"] = "@@ "
+            return original(*args, **kwargs)
+
+        return eval_lm
+
+    main = sys.modules.get("__main__")
+    owners = [eval_lm_module] + ([main] if callable(getattr(main, "eval_lm", None)) and os.path.abspath(
+        getattr(main, "__file__", "") or "") == os.path.abspath(eval_lm_module.__file__) else [])
+    for owner in owners:
+        wrap_once(owner, "eval_lm", wrap_eval_lm)

@@ -359,9 +359,47 @@ add_option_need("lm_weight", lambda a: bool(getattr(a, "lm_path", None)),
                 "it weighs the language model of --lm-path, not given")
 add_option_need("retain_dropout_modules", lambda a: bool(getattr(a, "retain_dropout", False)),
                 "it names the modules of --retain-dropout, not given")
+add_option_need("results_path", lambda a: False,
+                "fairseq-validate and fairseq-eval-lm print their results in the log and write no file there",
+                commands=("validate", "eval_lm"))
+add_option_need("post_process", lambda a: _criterion_reads(a, "post_process"),
+                "fairseq-validate scores the binarized references token by token and post-processes no text "
+                "(only a criterion with a post_process option, e.g. ctc, reads it)", commands=("validate",))
 add_option_need("gen_subset", lambda a: running_command() not in ("interactive", "train"),
                 "fairseq-interactive translates standard input and fairseq-train reads --train-subset/"
                 "--valid-subset, never --gen-subset", commands=("interactive", "train"))
+
+
+def _criterion_reads(args, field):
+    """Whether the criterion of ``args`` has the dataclass field ``field`` (it then reads the shared option)."""
+    from fairseq.criterions import CRITERION_DATACLASS_REGISTRY
+
+    config = CRITERION_DATACLASS_REGISTRY.get(getattr(args, "criterion", None))
+    return config is not None and field in getattr(config, "__dataclass_fields__", {})
+
+
+# the --post-process values fairseq-eval-lm implements (others: NotImplementedError after the model is loaded)
+EVAL_LM_POST_PROCESS = (None, "subword_nmt", "@@ ")
+
+
+def eval_lm_option_problem(args, command=None):
+    """fairseq-eval-lm's options that contradict each other, or None: --context-window not below
+    --tokens-per-sample (fairseq subtracts the window from every sample: a ValueError traceback after the
+    model is loaded) and a --post-process it does not implement (a NotImplementedError traceback)."""
+    if (command or running_command()) != "eval_lm":
+        return None
+    window, tokens = getattr(args, "context_window", 0), getattr(args, "tokens_per_sample", None)
+    if isinstance(window, int) and isinstance(tokens, int) and window > 0 and window >= tokens:
+        return ("--context-window {} must be below --tokens-per-sample {}: fairseq-eval-lm takes the window out of "
+                "every sample of --tokens-per-sample tokens".format(window, tokens))
+    post = getattr(args, "post_process", None)
+    if post not in EVAL_LM_POST_PROCESS:
+        return ("--post-process {} is not implemented by fairseq-eval-lm: it joins only subword-nmt pieces "
+                "(--post-process subword_nmt or '@@ ')".format(post))
+    return None
+
+
+add_option_check(eval_lm_option_problem)
 
 
 def no_effect_problem(args, given, command=None):

@@ -128,3 +128,58 @@ def test_what_the_check_enumerates_is_every_name_fairseq_composes(tmp_path):
     assert found(False) == sorted(["dict.txt", "dict.de.txt", "train1.de-en.en.bin", "train1.de-en.en",
                                    "valid.align.de-en.idx", "test.bin"])
     assert found(True) == sorted(found(False) + ["test.de-en.de"])
+
+
+def _subset_args(data, task="translation", **subsets):
+    import argparse
+
+    values = dict(data=str(data), task=task, train_subset="train", valid_subset="valid", gen_subset="test",
+                  disable_validation=False)
+    values.update(subsets)
+    return argparse.Namespace(**values)
+
+
+@pytest.mark.parametrize("command, dest", [(c, d) for c, pairs in __import__(
+    "fairseq_wean.data.folder_files", fromlist=["SUBSET_OPTIONS"]).SUBSET_OPTIONS.items() for d, _ in pairs])
+@pytest.mark.parametrize("task", ["translation", "translation_with_metrics", "language_modeling"])
+def test_every_subset_option_of_every_command_names_a_subset_of_the_folder(tmp_path, command, dest, task):
+    """A subset the data folder does not hold (fairseq: a ``Dataset not found`` traceback after the model was
+    built) and --valid-subset naming one subset twice are one line before any work, for every subset option
+    of every command that loads one (``SUBSET_OPTIONS``) and every task that reads SPLIT.* files."""
+    from fairseq_wean.data.folder_files import folder_subsets, subset_problem
+
+    for name in ("dict.src.txt", "dict.tgt.txt", "train.src-tgt.src.idx", "train.src-tgt.src.bin",
+                 "valid.src-tgt.src.idx", "valid.src-tgt.src.bin", "test.src-tgt.src.idx", "test.src-tgt.src.bin",
+                 "train1.src-tgt.src.idx", "train1.src-tgt.src.bin"):
+        (tmp_path / name).write_bytes(b"x")
+    assert folder_subsets(str(tmp_path)) == ["test", "train", "train1", "valid"]
+    assert subset_problem(_subset_args(tmp_path, task), command) is None
+    problem = subset_problem(_subset_args(tmp_path, task, **{dest: "nosuch"}), command)
+    assert problem == ("--{} nosuch: the data folder {} holds no subset 'nosuch' (it holds: test, train, train1, "
+                       "valid): refused before any work".format(dest.replace("_", "-"), tmp_path))
+    if dest == "valid_subset":
+        twice = subset_problem(_subset_args(tmp_path, task, valid_subset="valid,test,valid"), command)
+        assert twice == "--valid-subset valid,test,valid names 'valid' twice: give each subset once"
+        off = _subset_args(tmp_path, task, valid_subset="nosuch")
+        off.disable_validation = True
+        assert (subset_problem(off, command) is None) == (command == "train")
+    # a task that names its files its own way, and a command that loads no subset: not looked at
+    assert subset_problem(_subset_args(tmp_path, "sentence_prediction", **{dest: "nosuch"}), command) is None
+    assert subset_problem(_subset_args(tmp_path, task, **{dest: "nosuch"}), "interactive") is None
+
+
+def test_the_subset_table_covers_every_fairseq_command_with_a_subset_option():
+    """A fairseq command whose parser has --train-subset/--valid-subset/--gen-subset and that reads it
+    is in SUBSET_OPTIONS with each of them (fairseq-interactive's --gen-subset reads nothing: its own no-op)."""
+    from fairseq import options
+
+    from fairseq_wean.data.folder_files import SUBSET_OPTIONS
+
+    parsers = {"train": options.get_training_parser, "validate": options.get_validation_parser,
+               "generate": options.get_generation_parser, "eval_lm": options.get_eval_lm_parser}
+    reads = {"train": {"train_subset", "valid_subset"}, "validate": {"valid_subset"}, "generate": {"gen_subset"},
+             "eval_lm": {"gen_subset"}}
+    for command, make in parsers.items():
+        dests = {a.dest for a in make()._actions} & {"train_subset", "valid_subset", "gen_subset"}
+        assert reads[command] <= dests
+        assert {d for d, _ in SUBSET_OPTIONS[command]} == reads[command]

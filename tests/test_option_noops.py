@@ -35,9 +35,9 @@ ALWAYS = {
     "max_len_b_mt": "translation_multi_simple_epoch's", "min_len": "the length rule",
     "model_overrides": "the model's options", "nbest": "hypotheses printed", "no_beamable_mm": "the model's attention",
     "no_early_stop": "deprecated by fairseq, kept", "no_repeat_ngram_size": "blocks repeats",
-    "no_seed_provided": "the seed", "path": "the checkpoint", "post_process": "the output's text",
+    "no_seed_provided": "the seed", "path": "the checkpoint",
     "prefix_size": "the forced prefix", "print_alignment": "prints alignments", "print_step": "prints steps",
-    "quiet": "the output", "replace_unk": "the output's unknown words", "results_path": "where the output goes",
+    "quiet": "the output", "replace_unk": "the output's unknown words",
     "retain_dropout": "dropout at inference", "retain_iter_history": "fairseq's iterative refinement models",
     "sacrebleu": "the score", "sampling": "the search", "score_reference": "scores the reference",
     "temperature": "divides the scores", "unkpen": "the unknown word's score", "unnormalized": "the scores",
@@ -111,6 +111,10 @@ ROWS = {
                                ["--retain-dropout-modules", "A", "--retain-dropout"]),
     "gen_subset": ("fairseq-interactive", ["--gen-subset", "valid"], "--gen-subset does nothing here",
                    None),
+    # act in fairseq-generate and -interactive (the output's text, where it goes); fairseq-eval-lm's: test_eval_lm.py
+    "results_path": ("fairseq-validate", ["--results-path", "r"], "--results-path does nothing here", None),
+    "post_process": ("fairseq-validate", ["--post-process", "letter"], "--post-process does nothing here",
+                     ["--post-process", "letter", "--criterion", "ctc"]),
     "core_frequent_from": ("fairseq-train", ["--arch", "core_copy", "--core-num-frequent", "0",
                                              "--core-frequent-from", "target"], "--core-frequent-from does nothing",
                            ["--arch", "core_copy", "--core-num-frequent", "5", "--core-frequent-from", "target"]),
@@ -118,7 +122,8 @@ ROWS = {
 
 PARSERS = {"fairseq-train": ("get_training_parser", ["--optimizer", "adam", "--max-tokens", "100"]),
            "fairseq-generate": ("get_generation_parser", ["--path", "x.pt"]),
-           "fairseq-interactive": ("get_interactive_generation_parser", ["--path", "x.pt"])}
+           "fairseq-interactive": ("get_interactive_generation_parser", ["--path", "x.pt"]),
+           "fairseq-validate": ("get_validation_parser", ["--path", "x.pt", "--task", "translation", "--max-tokens", "100"])}
 
 
 def parse(command, argv, tmp_path, monkeypatch):

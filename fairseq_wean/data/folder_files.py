@@ -101,14 +101,69 @@ def check_data_folder(folder, raw=False):
             check_folder_file(path, what, folder)
 
 
+# the tasks that read a subset SPLIT as files SPLIT.* of the data folder (SPLIT.SRC-TGT.LANG.idx/.bin, raw
+# SPLIT.SRC-TGT.LANG, language modelling's SPLIT.idx/.bin); other tasks name their files their own way
+SUBSET_TASKS = ("translation", "translation_with_metrics", "language_modeling")
+# command -> the subset options it loads from the data folder: (dest, where: "first" folder or "every" one)
+SUBSET_OPTIONS = {
+    "train": (("train_subset", "every"), ("valid_subset", "first")),
+    "validate": (("valid_subset", "first"),),
+    "generate": (("gen_subset", "first"),),
+    "eval_lm": (("gen_subset", "first"),),
+}
+
+
+def folder_subsets(folder):
+    """The subsets of a data folder: the SPLIT of every ``SPLIT.*`` data name (shards ``train1`` their own)."""
+    return sorted({os.path.basename(path).split(".", 1)[0] for path, what in data_folder_files(folder, raw=True)
+                   if what != "dictionary"})
+
+
+def subset_problem(args, command=None):
+    """A subset option of ``command`` (default: this process's) naming a subset its data folder does not hold
+    (fairseq's ``FileNotFoundError: Dataset not found`` traceback, after the model was built), or one subset
+    named twice in --valid-subset's list (``--valid-subset valid,valid``: validated twice, reported twice): the one line, or
+    None. For :data:`SUBSET_TASKS` only; checked before any work."""
+    from fairseq_wean.patching import running_command
+
+    command = command or running_command()
+    data = getattr(args, "data", None)
+    if getattr(args, "task", None) not in SUBSET_TASKS or not isinstance(data, str) or "://" in data:
+        return None
+    folders = [path for path in data.split(os.pathsep) if path]
+    if not folders or not all(os.path.isdir(folder) for folder in folders):
+        return None  # the data option's own check
+    for dest, where in SUBSET_OPTIONS.get(command, ()):
+        if command == "train" and dest == "valid_subset" and getattr(args, "disable_validation", False):
+            continue
+        value = getattr(args, dest, None)
+        if not isinstance(value, str):
+            continue
+        option = "--" + dest.replace("_", "-")
+        names = value.split(",") if dest == "valid_subset" else [value]  # the one list fairseq splits
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            return "{} {} names {} twice: give each subset once".format(option, value, ", ".join(map(repr, twice)))
+        for folder in folders if where == "every" else folders[:1]:
+            held = folder_subsets(folder)
+            if not held:
+                continue  # no data file at all: fairseq's own missing-dictionary error names the folder
+            for name in names:
+                if name not in held:
+                    return "{} {}: the data folder {} holds no subset {!r} (it holds: {}): refused before any work".format(
+                        option, value, folder, name, ", ".join(held))
+    return None
+
+
 def data_folder_problem(args):
     """The option check (``patching.add_option_check``) of a parsed command's data folders: raises the
     one-line ``FairseqWeanError`` of :func:`check_data_folder` for each colon-separated path of
-    ``args.data`` that is a folder (one that is not is the data option's own check); returns None."""
+    ``args.data`` that is a folder (one that is not is the data option's own check); returns the
+    :func:`subset_problem` or None."""
     data = getattr(args, "data", None)
     if isinstance(data, str) and data and "://" not in data:
         raw = getattr(args, "dataset_impl", None) == "raw"
         for path in data.split(os.pathsep):
             if path:
                 check_data_folder(path, raw)
-    return None
+    return subset_problem(args)

@@ -19,6 +19,7 @@ import time
 import torch
 
 from fairseq_wean.errors import at_least
+from fairseq_wean.cli.options import once  # each option given once (argparse keeps the last)
 
 
 def best(fn, repeats):
@@ -33,7 +34,7 @@ def best(fn, repeats):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=at_least(1), default=5)
-    args = parser.parse_args(argv)
+    args = once(parser).parse_args(argv)
     torch.set_num_threads(1)
     from fairseq_wean.modules.attention import additive_score, tanh_
     from fairseq_wean.modules.layers import RNN

@@ -28,9 +28,15 @@ import sys
 from bench.run import REPO, read_epochs
 from fairseq_wean.errors import FairseqWeanError, run_cli
 from fairseq_wean.textio import open_in_folder, update_section
+from fairseq_wean.cli.options import once  # each option given once (argparse keeps the last)
 
 BEGIN, END = "<!-- convergence:begin -->", "<!-- convergence:end -->"
 ANCHOR = "lstm"
+
+
+def _folder(train_log):
+    """The comparison folder of its runs/NAME/train.log."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(train_log))))
 
 
 def _folder_log(train_log):
@@ -38,8 +44,7 @@ def _folder_log(train_log):
     refused in one line (``textio.open_in_folder``), never read through or waited on."""
     if not os.path.lexists(train_log):
         return False
-    folder = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(train_log))))
-    open_in_folder(train_log, "r", folder, "train log").close()
+    open_in_folder(train_log, "r", _folder(train_log), "train log").close()
     return True
 
 
@@ -47,14 +52,14 @@ def epoch_walls(train_log):
     """{epoch: fairseq's wall seconds at the end of that epoch} from a fairseq-train log."""
     if not _folder_log(train_log):
         return {}
-    return read_epochs(train_log)[1]
+    return read_epochs(train_log, what="train log", folder=_folder(train_log))[1]
 
 
 def best_loss_epoch(train_log):
     """The epoch of the lowest validation loss (ties: the earliest) in a fairseq-train log, or None."""
     if not _folder_log(train_log):
         return None
-    losses = read_epochs(train_log, "loss")[0]
+    losses = read_epochs(train_log, "loss", "train log", _folder(train_log))[0]
     return min(losses, key=lambda e: (losses[e], e)) if losses else None
 
 
@@ -211,7 +216,7 @@ def get_parser():
     p.add_argument("compare_dir", help="output folder of fairseq-wean-compare (with results.json)")
     p.add_argument("--out", default=os.path.join(REPO, "docs", "results", "performance.md"),
                    help="markdown file whose convergence section is (re)written; '-' for stdout only")
-    return p
+    return once(p)
 
 
 def main(argv=None):

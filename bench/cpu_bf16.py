@@ -33,6 +33,8 @@ from fairseq_wean.compare import runner
 from fairseq_wean import cpu
 from preprocess import common
 from fairseq_wean.errors import FairseqWeanError, at_least
+from bench import run_checks
+from fairseq_wean.cli.options import once  # each option given once (argparse keeps the last)
 
 BEGIN, END = "<!-- cpu-bf16:begin -->", "<!-- cpu-bf16:end -->"
 LOG_INTERVAL = 10
@@ -91,7 +93,7 @@ def main(argv=None):
     p.add_argument("--threads", type=at_least(1), default=1)
     p.add_argument("--out", default=os.path.join(runner.REPO, "docs", "results", "performance.md"),
                    help="file whose marked section gets the table ('-': stdout only)")
-    a = p.parse_args(argv)
+    a = once(p).parse_args(argv)
     if a.warmup >= a.updates // LOG_INTERVAL:  # measure() found out after training every system
         p.error("--warmup {} drops every one of the {} log intervals of --updates {} ({} updates each): give "
                 "fewer warm-up intervals or more updates".format(a.warmup, a.updates // LOG_INTERVAL, a.updates,
@@ -104,6 +106,10 @@ def main(argv=None):
     if a.systems:
         default_vocab = {s: v for s, v in runs}
         runs = [tuple(x.split(":", 1)) if ":" in x else (x, default_vocab.get(x, "word")) for x in a.systems.split(",")]
+        try:  # one system measured twice
+            run_checks.check_items("--systems", [":".join(r) for r in runs])
+        except FairseqWeanError as exc:
+            p.error(str(exc))
     env = runner.job_env(args)
     started = datetime.datetime.now(datetime.timezone.utc)
     work = tempfile.mkdtemp(prefix="bench-bf16-")

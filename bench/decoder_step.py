@@ -21,6 +21,7 @@ import time
 import torch
 
 from fairseq_wean.errors import at_least
+from fairseq_wean.cli.options import once  # each option given once (argparse keeps the last)
 
 
 class _Task:
@@ -64,7 +65,7 @@ def main(argv=None):
     p.add_argument("--arch", default="word_attn_gated", help="wean_lstm or word_attn_gated (core_copy needs "
                                                              "its alignment table: use bench.profile)")
     p.add_argument("--repeats", type=at_least(1), default=5)
-    cfg = p.parse_args(argv)
+    cfg = once(p).parse_args(argv)
     torch.set_num_threads(1)
     model, d = build(cfg.arch, 8000)
     gen = torch.Generator().manual_seed(0)

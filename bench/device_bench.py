@@ -291,6 +291,17 @@ def write_json(path, data):
     write(path, data)
 
 
+def write_results(path, data):
+    """``--json`` (default WORKDIR/results.json) as a whole, through :func:`fairseq_wean.textio.atomic_output`:
+    a folder, pipe or device there is one line (checked before any work by bench.run_checks too)."""
+    import json
+
+    from fairseq_wean.textio import atomic_output
+
+    with atomic_output(path, (), "--json") as f:
+        json.dump(data, f, indent=1, default=str)
+
+
 def run(cfg, models, argv):
     """``bench.run --device``'s main: every (precision, vocabulary, model), the anchors first,
     the JSON (``--json``) rewritten after each, so that a run stopped early keeps what it measured."""
@@ -301,7 +312,7 @@ def run(cfg, models, argv):
 
     from bench import run as bench_run
     from bench import synthetic
-    from bench.gpu_check import make_dirs, open_file
+    from fairseq_wean.textio import makedirs_in_folder, open_log
 
     device = cfg.device
     if device == "cuda" and not torch.cuda.is_available():
@@ -324,7 +335,8 @@ def run(cfg, models, argv):
     sizes = (4096, 8192) if device == "cuda" else (128, 256)
     if cfg.flop_batches:
         out["peaks"] = device_peaks(device, cfg.threads, sizes)
-    write_json(json_path, out)
+    makedirs_in_folder(cfg.workdir, cfg.workdir, "--workdir")  # where WORKDIR/results.json goes
+    write_results(json_path, out)
     counted = {}  # (vocab, model): FLOPs per target token
 
     def log(msg):
@@ -332,8 +344,9 @@ def run(cfg, models, argv):
 
     for precision in precisions:
         for vocab in vocabs:
-            work = make_dirs(cfg.workdir, os.path.join(cfg.workdir, "v%d" % vocab))  # no link inside --workdir
-            with open_file(os.path.join(work, "data.log"), "a", work, "--workdir") as data_log:
+            # no link inside --workdir; the data log appended to across runs, only a regular file of its own
+            work = makedirs_in_folder(os.path.join(cfg.workdir, "v%d" % vocab), cfg.workdir, "--workdir folder")
+            with open_log(os.path.join(work, "data.log"), append=True, folder=cfg.workdir, what="--workdir file") as data_log:
                 data_bin = synthetic.make(work, vocab, cfg.n_train, cfg.n_test, cfg.n_latency, bench_run.BIN, log=data_log)
                 table = synthetic.align_table(work, bench_run.BIN, log=data_log) if "core_copy" in models else None
             for name in models:
@@ -344,7 +357,7 @@ def run(cfg, models, argv):
                     traceback.print_exc()
                     out["errors"].append({"vocab": vocab, "precision": precision, "model": name,
                                           "error": "{}: {}".format(type(exc).__name__, exc)[:500]})
-                    write_json(json_path, out)
+                    write_results(json_path, out)
                     if device == "cuda":
                         torch.cuda.empty_cache()
                     continue
@@ -355,13 +368,13 @@ def run(cfg, models, argv):
                     row["train_flop_s"] = row["train_flops_per_token"] * row["train_tok_s"]
                     row["peak_share"] = row["train_flop_s"] / peak
                 out["rows"].append(row)
-                write_json(json_path, out)
+                write_results(json_path, out)
                 log("  {:.0f} tok/s train{}{}".format(row["train_tok_s"],
                     ", {:.1f} sent/s generate, {:.2f} ms/token".format(row["gen_sent_s"], row["latency_ms"])
                     if "gen_sent_s" in row else "",
                     ", peak {:.0f} MiB".format(row["train_peak_mib"]) if row["train_peak_mib"] else ""))
     out["complete"] = True
-    write_json(json_path, out)
+    write_results(json_path, out)
     section = tables_markdown(out)
     print(section)
     if cfg.out:

@@ -47,6 +47,7 @@ import time
 from bench import device_bench
 from bench.device_bench import write_json
 from bench.gpu_check import WORKDIR_BENCH, WORKDIR_DISTRIBUTED, Refused, make_dirs, open_file, remove_tree
+from fairseq_wean.cli.options import once  # each option given once (argparse keeps the last)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
@@ -384,7 +385,7 @@ def main(argv=None):
     p.add_argument("part", choices=sorted(PARTS))
     p.add_argument("--config", required=True, help="the JSON settings scripts/gpu_check.sh writes")
     p.add_argument("--result", required=True, help="the part's JSON")
-    a = p.parse_args(argv)
+    a = once(p).parse_args(argv)
     try:
         with open_file(a.config, "r", what="--config") as f:
             cfg = json.load(f)

@@ -24,6 +24,7 @@ import time
 import torch
 
 from fairseq_wean.errors import at_least
+from fairseq_wean.cli.options import once  # each option given once (argparse keeps the last)
 
 
 def count_matmul_flops(fn):
@@ -127,7 +128,7 @@ def main(argv=None):
     p.add_argument("--batches", type=at_least(1), default=6)
     p.add_argument("--sizes", type=size_list, default=(256, 512, 1024),
                    help="sides of the square products whose best rate is the peak (default 256,512,1024)")
-    cfg = p.parse_args(argv)
+    cfg = once(p).parse_args(argv)
     torch.set_num_threads(cfg.threads)
     if cfg.count:
         flops = count_model(cfg.count, cfg.data_bin, cfg.table or None, cfg.max_tokens, cfg.batches)

@@ -29,6 +29,7 @@ import torch
 from bench import run as bench_run
 from bench import synthetic
 from fairseq_wean.errors import at_least
+from fairseq_wean.cli.options import once  # each option given once (argparse keeps the last)
 
 MARKERS = "<!-- profile-v{}:begin -->", "<!-- profile-v{}:end -->"
 
@@ -203,7 +204,7 @@ def get_parser():
     p.add_argument("--workdir", default=os.path.join(bench_run.REPO, "work_dirs", "bench"))
     p.add_argument("--n-train", type=at_least(1), default=6000)
     p.add_argument("--out", default=os.path.join(bench_run.REPO, "docs", "results", "performance.md"))
-    return p
+    return once(p)
 
 
 def check_paths(cfg):
@@ -230,12 +231,23 @@ def check_paths(cfg):
 
 def main(argv=None):
     cfg = get_parser().parse_args(argv)
+    from bench import run_checks
+    from fairseq_wean.errors import FairseqWeanError
+
+    models = [m for m in cfg.models.split(",") if m]
+    unknown = [m for m in models if m not in bench_run.MODELS]
+    try:
+        if unknown or not models:
+            raise FairseqWeanError("--models: unknown model(s) {!r} (known: {})".format(
+                ",".join(unknown) or cfg.models, ", ".join(bench_run.MODELS)))
+        run_checks.check_items("--models", models)
+    except FairseqWeanError as exc:
+        get_parser().error(str(exc))
     check_paths(cfg)
     torch.set_num_threads(1)
     work = os.path.join(cfg.workdir, "v%d" % cfg.vocab)
     os.makedirs(work, exist_ok=True)
     data_bin = synthetic.make(work, cfg.vocab, cfg.n_train, 128, 8, bench_run.BIN)
-    models = cfg.models.split(",")
     table = synthetic.align_table(work, bench_run.BIN) if "core_copy" in models else None
     results = {}
     for name in models:

@@ -33,7 +33,7 @@ Every figure is also given as a ratio to fairseq ``lstm`` measured in the same r
 goes to stdout and, between markers, into ``--out`` (default docs/results/performance.md; text
 outside the markers is kept), with the date, the machine and the command line.
 
-``--convergence ARCH=TRAIN_LOG`` (repeatable) adds the epochs and wall time each model took to
+``--convergence ARCH=TRAIN_LOG [ARCH=TRAIN_LOG ...]`` (each model once) adds the epochs and wall time each model took to
 reach its best validation loss, read from fairseq-train logs of the comparison runs on real
 data; without it that table says that no logs were given.
 
@@ -61,6 +61,7 @@ import time
 from bench import device_bench, synthetic
 from fairseq_wean.compare.train_log import read_train_log_line
 from fairseq_wean import textio
+from fairseq_wean.cli import options
 from fairseq_wean.errors import FairseqWeanError, at_least
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -368,7 +369,7 @@ def goals_markdown(all_results):
     return "\n".join(lines)
 
 
-def read_epochs(path, metric="loss"):
+def read_epochs(path, metric="loss", what="--convergence log", folder=None):
     """``({epoch: validation METRIC}, {epoch: training wall seconds at the end of the epoch})``
     from a fairseq-train log.
 
@@ -385,18 +386,18 @@ def read_epochs(path, metric="loss"):
     # {log format: {"valid" or "valid1": {epoch: METRIC}, "wall": {epoch: seconds}}}
     found = {"json": {}, "simple": {}}
     offset = last_wall = 0.0
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if "| Loaded checkpoint " in line:
-                offset = last_wall
-                continue
-            entry = epoch_entry(line, metric)
-            if entry is None:
-                continue
-            log_format, name, epoch, value = entry
-            if name == "wall":
-                value = last_wall = offset + value
-            found[log_format].setdefault(name, {})[epoch] = value
+    # not UTF-8: one line naming the log's line; ``folder``: a log found there (textio.open_in_folder)
+    for line in textio.iter_lines(path, what, folder):
+        if "| Loaded checkpoint " in line:
+            offset = last_wall
+            continue
+        entry = epoch_entry(line, metric)
+        if entry is None:
+            continue
+        log_format, name, epoch, value = entry
+        if name == "wall":
+            value = last_wall = offset + value
+        found[log_format].setdefault(name, {})[epoch] = value
     entries = found["json"] or found["simple"]
     valid = next((entries[tag] for tag in VALID_TAGS if tag in entries), {})
     return valid, entries.get("wall", {})
@@ -436,15 +437,40 @@ def parse_convergence(path, metric="loss", maximize=False):
     return best, valid[best], walls.get(best), max(valid)
 
 
-def convergence_markdown(specs, metric, maximize):
+def convergence_spec(spec):
+    """``(ARCH, LOG)`` of one ``--convergence ARCH=LOG``; a one-line error for any other form."""
+    name, sep, path = spec.partition("=")
+    if not sep or not name.strip() or not path:
+        raise FairseqWeanError("--convergence {!r}: expected ARCH=LOG (a model name and its fairseq-train "
+                               "log)".format(spec))
+    return name, path
+
+
+def read_convergence(specs, metric, maximize):
+    """{ARCH: (best epoch, best value, wall s, epochs run, LOG)} of the ``--convergence`` specs, each log
+    read (as the user's file, :mod:`fairseq_wean.textio`) and checked before any work: a missing or
+    unreadable log, one that is not UTF-8, or one with no validation METRIC is one line."""
+    pairs = [convergence_spec(spec) for spec in specs]
+    from bench import run_checks
+
+    run_checks.check_items("--convergence", pairs, key=lambda pair: pair[0])
+    rows = {}
+    for name, path in pairs:
+        found = parse_convergence(path, metric, maximize)
+        if found is None:
+            raise FairseqWeanError("--convergence {}={}: the log has no validation {} of any epoch (a fairseq-train "
+                                   "log with validation, --log-format json or simple)".format(name, path, metric))
+        rows[name] = found + (path,)
+    return rows
+
+
+def convergence_markdown(specs, metric, maximize, rows=None):
+    """The table of ``rows`` (:func:`read_convergence`; read from ``specs`` when not given)."""
     if not specs:
         return ("No fairseq-train logs of the comparison runs were given (``--convergence ARCH=LOG``), "
                 "so time to the best validation score is not measured in this run; "
                 "``python -m bench.convergence COMPARE_DIR`` reads it from a comparison run.")
-    rows = {}
-    for spec in specs:
-        name, path = spec.split("=", 1)
-        rows[name] = parse_convergence(path, metric, maximize) + (path,)
+    rows = read_convergence(specs, metric, maximize) if rows is None else rows
     lines = ["| model | best valid {} | at epoch (x lstm) | wall s at that epoch (x lstm) | epochs run | log |".format(
         metric), "|---|---|---|---|---|---|"]
     anchor = rows.get(ANCHOR)
@@ -503,7 +529,8 @@ def report(all_results, cfg, argv, started, finished, loads):
         out += [table_markdown(vocab, all_results[vocab], cfg.peaks), ""]
     out += ["**Goals** (ratios to fairseq lstm, same run)", "", goals_markdown(all_results), "",
             "**Time to the best validation score** (comparison runs on real data)", "",
-            convergence_markdown(cfg.convergence, cfg.convergence_metric, cfg.maximize), "", END]
+            convergence_markdown(cfg.convergence, cfg.convergence_metric, cfg.maximize,
+                                 getattr(cfg, "convergence_rows", None)), "", END]
     return "\n".join(out)
 
 
@@ -591,11 +618,37 @@ def get_parser():
     p.add_argument("--n-latency", type=at_least(1), help="sentences generated one at a time (default 8; --quick 4)")
     p.add_argument("--json", default=None,
                    help="results JSON (default WORKDIR/results.json); with --device rewritten after every model")
-    p.add_argument("--convergence", action="append", default=[], metavar="ARCH=LOG",
-                   help="fairseq-train log of a comparison run on real data (repeatable)")
+    p.add_argument("--convergence", nargs="+", default=[], metavar="ARCH=LOG",
+                   help="fairseq-train logs of comparison runs on real data, one per model (each ARCH once)")
     p.add_argument("--convergence-metric", default=None, help="validation metric in those logs (default loss)")
     p.add_argument("--maximize", action="store_true", help="higher --convergence-metric is better")
-    return p
+    return options.once(p)
+
+
+def refuse(message):
+    """bench.run's usage error: one line, exit status 2."""
+    get_parser().error(message)
+
+
+def check_before_work(cfg, models):
+    """bench.run's checks of its lists, inputs, outputs and --workdir before any work
+    (:mod:`bench.run_checks`); ``cfg.convergence_rows``: the --convergence logs, read."""
+    from bench import run_checks
+
+    vocabs = [int(v) for v in str(cfg.vocabs).split(",")]
+    run_checks.check_items("--models", models)
+    run_checks.check_items("--vocabs", vocabs)
+    run_checks.check_items("--precisions", cfg.precisions.split(",") if cfg.precisions else [])
+    cfg.convergence_rows = read_convergence(cfg.convergence, cfg.convergence_metric, cfg.maximize)
+    run_checks.check_workdir(cfg, models, vocabs)
+    json_path = cfg.json or os.path.join(cfg.workdir, "results.json")
+    page = cfg.out or (None if cfg.device else os.path.join(REPO, "docs", "results", "performance.md"))
+    outputs = [(flag, path) for flag, path in (("--out", page), ("--json", json_path)) if path]
+    own = [path for path, kind in run_checks.workdir_entries(cfg, models, vocabs) if kind == "file"
+           and not (cfg.json is None and path == json_path)]  # WORKDIR/results.json: --json itself
+    run_checks.check_outputs(outputs, [("--convergence", row[-1]) for row in cfg.convergence_rows.values()], own)
+    if cfg.device:
+        run_checks.check_device_batches(cfg, vocabs)
 
 
 def main(argv=None):
@@ -622,9 +675,6 @@ def main(argv=None):
     unknown = [m for m in models if m not in MODELS]
     if unknown:
         get_parser().error("unknown model(s): " + ", ".join(unknown))
-    twice = sorted({m for m in models if models.count(m) > 1})
-    if twice:  # as --vocabs: one model measured twice
-        get_parser().error("--models names {} twice: each once".format(", ".join(twice)))
     # an option that changes nothing in this run is refused, not ignored (tests/test_compare_bench_options.py)
     for flag, given, needs in (("--convergence-metric", cfg.convergence_metric is not None, cfg.convergence),
                                ("--maximize", cfg.maximize, cfg.convergence)):
@@ -639,6 +689,28 @@ def main(argv=None):
     cfg.convergence_metric = cfg.convergence_metric or "loss"
     if ANCHOR not in models:
         get_parser().error("the anchor model {} must be measured in the same run".format(ANCHOR))
+    if cfg.device:
+        cfg.precisions = cfg.precisions or ("fp32,amp,fp16" if cfg.device == "cuda" else "fp32")
+        bad = [p for p in cfg.precisions.split(",") if p not in device_bench.PRECISIONS]
+        if bad:
+            get_parser().error("unknown precision(s): {} (known: {})".format(", ".join(bad), ", ".join(device_bench.PRECISIONS)))
+    elif cfg.precisions:
+        get_parser().error("--precisions needs --device (the command lines train in float32, and --cpu-bf16 "
+                           "where the CPU has native bfloat16)")
+    elif cfg.dim != 256:
+        get_parser().error("--dim needs --device (bench.flops and bench.profile count the 256-unit models)")
+    # the command lines measure log intervals: none left after the warm-up was a StatisticsError after training
+    elif cfg.interval > cfg.updates:
+        get_parser().error("--interval {} is more than --updates {}: no log interval would be measured".format(
+            cfg.interval, cfg.updates))
+    elif cfg.warmup >= cfg.updates // cfg.interval:
+        get_parser().error("--warmup {} drops every one of the {} log intervals of --updates {} --interval {}: "
+                           "give fewer warm-up intervals or more updates".format(
+                               cfg.warmup, cfg.updates // cfg.interval, cfg.updates, cfg.interval))
+    try:
+        check_before_work(cfg, models)
+    except FairseqWeanError as exc:
+        refuse(str(exc))
     models = [ANCHOR] + [m for m in models if m != ANCHOR]
     if cfg.out:  # before any work: a page or JSON the run could not write was found after it
         check_section_output(cfg.out)
@@ -647,24 +719,7 @@ def main(argv=None):
 
         check_output(cfg.json, (), "--json")
     if cfg.device:
-        cfg.precisions = cfg.precisions or ("fp32,amp,fp16" if cfg.device == "cuda" else "fp32")
-        bad = [p for p in cfg.precisions.split(",") if p not in device_bench.PRECISIONS]
-        if bad:
-            get_parser().error("unknown precision(s): {} (known: {})".format(", ".join(bad), ", ".join(device_bench.PRECISIONS)))
         return device_bench.run(cfg, models, argv)
-    if cfg.precisions:
-        get_parser().error("--precisions needs --device (the command lines train in float32, and --cpu-bf16 "
-                           "where the CPU has native bfloat16)")
-    if cfg.dim != 256:
-        get_parser().error("--dim needs --device (bench.flops and bench.profile count the 256-unit models)")
-    # the command lines measure log intervals: none left after the warm-up was a StatisticsError after training
-    if cfg.interval > cfg.updates:
-        get_parser().error("--interval {} is more than --updates {}: no log interval would be measured".format(
-            cfg.interval, cfg.updates))
-    if cfg.warmup >= cfg.updates // cfg.interval:
-        get_parser().error("--warmup {} drops every one of the {} log intervals of --updates {} --interval {}: "
-                           "give fewer warm-up intervals or more updates".format(
-                               cfg.warmup, cfg.updates // cfg.interval, cfg.updates, cfg.interval))
     if not cfg.out:
         cfg.out = os.path.join(REPO, "docs", "results", "performance.md")
         check_section_output(cfg.out)

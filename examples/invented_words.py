@@ -53,6 +53,8 @@ KNOWN_WORDS_DECODINGS = {"beam5-known"}
 
 
 def parse_args(argv=None):
+    from fairseq_wean.cli import options
+
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("out", help="the --out directory of a comparison run with --keep-checkpoints")
     p.add_argument("--runs", required=True, help="SYSTEM:VOCAB,... (as fairseq-wean-compare --runs)")
@@ -63,7 +65,7 @@ def parse_args(argv=None):
     p.add_argument("--outputs", default="",
                    help="NAME=FILE,...: also score these outputs of the test set (one line per sentence, "
                         "e.g. another system's published outputs), without decoding")
-    args = p.parse_args(argv)
+    args = options.once(p).parse_args(argv)
     args.run_list = []
     for item in args.runs.split(","):
         system, sep, vocab = item.strip().partition(":")
@@ -82,6 +84,13 @@ def parse_args(argv=None):
         if not os.path.isfile(path):
             p.error("--outputs: {} not found".format(path))
         args.output_list.append((name, path))
+    for option, items in (("--runs", ["{}:{}".format(*r) for r in args.run_list]), ("--decodings", args.decoding_list),
+                          ("--outputs", [name for name, _ in args.output_list])):
+        twice = sorted({i for i in items if items.count(i) > 1})
+        if twice:
+            p.error("{}: {} given twice: give each once".format(option, ", ".join(twice)))
+    if not args.decoding_list:
+        p.error("--decodings: no decoding named; choose from {}".format(", ".join(DECODINGS)))
     return args
 
 
@@ -97,19 +106,107 @@ def with_decoding(gen_args, decoding):
     return DECODINGS[decoding] + out
 
 
+# the generation options a plan may hold (the comparison's GEN_ARGS), each with a numeric value;
+# --beam is replaced by the decoding's
+PLAN_GEN_OPTIONS = ("--beam", "--batch-size", "--max-len-a", "--max-len-b")
+POST_PROCESS = (None, "sentencepiece", "subword_nmt")
+
+
+def plan_problem(plan, test):
+    """What in ``plan`` (a parsed eval_plan.json) this script cannot use, or None: a missing or malformed
+    key, a generation option it does not know (the plan's fairseq-generate argv is not taken as given)."""
+    from fairseq_wean.compare.evaluate import PLAN_KEYS
+
+    if not isinstance(plan, dict):
+        return "is not a JSON object"
+    used = ("data", "data_root", "gen_args", "selected", "tests")
+    bad = [k for k in used if not isinstance(plan.get(k), PLAN_KEYS[k])]
+    selected = plan.get("selected") if isinstance(plan.get("selected"), dict) else {}
+    bad += ["selected." + k for k, kind in (("epoch", int), ("checkpoint", str))
+            if not isinstance(selected.get(k), kind)]
+    bad += [k for k in ("markers", "replace_unk") if not isinstance(plan.get(k, False), bool)]
+    if plan.get("post_process") not in POST_PROCESS:
+        bad.append("post_process")
+    if bad:
+        return "lacks or has a malformed {}".format(", ".join(bad))
+    if test not in plan["tests"]:
+        return "has no test set {!r} (it has {})".format(test, ", ".join(plan["tests"]))
+    spec = plan["tests"][test]
+    if not (isinstance(spec, dict) and isinstance(spec.get("subset"), str) and isinstance(spec.get("orig"), str)
+            and isinstance(spec.get("refs"), list) and all(isinstance(r, str) for r in spec["refs"])):
+        return "lacks or has a malformed tests.{} (subset, orig, refs)".format(test)
+    args = plan["gen_args"]
+    options = args[0::2]
+    if len(args) % 2 or any(o not in PLAN_GEN_OPTIONS for o in options) or len(set(options)) != len(options):
+        return "has generation options {} (this script takes {}, each once with a number)".format(
+            " ".join(map(str, args)), ", ".join(PLAN_GEN_OPTIONS))
+    for value in args[1::2]:
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            return "has generation options {} (a value that is not a number: {!r})".format(
+                " ".join(map(str, args)), value)
+    return None
+
+
+def inside(out, stored_root, root, path, what, source):
+    """``path``, a path the plan ``source`` stores under the folder ``stored_root`` (the comparison's folder,
+    or its data folder for a test set's files, when the plan was written), as the same path under ``root``
+    (that folder inside the comparison folder ``out`` now: the folder may have moved since). A path that
+    leaves its folder (``..``, another folder, a link out of ``out``) is refused in one line: a plan names
+    only its own comparison's files."""
+    from fairseq_wean.errors import FairseqWeanError
+
+    rel = os.path.relpath(os.path.normpath(os.path.join(stored_root, path)), stored_root)
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        raise FairseqWeanError("{} names {} {}, outside {}: refused (a plan names only its comparison's "
+                               "files)".format(source, what, path, stored_root))
+    local = os.path.join(root, rel)
+    real, top = os.path.realpath(local), os.path.realpath(out)
+    if os.path.commonpath([real, top]) != top:
+        raise FairseqWeanError("{} names {} {}, which leads out of {} through a symbolic link: refused".format(
+            source, what, local, out))
+    return local
+
+
 def load_plan(out, system, vocab, test):
+    """The run's eval_plan.json, found in the comparison folder ``out``: read as a file of that folder
+    (``textio.open_in_folder``: no link, pipe or hard link), checked (one line for a missing key, an
+    unknown generation option), and its paths taken as paths inside ``out`` (:func:`inside`)."""
+    import json
+
+    from fairseq_wean import textio
     from fairseq_wean.compare.runner import run_name
+    from fairseq_wean.errors import FairseqWeanError
 
     path = os.path.join(out, "runs", run_name((system, vocab)), "eval_plan.json")
-    if not os.path.exists(path):
-        raise SystemExit("error: {} not found: {}:{} was not trained in {}".format(path, system, vocab, out))
-    with open(path, encoding="utf-8") as f:
-        plan = json.load(f)
+    if textio.node_kind(path) is None:
+        raise FairseqWeanError("{} not found: {}:{} was not trained in {}".format(path, system, vocab, out))
+    with textio.open_in_folder(path, "r", out, "eval_plan.json") as f:
+        text = f.read()
+    try:
+        plan = json.loads(text)
+    except ValueError as exc:
+        raise FairseqWeanError("{} is not JSON ({})".format(path, str(exc).splitlines()[0])) from None
+    problem = plan_problem(plan, test)
+    if problem is not None:
+        raise FairseqWeanError("{} {}: give the plan fairseq-wean-compare wrote".format(path, problem))
+    stored_root = os.path.normpath(plan["data_root"])  # the runner's OUT/data
+    stored_out = os.path.dirname(stored_root)
+    for key in ("data_root", "data"):
+        plan[key] = inside(out, stored_out, out, plan[key], key, path)
+    plan["selected"] = dict(plan["selected"], checkpoint=inside(
+        out, stored_out, out, plan["selected"]["checkpoint"], "selected.checkpoint", path))
+    spec = plan["tests"][test]
+    plan["tests"] = dict(plan["tests"], **{test: dict(spec, **{
+        "orig": inside(out, stored_root, plan["data_root"], spec["orig"], "tests.{}.orig".format(test), path),
+        "refs": [inside(out, stored_root, plan["data_root"], r, "tests.{}.refs".format(test), path)
+                 for r in spec["refs"]]})})
+    plan["folder"] = out  # the files it names are files found in the comparison folder
     ckpt = plan["selected"]["checkpoint"]
-    if not os.path.exists(ckpt):
-        raise SystemExit("error: {} not found: run the comparison with --keep-checkpoints".format(ckpt))
-    if test not in plan["tests"]:
-        raise SystemExit("error: test set {!r} not in {} (has {})".format(test, path, ", ".join(plan["tests"])))
+    if textio.node_kind(ckpt) != textio.REGULAR:
+        raise FairseqWeanError("{} {}: run the comparison with --keep-checkpoints".format(
+            ckpt, "not found" if textio.node_kind(ckpt) is None else "is not a regular file"))
     return plan
 
 
@@ -117,7 +214,7 @@ def decode(plan, test, decoding, out_dir, known_words=None):
     """Decode ``test`` with the plan's checkpoint as the comparison did: ``{"plain": lines}`` in
     test order (markers mapped back), plus ``"replace_unk"`` where the comparison replaces ``<unk>``.
     ``known_words``: the word file for the decodings in KNOWN_WORDS_DECODINGS."""
-    from fairseq_wean.compare.evaluate import extract_outputs, generate, read_lines
+    from fairseq_wean.compare.evaluate import extract_outputs, generate
 
     import fairseq_wean
 
@@ -131,9 +228,19 @@ def decode(plan, test, decoding, out_dir, known_words=None):
     plan = dict(plan, gen_args=gen_args, user_dir=plugin_dir)
     with_replace_unk = bool(plan.get("replace_unk"))
     log, _secs, _argv = generate(plan, plan["selected"]["checkpoint"], spec["subset"], out_dir, align=with_replace_unk)
-    paths = extract_outputs(log, os.path.join(plan["data_root"], spec["orig"]), os.path.join(out_dir, "hyp"),
-                            with_replace_unk, plan.get("markers"))
-    return {kind: read_lines(path) for kind, path in paths.items()}
+    paths = extract_outputs(log, spec["orig"], os.path.join(out_dir, "hyp"), with_replace_unk, plan.get("markers"))
+    return {kind: found_lines(plan, path, "output") for kind, path in paths.items()}
+
+
+def found_lines(plan, path, what):
+    """The lines of ``path``, a file found in the comparison folder (:func:`load_plan`): read as a file of
+    that folder (``textio``: no link, pipe or hard link), one line when it is missing."""
+    from fairseq_wean import textio
+    from fairseq_wean.errors import FairseqWeanError
+
+    if textio.node_kind(path) is None:
+        raise FairseqWeanError("{} {}: no such file in {}".format(what, path, plan["folder"]))
+    return textio.read_lines(path, what, folder=plan["folder"])
 
 
 def training_words(plan):
@@ -141,26 +248,26 @@ def training_words(plan):
     (``DATA_ROOT/text/train.*``, the plain text the recipes binarize)."""
     import glob
 
-    paths = sorted(glob.glob(os.path.join(plan["data_root"], "text", "train.*")))
+    from fairseq_wean import textio
+    from fairseq_wean.errors import FairseqWeanError
+
+    paths = sorted(glob.glob(os.path.join(glob.escape(plan["data_root"]), "text", "train.*")))
     if not paths:
-        raise SystemExit("error: no training text {} found".format(os.path.join(plan["data_root"], "text", "train.*")))
+        raise FairseqWeanError("no training text {} found".format(os.path.join(plan["data_root"], "text", "train.*")))
     words = set()
     for path in paths:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                words.update(line.lower().split())
+        for line in textio.iter_lines(path, "training text", folder=plan["folder"]):
+            words.update(line.lower().split())
     return words
 
 
 def score_row(plan, test, hyps, train_words):
-    from fairseq_wean.compare.evaluate import read_lines
     from fairseq_wean.scoring.metrics import invented_words
     from fairseq_wean.scoring.scores import score
 
     spec = plan["tests"][test]
-    root = plan["data_root"]
-    src = read_lines(os.path.join(root, spec["orig"]))
-    refs = [read_lines(os.path.join(root, r)) for r in spec["refs"]]
+    src = found_lines(plan, spec["orig"], "test source")
+    refs = [found_lines(plan, r, "test reference") for r in spec["refs"]]
     legacy = score(hyps, sources=src, references=refs, metrics="sari,bleu,stats", sari_mode="legacy")
     default = score(hyps, sources=src, references=refs, metrics="sari")
     stats = legacy["stats"]
@@ -184,29 +291,40 @@ def format_row(system, vocab, decoding, epoch, r):
 
 def main(argv=None):
     args = parse_args(argv)
+    from fairseq_wean import textio
     from fairseq_wean.compare.evaluate import read_lines
     from fairseq_wean.compare.runner import published_name, run_name
+    from fairseq_wean.errors import FairseqWeanError
 
     # every checkpoint and every given output is there (and of the test set's length) before
     # anything is decoded
     plans = [load_plan(args.out, system, vocab, args.test) for system, vocab in args.run_list]
-    n_test = len(read_lines(os.path.join(plans[0]["data_root"], plans[0]["tests"][args.test]["orig"])))
+    n_test = len(found_lines(plans[0], plans[0]["tests"][args.test]["orig"], "test source"))
     given = []
     for name, path in args.output_list:
         hyps = read_lines(path)
         if len(hyps) != n_test:
-            raise SystemExit("error: --outputs {}: {} has {} lines, the test set {} has {}".format(
+            raise FairseqWeanError("--outputs {}: {} has {} lines, the test set {} has {}".format(
                 name, path, len(hyps), args.test, n_test))
         given.append((name, hyps))
     for (system, vocab), plan in zip(args.run_list, plans):
         if set(args.decoding_list) & KNOWN_WORDS_DECODINGS and plan.get("post_process") != "sentencepiece":
-            raise SystemExit("error: {}:{}: {} decodes sentencepiece runs only".format(
+            raise FairseqWeanError("{}:{}: {} decodes sentencepiece runs only".format(
                 system, vocab, ", ".join(sorted(set(args.decoding_list) & KNOWN_WORDS_DECODINGS))))
+    # the folders the decodings write in (fairseq-generate makes its --results-path through anything):
+    # a link, file or pipe on the way is refused now, before any work
+    out_dirs = {(run, decoding): os.path.join(args.out, "invented", run_name(run), decoding)
+                for run in args.run_list for decoding in args.decoding_list}
+    for out_dir in out_dirs.values():
+        parts = os.path.relpath(out_dir, args.out).split(os.sep)
+        for depth in range(1, len(parts) + 1):
+            step = os.path.join(args.out, *parts[:depth])
+            if textio.node_kind(step) not in (None, textio.FOLDER):
+                raise FairseqWeanError("OUT folder {} is {}, not a folder: refused (this script makes its own "
+                                       "folders there); remove it".format(step, textio.node_kind(step)))
     train_words = training_words(plans[0])
     known_words = None
     if set(args.decoding_list) & KNOWN_WORDS_DECODINGS:
-        from fairseq_wean import textio
-
         known_words = os.path.join(args.out, "invented", "known-words.txt")
         # OUT's own files: a symbolic link on the way is refused, one at the file replaced (never written
         # through), a pipe, device or folder there refused in one line
@@ -220,14 +338,14 @@ def main(argv=None):
         print(format_row(name, "-", "given", "-", score_row(plans[0], args.test, hyps, train_words)), flush=True)
     for (system, vocab), plan in zip(args.run_list, plans):
         for decoding in args.decoding_list:
-            out_dir = os.path.join(args.out, "invented", run_name((system, vocab)), decoding)
+            out_dir = textio.makedirs_in_folder(out_dirs[(system, vocab), decoding], args.out, "OUT folder")
             outputs = decode(plan, args.test, decoding, out_dir, known_words)
             if args.published and decoding == "beam5":
                 for kind, hyps in outputs.items():
                     published = os.path.join(args.published, run_name((system, vocab)),
                                              published_name(args.test, kind))
-                    if read_lines(published) != hyps:
-                        raise SystemExit("error: the beam-5 outputs of {}:{} differ from {}".format(
+                    if found_lines({"folder": args.published}, published, "published output") != hyps:
+                        raise FairseqWeanError("the beam-5 outputs of {}:{} differ from {}".format(
                             system, vocab, published))
             kind = "replace_unk" if "replace_unk" in outputs else "plain"
             r = score_row(plan, args.test, outputs[kind], train_words)

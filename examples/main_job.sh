@@ -36,10 +36,11 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DATA_DIR="$REPO/../shared/data"
 TINY=""
+TINY_ARGS=()
 FORCE=""
 for arg in "$@"; do
   case "$arg" in
-    --tiny) TINY="--tiny" ;;
+    --tiny) TINY="--tiny"; TINY_ARGS=(--tiny) ;;
     --force) FORCE=1 ;;
     --*) echo "fairseq-wean: error: unknown option $arg (known: --tiny, --force)" >&2; exit 2 ;;
     -h|--help) sed -n '2,/^set /p' "$0" | sed '$d'; exit 0 ;;
@@ -63,11 +64,26 @@ MAX_UPDATES="${MAX_UPDATES:-300}"  # the training budget, in updates (never wall
 [ -n "$TINY" ] && EPOCHS=1
 REQUIRE_ABOVE_COPY="${REQUIRE_ABOVE_COPY:-$( [ -n "$TINY" ] && echo 0 || echo 1 )}"
 
+# Use the console scripts of the Python that runs this (a virtualenv need not be activated).
+# The environment scripts/setup_env.sh made, if present; else the python3 on PATH.
+PY="${PYTHON:-$( [ -x "$REPO/.venv/bin/python" ] && echo "$REPO/.venv/bin/python" || command -v python3)}"
+# The files this script writes itself in OUT (its lock and its logs; the tools write the rest through
+# fairseq_wean.textio). Before any work, examples/job_guard.py refuses a link, pipe, folder or hard link
+# planted at any of them (the shell's redirections would write through it) and a linked folder.
+OWN_FILES=(.main_job.lock align_table.log train.log generate-test.marked.log generate-test.err score.err scores.txt
+           report.err)
+case "$OUT" in
+  *,*) echo "fairseq-wean: error: MAIN_JOB_OUT $OUT holds a comma, which would split the --eval-refs list: choose another folder" >&2; exit 1 ;;
+esac
+"$PY" "$REPO/examples/job_guard.py" "$OUT" --what MAIN_JOB_OUT --files "${OWN_FILES[@]}" \
+  --folders data data/valid-refs checkpoints
 # Before any work: one main job per output folder, and a trained run is not replaced unasked (a
-# rerun deleted the previous run's checkpoints first thing).
-mkdir -p "$OUT"
+# rerun deleted the previous run's checkpoints first thing). The lock is opened for appending (never
+# truncated) after the guard refused anything but a regular file of OUT's own there.
+mkdir -p -- "$OUT"
+OUT="$(cd "$OUT" && pwd)"  # absolute: the script works from the repository below
 if command -v flock > /dev/null; then
-  exec 9> "$OUT/.main_job.lock"
+  exec 9>> "$OUT/.main_job.lock"
   if ! flock -n 9; then
     echo "fairseq-wean: error: another main job is writing $OUT: wait for it, or set MAIN_JOB_OUT to another folder" >&2
     exit 1
@@ -77,9 +93,10 @@ if [ -f "$OUT/checkpoints/checkpoint_best.pt" ] && [ -z "$FORCE" ]; then
   echo "fairseq-wean: error: $OUT holds a trained run (checkpoints/checkpoint_best.pt): add --force to replace it, or set MAIN_JOB_OUT to another folder" >&2
   exit 1
 fi
-# Use the console scripts of the Python that runs this (a virtualenv need not be activated).
-# The environment scripts/setup_env.sh made, if present; else the python3 on PATH.
-PY="${PYTHON:-$( [ -x "$REPO/.venv/bin/python" ] && echo "$REPO/.venv/bin/python" || command -v python3)}"
+# Every log is a new file: the previous run's are removed (checked above: regular files of OUT's own),
+# and with noclobber each redirection creates its file (O_EXCL): a link planted meanwhile is refused.
+for name in "${OWN_FILES[@]}"; do [ "$name" = .main_job.lock ] || rm -f -- "$OUT/$name"; done
+set -o noclobber
 BIN="$(dirname "$("$PY" -c 'import sys; print(sys.executable)')")"
 export PATH="$BIN:$PATH" PYTHONUNBUFFERED=1
 # One torch thread: on a 2-core machine shared with anything else, two threads per process made
@@ -91,7 +108,7 @@ start=$(date +%s)
 stamp() { echo "[$(date +%H:%M:%S)] +$(( $(date +%s) - start ))s $*"; }
 
 stamp "1/4 preparing the simplification data from $DATA_DIR (word-pg vocabulary, alignment table)"
-"$PY" -m preprocess.prepare_simplification --data-dir "$DATA_DIR" --out "$OUT/data" --variants word-pg $TINY
+"$PY" -m preprocess.prepare_simplification --data-dir "$DATA_DIR" --out "$OUT/data" --variants word-pg ${TINY_ARGS[@]+"${TINY_ARGS[@]}"}
 DATA="$OUT/data/word-pg"      # binarized, markers <unk-N>
 PGTEXT="$OUT/data/word-pg-text"  # the same text with markers
 TEXT="$OUT/data/text"         # plain words (sources, 8 references)
@@ -106,11 +123,11 @@ OMP_NUM_THREADS="${ALIGN_THREADS:-2}" fairseq-wean-align-table --src "$PGTEXT/tr
 # written with the markers of their source (a reference word that is a rare source word becomes
 # that word's <unk-N>, as in the training targets).
 VREFS=()
-"$PY" - "$PGTEXT" "$TEXT" "$OUT/data/valid-refs" <<'PYEOF'
+"$PY" - "$PGTEXT" "$TEXT" "$OUT/data/valid-refs" "$OUT" <<'PYEOF'
 import os, sys
 from fairseq_wean.data.markers import encode_references
-from fairseq_wean.textio import read_lines
-pgtext, text, out = sys.argv[1:]
+from fairseq_wean.textio import atomic_output, makedirs_in_folder, read_lines
+pgtext, text, out, job_out = sys.argv[1:]
 words = [line.rsplit(" ", 1)[0] for line in read_lines(os.path.join(pgtext, "dict.txt"))]
 sources = read_lines(os.path.join(text, "validsrc.complex"))
 refs = [read_lines(os.path.join(text, "valid.ref.{}".format(k))) for k in range(8)]
@@ -118,16 +135,17 @@ refs = [read_lines(os.path.join(text, "valid.ref.{}".format(k))) for k in range(
 if encode_references(words, sources, [sources])[0] != read_lines(os.path.join(pgtext, "validsrc.complex")):
     sys.exit("fairseq-wean: error: validation sources re-encoded differently from the prepared word-pg text: "
              "prepare the data again")
-os.makedirs(out, exist_ok=True)
-for k, stream in enumerate(encode_references(words, sources, refs)):
-    with open(os.path.join(out, "valid.ref.{}".format(k)), "w", encoding="utf-8") as f:
+makedirs_in_folder(out, job_out, "MAIN_JOB_OUT folder")  # the job's own files: a planted link replaced, never
+for k, stream in enumerate(encode_references(words, sources, refs)):  # written through
+    with atomic_output(os.path.join(out, "valid.ref.{}".format(k)), (), "MAIN_JOB_OUT file", folder=job_out) as f:
         f.writelines(line + "\n" for line in stream)
 PYEOF
 for k in 0 1 2 3 4 5 6 7; do VREFS+=("$OUT/data/valid-refs/valid.ref.$k"); done
 EVAL_REFS="$(IFS=,; echo "${VREFS[*]}")"
 
 stamp "2/4 training core_copy (2 layers, 256; at most $EPOCHS epochs / $MAX_UPDATES updates; validation SARI every $VALID_EVERY updates picks the checkpoint); log $OUT/train.log"
-rm -rf "$OUT/checkpoints"
+rm -rf -- "$OUT/checkpoints"
+exec 8> "$OUT/train.log"  # a new file (noclobber); tee appends to it through this descriptor
 fairseq-train "$DATA" --user-dir fairseq_wean --task translation_with_metrics -s complex -t simple \
   --arch core_copy --embed-dim 256 --encoder-hidden-size 256 --encoder-layers 2 \
   --decoder-hidden-size 256 --decoder-layers 2 --criterion core_mode_loss \
@@ -140,9 +158,10 @@ fairseq-train "$DATA" --user-dir fairseq_wean --task translation_with_metrics -s
   --best-checkpoint-metric sari --maximize-best-checkpoint-metric \
   --save-dir "$OUT/checkpoints" --no-epoch-checkpoints --no-save-optimizer-state \
   --ignore-unused-valid-subsets --seed 1 --num-workers 0 \
-  --log-format simple --log-interval 50 2>&1 | tee "$OUT/train.log" \
+  --log-format simple --log-interval 50 2>&1 | tee -a /dev/fd/8 \
   | grep --line-buffered -E "train_inner|\| train \||valid on|done training|[Ee]rror" \
   | sed -u -E 's/^.*\| (train_inner|train|valid1?) \| /    /; s/, ppl=.*//; s/ \| ppl [0-9.]+//; s/ \| (wps|ups|wpb|bsz|num_updates|lr|gnorm|clip|train_wall|gb_free|wall).*//'
+exec 8>&-
 if [ ! -f "$OUT/checkpoints/checkpoint_best.pt" ]; then
   echo "fairseq-wean: error: training wrote no checkpoint: see $OUT/train.log" >&2; exit 1
 fi
@@ -162,11 +181,11 @@ fairseq-generate "$DATA" --user-dir fairseq_wean --path "$OUT/checkpoints/checkp
 # the P- and G- values still line up), and write the hypotheses in sentence order (fairseq-generate
 # prints them in length-bucket order). Every test sentence must have its hypothesis.
 "$PY" - "$OUT/generate-test.marked.log" "$TEXT/test.complex" "$TEXT/test.simple" \
-  "$OUT/generate-test.log" "$OUT/test.hyp" <<'PYEOF'
+  "$OUT/generate-test.log" "$OUT/test.hyp" "$OUT" <<'PYEOF'
 import sys
 from fairseq_wean.data.markers import decode_hypothesis
-from fairseq_wean.textio import read_lines
-log_in, src_path, tgt_path, log_out, hyp_out = sys.argv[1:]
+from fairseq_wean.textio import atomic_output, read_lines
+log_in, src_path, tgt_path, log_out, hyp_out, job_out = sys.argv[1:]
 sources = read_lines(src_path)
 targets = read_lines(tgt_path)
 hyps = {}
@@ -189,7 +208,7 @@ for line in read_lines(log_in):
     groups.setdefault(i, []).append("\t".join(fields))
 # One block per sentence, in sentence order: --print-gates writes a batch's G- lines before its
 # S- lines, which fairseq-wean-report would read as a second run of the same ids.
-with open(log_out, "w", encoding="utf-8") as out:
+with atomic_output(log_out, (), "MAIN_JOB_OUT file", folder=job_out) as out:  # a planted link replaced
     for i in sorted(groups):
         block = groups[i]
         out.writelines(l + "\n" for l in [l for l in block if not l.startswith("G-")] +
@@ -199,7 +218,7 @@ missing = [i for i in range(len(sources)) if i not in hyps]
 if missing:
     sys.exit("fairseq-wean: error: {} hypotheses for {} test sentences (first missing: {}): see {}".format(
         len(hyps), len(sources), missing[0], log_in))
-with open(hyp_out, "w", encoding="utf-8") as f:
+with atomic_output(hyp_out, (), "MAIN_JOB_OUT file", folder=job_out) as f:
     f.writelines(hyps[i] + "\n" for i in range(len(sources)))
 PYEOF
 echo "    $(wc -l < "$OUT/test.hyp") of $(wc -l < "$TEXT/test.complex") test sentences simplified"
@@ -212,8 +231,9 @@ for k in 0 1 2 3 4 5 6 7; do REFS+=("$TEXT/test.ref.$k"); done
 # the source nor any reference, invented_sent_pct = % sentences with one.
 fairseq-wean-score --sys "$OUT/test.hyp" --orig "$TEXT/test.complex" --refs "${REFS[@]}" \
   --metrics sari,bleu,fkgl,stats --compare-to "$TEXT/test.complex" --name core_copy --compare-name copy-the-source \
-  2> "$OUT/score.err" | tee "$OUT/scores.txt" \
+  2> "$OUT/score.err" > "$OUT/scores.txt" \
   || { cat "$OUT/score.err" >&2; exit 1; }
+cat "$OUT/scores.txt"
 # A kept checkpoint below copying the source is no simplifier: say so and fail (after the report,
 # which shows why).
 BELOW_COPY=$(awk '/^SARI / { sys = $2; for (i = 1; i <= NF; i++) if ($i == "copy-the-source") { copy = $(i + 1); gsub(/,/, "", copy) } }

@@ -25,6 +25,7 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
 from bench.convergence import read_results, update_section_check  # noqa: E402
+from fairseq_wean.cli import options  # noqa: E402
 from fairseq_wean.errors import FairseqWeanError, run_cli  # noqa: E402
 from fairseq_wean.textio import atomic_output, open_in_folder, update_section  # noqa: E402
 
@@ -113,7 +114,7 @@ def main(argv=None):
                    help="results page to update (default docs/results/TASK.md, TASK from the folder's name)")
     p.add_argument("--redraw", action="store_true",
                    help="first redraw valid_curve.png from results.json with the current plot code")
-    args = p.parse_args(argv)
+    args = options.once(p).parse_args(argv)
     if not os.path.lexists(os.path.join(args.compare_dir, "results.md")):
         raise FairseqWeanError("{} has no results.md: the comparison has not finished".format(args.compare_dir))
     args.results = args.results or default_results_page(args.compare_dir)

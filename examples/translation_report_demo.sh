@@ -14,28 +14,42 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 [ $# -eq 2 ] || { echo "usage: bash examples/translation_report_demo.sh DATA OUT" >&2; exit 2; }
+[ -d "$1" ] || { echo "fairseq-wean: error: DATA $1 is not a folder: give the data/ of a translation comparison" >&2; exit 1; }
 DATA="$(cd "$1" && pwd)"; OUT="$2"
 [ -f "$DATA/word/dict.de.txt" ] || { echo "fairseq-wean: error: $DATA/word/dict.de.txt not found: give the data/ of a translation comparison" >&2; exit 1; }
-[ -e "$OUT" ] && { echo "fairseq-wean: error: $OUT exists: give a new folder" >&2; exit 1; }
-mkdir -p "$OUT"; OUT="$(cd "$OUT" && pwd)"
 PY="${PYTHON:-$( [ -x "$REPO/.venv/bin/python" ] && echo "$REPO/.venv/bin/python" || command -v python3)}"
+# OUT must be new (nothing planted in it can be written through; examples/job_guard.py also refuses a
+# dangling link there and a path through a missing folder followed by ..), and every file the
+# script writes there is a new one (noclobber: the shell creates it, O_EXCL).
+"$PY" "$REPO/examples/job_guard.py" "$OUT" --new
+mkdir -p -- "$OUT"; OUT="$(cd "$OUT" && pwd)"
+set -o noclobber
 export PATH="$(dirname "$PY"):$PATH" OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 EPOCHS="${EPOCHS:-4}"
 cd "$REPO"
 
 OMP_NUM_THREADS=2 fairseq-wean-align-table --src "$DATA/text/train.de" --tgt "$DATA/text/train.en" \
   --dict "$DATA/word/dict.de.txt" --topk 10 --out "$OUT/align.table" > "$OUT/align.log" 2>&1
-SIZE="--encoder-embed-dim 128 --decoder-embed-dim 128 --encoder-hidden-size 128 --decoder-hidden-size 128 --encoder-layers 1 --decoder-layers 1"
-COMMON="$DATA/word --user-dir fairseq_wean -s de -t en --cpu --optimizer adam --lr 0.002 --clip-norm 5 --dropout 0.2
-  --max-tokens 4000 --max-epoch $EPOCHS --seed 1 --num-workers 0 --no-epoch-checkpoints --log-format simple --log-interval 100
-  --ignore-unused-valid-subsets"
-declare -A ARGS=(
-  [lstm]="--arch lstm $SIZE --decoder-out-embed-dim 128"
-  [wean_lstm]="--arch wean_lstm $SIZE"
-  [core_copy]="--arch core_copy $SIZE --decoder-out-embed-dim 128 --criterion core_mode_loss --core-align-table $OUT/align.table --core-num-frequent 2000"
-  [word_attn_gated]="--arch word_attn_gated $SIZE --decoder-out-embed-dim 128"
-)
-train() { fairseq-train $COMMON ${ARGS[$1]} --save-dir "$OUT/ck-$1" > "$OUT/train.$1.log" 2>&1 || { tail -5 "$OUT/train.$1.log" >&2; return 1; }; }
+# Command lines are bash arrays: a space in DATA or OUT stays inside its argument.
+SIZE=(--encoder-embed-dim 128 --decoder-embed-dim 128 --encoder-hidden-size 128 --decoder-hidden-size 128
+      --encoder-layers 1 --decoder-layers 1)
+COMMON=("$DATA/word" --user-dir fairseq_wean -s de -t en --cpu --optimizer adam --lr 0.002 --clip-norm 5 --dropout 0.2
+        --max-tokens 4000 --max-epoch "$EPOCHS" --seed 1 --num-workers 0 --no-epoch-checkpoints --log-format simple
+        --log-interval 100 --ignore-unused-valid-subsets)
+system_args() {  # the options of system $1
+  case "$1" in
+    lstm) ARGS=(--arch lstm "${SIZE[@]}" --decoder-out-embed-dim 128) ;;
+    wean_lstm) ARGS=(--arch wean_lstm "${SIZE[@]}") ;;
+    core_copy) ARGS=(--arch core_copy "${SIZE[@]}" --decoder-out-embed-dim 128 --criterion core_mode_loss
+                     --core-align-table "$OUT/align.table" --core-num-frequent 2000) ;;
+    word_attn_gated) ARGS=(--arch word_attn_gated "${SIZE[@]}" --decoder-out-embed-dim 128) ;;
+  esac
+}
+train() {
+  local ARGS; system_args "$1"
+  fairseq-train "${COMMON[@]}" "${ARGS[@]}" --save-dir "$OUT/ck-$1" > "$OUT/train.$1.log" 2>&1 \
+    || { tail -5 "$OUT/train.$1.log" >&2; return 1; }
+}
 decode() {
   fairseq-generate "$DATA/word" --user-dir fairseq_wean -s de -t en --cpu --path "$OUT/ck-$1/checkpoint_best.pt" \
     --gen-subset test --beam 5 --max-len-a 1.2 --max-len-b 10 --batch-size 64 --print-gates > "$OUT/gen.$1.log" 2> "$OUT/gen.$1.err"

@@ -24,7 +24,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def parse_args(argv=None):
     import_plugin()
-    from fairseq_wean.errors import at_least
+    from fairseq_wean.cli import options
+    from fairseq_wean.errors import FairseqWeanError, at_least
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--path", required=True, help="checkpoint of a --word-attention gated model")
@@ -34,7 +35,25 @@ def parse_args(argv=None):
                         "names is never read)")
     parser.add_argument("--beam", type=at_least(1), default=5, help="beam size when no --target is given")
     parser.add_argument("--output", default="figure3.png", help="PNG file to write")
-    return parser.parse_args(argv)
+    parser = options.once(parser)
+    args = parser.parse_args(argv)
+    named = options.given(parser, args)
+    for option, rule in NEEDS.items():  # an option that does nothing here is refused, before any work
+        if option in named and not rule(named):
+            raise FairseqWeanError(NO_EFFECT[option])
+    for option in ("--source", "--target"):
+        value = getattr(args, option[2:])
+        if value is not None and not value.split():
+            raise FairseqWeanError("{} is empty: give a sentence, tokenized as the training data".format(option))
+    return args
+
+
+# option -> when it acts (given the options named), and the line that refuses it where it does not; the
+# options that act in every combination (tests/test_example_scripts.py: every option is in one of the two)
+NEEDS = {"--beam": lambda named: "--target" not in named}
+ALWAYS = {"--path", "--source", "--target", "--data", "--output"}
+NO_EFFECT = {"--beam": "--beam sets the beam search that makes the target, and --target gives the target: "
+                       "drop one of them"}
 
 
 def import_plugin():

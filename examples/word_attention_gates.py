@@ -27,6 +27,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def parse_args(argv=None):
     if REPO not in sys.path:
         sys.path.insert(0, REPO)
+    from fairseq_wean.cli import options
     from fairseq_wean.errors import at_least
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -34,7 +35,30 @@ def parse_args(argv=None):
     parser.add_argument("--data", help="data-bin folder (required: the folder a checkpoint names is never read)")
     parser.add_argument("--subset", default="valid", help="binarized subset to measure (default: valid)")
     parser.add_argument("--max-tokens", type=at_least(1), default=4000, help="tokens per batch (default: 4000)")
-    return parser.parse_args(argv)
+    return options.once(parser).parse_args(argv)
+
+
+def binarized_subsets(data):
+    """The subsets of the data folder ``data`` (fairseq's ``SUBSET.SRC-TGT.LANG.{bin,idx}`` or raw
+    ``SUBSET.SRC-TGT.LANG`` files), by name: what ``--subset`` may name."""
+    import re
+
+    names = os.listdir(data) if os.path.isdir(data) else []
+    pattern = re.compile(r"^([^.]+)\.[^.]+-[^.]+\.[^.]+(\.(bin|idx))?$")
+    return sorted({m.group(1) for m in map(pattern.match, names) if m})
+
+
+def require_subset(data, subset):
+    """Refuse (one line) a ``--subset`` with no files in ``data``, before the model is loaded (fairseq's
+    loader would end in a ``Dataset not found`` traceback after it)."""
+    from fairseq_wean.errors import FairseqWeanError
+
+    if not os.path.isdir(data):
+        raise FairseqWeanError("--data {} is not a folder: give the data-bin folder".format(data))
+    found = binarized_subsets(data)
+    if subset not in found:
+        raise FairseqWeanError("--subset {}: {} has no such subset (it has: {})".format(
+            subset, data, ", ".join(found) or "none"))
 
 
 def gate_stats(model, batches, pad):
@@ -85,6 +109,7 @@ def main(argv=None):
 
     import_plugin()  # the one-line error of a FairseqWeanError
     require_data(args.data, args.path)  # before anything is loaded
+    require_subset(args.data, args.subset)
 
     # measuring needs no decoding: without these, a translation_with_metrics checkpoint would want
     # its --eval-refs to be line-aligned with whichever subset is loaded (and, with no metric, a
@@ -92,7 +117,12 @@ def main(argv=None):
     no_metrics = dict(eval_bleu=False, eval_sari=False, eval_rouge=False, eval_refs=None, eval_orig=None,
                       best_checkpoint_metric="loss", maximize_best_checkpoint_metric=False)
     model, task = load_model(args.path, args.data, **no_metrics)
-    task.load_dataset(args.subset)
+    try:
+        task.load_dataset(args.subset)
+    except FileNotFoundError as exc:  # its files are there, for another language pair than the model's
+        from fairseq_wean.errors import FairseqWeanError
+
+        raise FairseqWeanError("--subset {}: {}".format(args.subset, exc)) from None
     iterator = task.get_batch_iterator(
         dataset=task.dataset(args.subset), max_tokens=args.max_tokens, required_batch_size_multiple=1,
     ).next_epoch_itr(shuffle=False)  # every sentence: fairseq_wean.compat keeps the last batch fairseq drops

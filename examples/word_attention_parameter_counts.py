@@ -76,7 +76,9 @@ def main(argv=None):
                         help="source dictionary size, fairseq's 4 special symbols included")
     parser.add_argument("--tgt-vocab", type=at_least(4, high=MAX_VOCAB), default=22823,
                         help="target dictionary size, fairseq's 4 special symbols included")
-    args = parser.parse_args(argv)
+    from fairseq_wean.cli import options
+
+    args = options.once(parser).parse_args(argv)
     counts = ablation_parameter_counts(args.arch, args.src_vocab, args.tgt_vocab)
     with_paper = args.arch.endswith("_iwslt")  # Table 3 is the 2-layer IWSLT setting
     print("| {} | parameters | difference |{}".format(

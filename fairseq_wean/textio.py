@@ -146,8 +146,17 @@ def open_log(path, append=False, folder=None, what="log"):
     return handle
 
 
-def _decoded_lines(binary, path, what):
+class CutFileError(FairseqWeanError):
+    """A text file whose last line has no final newline: it was cut (read with ``complete=True``)."""
+
+
+def _decoded_lines(binary, path, what, complete=False):
     for number, raw in enumerate(binary, start=1):
+        if complete and not raw.endswith(b"\n"):
+            raise CutFileError(
+                "{} {} ends inside a line (no newline after its last line, line {}): it looks cut (an interrupted "
+                "download or copy, a full disk); copy it again, or, if that line is complete, add the newline "
+                "(echo >> FILE)".format(what, path, number))
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
         try:
@@ -159,24 +168,26 @@ def _decoded_lines(binary, path, what):
             ) from None
 
 
-def iter_lines(path, what="input", folder=None):
+def iter_lines(path, what="input", folder=None, complete=False):
     """Yield the lines of a UTF-8 text file without their line ends (``\\n``, ``\\r\\n``).
-    ``folder``: the file was found in that folder, not named by the user (:func:`open_in_folder`)."""
+    ``folder``: the file was found in that folder, not named by the user (:func:`open_in_folder`).
+    ``complete``: a last line with no final newline, the mark of a cut file, is a one-line
+    :class:`CutFileError` when it is reached (streamed: a pipe or standard input too)."""
     if folder is not None:
         with open_in_folder(path, "rb", folder, what) as binary:
-            yield from _decoded_lines(binary, path, what)
+            yield from _decoded_lines(binary, path, what, complete)
         return
     check_input(path, what)
     if path == "-":
-        yield from _decoded_lines(sys.stdin.buffer, "standard input", what)
+        yield from _decoded_lines(sys.stdin.buffer, "standard input", what, complete)
         return
     with open(path, "rb") as binary:
-        yield from _decoded_lines(binary, path, what)
+        yield from _decoded_lines(binary, path, what, complete)
 
 
-def read_lines(path, what="input", folder=None):
+def read_lines(path, what="input", folder=None, complete=False):
     """All lines of a UTF-8 text file (see ``iter_lines``), as a list."""
-    return list(iter_lines(path, what, folder))
+    return list(iter_lines(path, what, folder, complete))
 
 
 def same_file(a, b):

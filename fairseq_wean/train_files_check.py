@@ -9,8 +9,17 @@ name (registered with :func:`fairseq_wean.patching.add_option_check` by
 * fairseq-train's --save-dir: every checkpoint name fairseq-train writes or its --keep-* cleanup
   removes (``CHECKPOINT_PATTERN``) that exists is a regular file, and none of them is there without
   ``checkpoint_last.pt`` (another run's files: the cleanup deleted the new run's checkpoints);
+* fairseq-train's other files in --save-dir (:data:`SAVE_DIR_FILES`: ``crash.pt``, written on a failed
+  step, and ``dummy``, the writable-folder probe it opens with "w" and removes; every ``NAME.tmp`` it renames
+  over a checkpoint): no link, folder or pipe (a folder at crash.pt was an IsADirectoryError traceback at the
+  crash; a link at ``dummy`` truncated its target), and no ``dummy`` with content;
 * files fairseq writes in place (``--log-file``): no link, folder, pipe/device or hard link;
-  folders it writes into (``--tensorboard-logdir``, ``--results-path``): a folder where they exist.
+  folders it writes into (``--tensorboard-logdir``, ``--results-path``): a folder where they exist, and
+  below --tensorboard-logdir the folder of every tag fairseq-train logs (:func:`tensorboard_folders`) absent or
+  a folder, never a link (event files were written through it), a file or a pipe;
+* the task's ``--overwrite-best-checkpoint`` where it does nothing (``patching.add_option_need``).
+
+The names are fairseq's own (tests/test_training_bounds.py reads them off its code).
 """
 import os
 import re
@@ -22,6 +31,26 @@ from fairseq_wean.errors import FairseqWeanError
 # every name fairseq's checkpoint_utils.save_checkpoint writes and its keep-* cleanup globs, for a
 # --checkpoint-suffix SUFFIX (re.escape'd) and the shard suffixes (-shardN) fairseq adds to it
 CHECKPOINT_PATTERN = (r"checkpoint(?:\d+|_\d+_\d+|_best|_last|\.best_.+_[-+0-9.einfa]+){suffix}(?:-shard\d+)?\.pt")
+
+
+# the other names fairseq-train writes in --save-dir (fairseq's own code, tests/test_training_bounds.py reads it):
+# trainer.py's crash checkpoint on a FloatingPointError or any exception in a step, and checkpoint_utils'
+# verify_checkpoint_directory's probe, opened with "w" (through a link: the link's target truncated) and removed
+SAVE_DIR_FILES = ("crash.pt", "dummy")
+# torch_persistent_save writes NAME.tmp and renames it over NAME (the plugin's atomic copies too)
+TMP_SUFFIX = ".tmp"
+# the tags fairseq-train's progress bar logs under, each a folder --tensorboard-logdir/TAG that tensorboard's
+# SummaryWriter makes and writes event files into (fairseq_cli/train.py: progress.log/print(tag=...)); validation
+# logs under each --valid-subset's name
+TENSORBOARD_TAGS = ("train_inner", "train")
+
+
+def tensorboard_folders(args):
+    """The folders fairseq-train writes its tensorboard event files into (:data:`TENSORBOARD_TAGS` and the
+    validation subsets' names), below --tensorboard-logdir."""
+    valid = getattr(args, "valid_subset", None)
+    subsets = [] if getattr(args, "disable_validation", False) or not isinstance(valid, str) else valid.split(",")
+    return [name for name in dict.fromkeys(TENSORBOARD_TAGS + tuple(subsets)) if name]
 
 
 def checkpoint_names(save_dir, suffix):
@@ -65,7 +94,15 @@ def save_dir_problem(args):
         return None
     suffix = getattr(args, "checkpoint_suffix", "") or ""
     names = checkpoint_names(save_dir, suffix)
-    for name in names:
+    tmp = re.compile("(?:{}|{})\\Z".format(CHECKPOINT_PATTERN.format(suffix=re.escape(suffix)),
+                                          re.escape(SAVE_DIR_FILES[0])))
+    written = [n for n in os.listdir(save_dir) if n.endswith(TMP_SUFFIX) and tmp.match(n[:-len(TMP_SUFFIX)])]
+    dummy = os.path.join(save_dir, SAVE_DIR_FILES[1])
+    if textio.node_kind(dummy) == textio.REGULAR and os.path.getsize(dummy):
+        raise FairseqWeanError("--save-dir {}: {} is a file of {} bytes: fairseq-train truncates and removes it (its "
+                               "check that the folder is writable); nothing was trained; move it away".format(
+                                   save_dir, dummy, os.path.getsize(dummy)))
+    for name in names + list(SAVE_DIR_FILES) + sorted(written):
         # raised, not returned: the same error (FairseqWeanError, exit 1) as checkpoint_safety's later check
         # of checkpoint_last.pt / checkpoint_best.pt, now made here for every name, before any work
         path = os.path.join(save_dir, name)
@@ -104,6 +141,13 @@ def written_files_problem(args):
             if kind is not None and kind != textio.FOLDER:
                 return "--{} {} is {}, not a folder: refused (fairseq writes its files into it); give a folder".format(
                     option.replace("_", "-"), path, kind)
+            if option == "tensorboard_logdir" and kind == textio.FOLDER and hasattr(args, "keep_last_epochs"):
+                for name in tensorboard_folders(args):
+                    sub = os.path.join(path, name)
+                    kind = textio.node_kind(sub)
+                    if kind is not None and kind != textio.FOLDER:
+                        return ("--tensorboard-logdir {}: {} is {}: refused (fairseq-train writes its event files into "
+                                "a folder of that name, only as itself); move it away".format(path, sub, kind))
     return None
 
 
@@ -132,3 +176,25 @@ def training_files_problem(args):
         if problem is not None:
             return problem
     return None
+
+
+def overwrite_best_acts(args):
+    """The task's --overwrite-best-checkpoint acts only where --save-dir holds checkpoint_best.pt and no
+    checkpoint_last.pt (checkpoint_safety refuses such a start without it); anywhere else it does nothing."""
+    save_dir = getattr(args, "save_dir", None)
+    if not isinstance(save_dir, str) or "://" in save_dir:
+        return True
+    suffix = getattr(args, "checkpoint_suffix", "") or ""
+    best, last = (os.path.join(save_dir, "checkpoint_{}{}.pt".format(name, suffix)) for name in ("best", "last"))
+    return os.path.lexists(best) and not os.path.lexists(last)
+
+
+def _register_option_needs():
+    from fairseq_wean.patching import add_option_need
+
+    add_option_need("overwrite_best_checkpoint", overwrite_best_acts,
+                    "it lets a run start in a --save-dir that holds checkpoint_best.pt but no checkpoint_last.pt, "
+                    "and this --save-dir holds no such best checkpoint", commands=("train",))
+
+
+_register_option_needs()

@@ -13,6 +13,8 @@ What it does with each problem (the summary on stderr counts every case):
   not parallel, and no automatic fix can say which line belongs to which.
 * **a byte sequence that is not UTF-8**: an error naming the file, the line and the column;
   nothing is written (re-encode the file, e.g. ``iconv -f latin1 -t utf-8``).
+* **a cut file** (its last line has no final newline: an interrupted copy or download) or **empty
+  files**: an error; nothing is written.
 * **an empty line** (on either side, or only whitespace): the pair is skipped and counted.
   fairseq would binarize it as a lone ``</s>``, a useless or harmful training pair.
 * **a line longer than --max-len tokens** (on either side): the pair is skipped and counted,
@@ -32,7 +34,9 @@ inputs (``fairseq_wean.textio``).
 Outputs are written to temporary files next to them and renamed into place only when both
 are complete, so an error or a killed job never leaves a half-written file and never
 replaces an earlier output; the inputs are never written (an ``--out-prefix`` that would
-overwrite an input is refused).
+overwrite an input is refused). A missing folder of ``--out-prefix`` is made only after every
+check of the names (a ``--src-lang ''``, a path through a missing folder and ``..``), and removed
+again when the files are then refused.
 
 Use it on training data. Validation and test sources must keep one line per reference, so
 do not drop their lines; run it without writing (``check(...)``) if you only want the errors.
@@ -46,8 +50,10 @@ import contextlib
 import os
 import sys
 
+from fairseq_wean import textio
+from fairseq_wean.cli.options import once
 from fairseq_wean.errors import FairseqWeanError, at_least
-from fairseq_wean.textio import STDIN_NAMES, atomic_output, check_input, check_output, iter_lines, same_file
+from fairseq_wean.textio import STDIN_NAMES, atomic_output, check_input, check_output, check_resolvable, same_file
 
 PROG = "check_parallel"
 
@@ -56,14 +62,26 @@ class ParallelDataError(FairseqWeanError):
     """The files cannot be cleaned automatically; the message names the problem and the fix."""
 
 
+CutFileError = textio.CutFileError
+
+
+def complete_lines(path, what="input"):
+    """The lines of a UTF-8 text file (``textio.iter_lines`` with ``complete=True``: a regular file, a named
+    pipe, ``/dev/stdin`` or ``-``; a line that is not UTF-8, or a last line with no final newline, the mark
+    of a cut file, is a one-line error when it is reached): the one reading of line-based text of the
+    preprocess tools that check or convert it (check_parallel, split_characters, unk_markers,
+    coverage_report, fastbpe_codes)."""
+    return textio.iter_lines(path, what, complete=True)
+
+
 def _lines(path, flag):
     """(line number, decoded line without its end) for each line, read once through
-    ``textio.iter_lines`` (a regular file, a named pipe, ``/dev/stdin`` or ``-``); lines end at
-    b'\\n' only, a byte-order mark is dropped."""
+    :func:`complete_lines` (a regular file, a named pipe, ``/dev/stdin`` or ``-``); lines end at
+    b'\\n' only, a byte-order mark is dropped, a cut last line is an error."""
     try:
-        yield from enumerate(iter_lines(path, flag), 1)
+        yield from enumerate(complete_lines(path, flag), 1)
     except FairseqWeanError as exc:
-        if isinstance(exc, ParallelDataError):
+        if isinstance(exc, (ParallelDataError, CutFileError)):
             raise
         raise ParallelDataError(
             "{} (e.g. iconv -f latin1 -t utf-8) or fix that line; nothing was written".format(exc)) from None
@@ -74,7 +92,11 @@ def _count_rest(iterator):
 
 
 def _suffix(path, given, flag):
-    if given:
+    if given is not None:
+        if not given.strip() or given != given.strip():
+            raise ParallelDataError("{} {!r}: a language code is a non-empty name without spaces around it (the "
+                                    "output is OUT_PREFIX.LANG); give one, or drop {} to use the input's "
+                                    "suffix".format(flag, given, flag))
         if "/" in given or os.sep in given or given in (".", ".."):
             raise ParallelDataError("{} {}: a language code, not a path (no '/'): the output is "
                                     "OUT_PREFIX.LANG".format(flag, given))
@@ -104,7 +126,7 @@ def clean(src, tgt, out_prefix=None, max_len=None, truncate=False, src_lang=None
         raise ParallelDataError("--max-len must be >= 1 (got {})".format(max_len))
     if truncate and max_len is None:
         raise ParallelDataError("--truncate needs --max-len N")
-    outputs = []
+    outputs, made = [], []
     if out_prefix is not None:
         src_lang, tgt_lang = _suffix(src, src_lang, "--src-lang"), _suffix(tgt, tgt_lang, "--tgt-lang")
         if src_lang == tgt_lang:
@@ -118,14 +140,55 @@ def clean(src, tgt, out_prefix=None, max_len=None, truncate=False, src_lang=None
                     raise ParallelDataError(
                         "--out-prefix {} would overwrite the input {}: choose another prefix (the inputs "
                         "are never modified)".format(out_prefix, given))
-        out_dir = os.path.dirname(os.path.abspath(outputs[0]))
-        os.makedirs(out_dir, exist_ok=True)
-        for out in outputs:  # every output checked before the first is written
-            try:
-                check_output(out, (src, tgt), "--out-prefix")
-            except FairseqWeanError as exc:
-                raise ParallelDataError(str(exc)) from None
+        made = _make_output_folder(outputs, (src, tgt))
 
+    try:
+        return _clean(src, tgt, outputs, max_len, truncate)
+    except BaseException:
+        for folder in reversed(made):  # a refusal while reading leaves no folder it made
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+        raise
+
+
+def _make_output_folder(outputs, inputs):
+    """Check both outputs, then make their missing folder: every check first (a path through a missing
+    folder and '..', a folder that cannot be made), nothing made before; returns the folders made."""
+    missing = []
+    for out in outputs:
+        try:
+            check_resolvable(out, "--out-prefix")
+        except FairseqWeanError as exc:
+            raise ParallelDataError(str(exc)) from None
+    folder = os.path.dirname(os.path.abspath(outputs[0]))
+    while not os.path.isdir(folder):
+        if os.path.lexists(folder):
+            raise ParallelDataError("--out-prefix {}: {} is not a folder: give another prefix".format(
+                outputs[0].rsplit(".", 1)[0], folder))
+        missing.append(folder)
+        folder = os.path.dirname(folder)
+    if missing and not os.access(folder, os.W_OK):
+        raise ParallelDataError("--out-prefix {}: the folder {} is not writable".format(
+            outputs[0].rsplit(".", 1)[0], folder))
+    made = []
+    for path in reversed(missing):
+        try:
+            os.mkdir(path)
+        except FileExistsError:  # made meanwhile by another process: kept, not removed on a refusal
+            continue
+        made.append(path)
+    try:
+        for out in outputs:  # every output checked before the first is written
+            check_output(out, inputs, "--out-prefix")
+    except FairseqWeanError as exc:
+        for path in reversed(made):
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+        raise ParallelDataError(str(exc)) from None
+    return made
+
+
+def _clean(src, tgt, outputs, max_len, truncate):
     stats = {"pairs": 0, "written": 0, "empty": 0, "too_long": 0, "truncated": 0,
              "first_empty": [], "first_too_long": [], "outputs": outputs}
     with contextlib.ExitStack() as outputs_in_progress:
@@ -143,6 +206,9 @@ def clean(src, tgt, out_prefix=None, max_len=None, truncate=False, src_lang=None
                         "{} has {} lines but {} has {}: the files are not line-parallel; find where they "
                         "diverge (e.g. a sentence split in two, or a lost line) and fix it; nothing was "
                         "written".format(src, n_src, tgt, n_tgt))
+                if stats["pairs"] == 0:
+                    raise ParallelDataError("{} and {} are empty (no line): nothing to check or clean; nothing was "
+                                            "written".format(src, tgt))
                 break
             number = a[0]
             stats["pairs"] += 1
@@ -205,6 +271,12 @@ def _log(message):
     print("{}: {}".format(PROG, message), file=sys.stderr, flush=True)
 
 
+# option -> the rules it needs to have an effect, in the shape of fairseq_wean.cli.options.NEEDS (refused in
+# one line where they do not hold); every other option is in ALWAYS (tests/test_preprocess_tools.py)
+NEEDS = {"--truncate": (("option", "--max-len"),)}
+ALWAYS = ("--src", "--tgt", "--out-prefix", "--max-len", "--src-lang", "--tgt-lang")
+
+
 def get_parser():
     parser = argparse.ArgumentParser(
         prog="python -m preprocess.check_parallel",
@@ -220,7 +292,7 @@ def get_parser():
     parser.add_argument("--truncate", action="store_true", help="cut over-long lines to --max-len tokens instead")
     parser.add_argument("--src-lang", help="suffix of the source output (default: --src's suffix)")
     parser.add_argument("--tgt-lang", help="suffix of the target output (default: --tgt's suffix)")
-    return parser
+    return once(parser)
 
 
 def main(argv=None):

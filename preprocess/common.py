@@ -48,6 +48,60 @@ def base_parser(description, default_out):
     return p
 
 
+def parse(parser, argv):
+    """Parse a recipe's command line: every option once (``fairseq_wean.cli.options.once``: a second
+    occurrence is argparse's usage error); ``args.given_options``: the options the command line named."""
+    from fairseq_wean.cli import options
+
+    args = options.once(parser).parse_args(argv)
+    args.given_options = options.given(parser, args)
+    return args
+
+
+NOT_RECORDED = ("out", "force", "workers", "given_options")  # options that do not change what a recipe writes
+
+
+def recorded_options(args):
+    """What ``recipe.json`` records of the options (``"options"``): every option that changes what the recipe
+    writes, as it was in effect (``--tiny``'s sizes filled in, paths absolute)."""
+    paths = ("data_dir", "sumdata", "raw", "bpe_codes")
+    return {k: (os.path.abspath(v) if k in paths and v else v) for k, v in sorted(vars(args).items())
+            if k not in NOT_RECORDED}
+
+
+def prepared(out, args, name):
+    """The recipe already in ``out`` (None when there is none, or with ``--force``). A recipe prepared
+    with other options than these is refused in one line naming them (rerunning would silently keep the
+    old data); checks the folder first (:func:`done`), before any work."""
+    from fairseq_wean.errors import FairseqWeanError
+
+    if not done(out) or args.force:
+        return None
+    recipe = load_recipe(out)
+    old, new = recipe.get("options"), recorded_options(args)
+    if old is None:
+        log("{} data already prepared in {} (its options are not recorded: --force to redo)".format(name, out))
+        return recipe
+    differ = ["--{}: {} there, {} here".format(k.replace("_", "-"), json.dumps(old.get(k)), json.dumps(new.get(k)))
+              for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    if differ:
+        raise FairseqWeanError("--out {} holds {} data prepared with other options ({}): give --force to prepare it "
+                               "again with these, or another --out".format(out, name, "; ".join(differ)))
+    log("{} data already prepared in {} (--force to redo)".format(name, out))
+    return recipe
+
+
+def note_sample(args, n, what="training pairs"):
+    """One log line when ``--max-sentences`` draws no sample (the data hold at most that many), with
+    ``--seed`` given: the seed then chose nothing. Not a refusal: drivers (the comparison runner) pass their
+    --seed to every recipe, whatever its data size."""
+    if (args.max_sentences is None or n <= args.max_sentences) and (
+            args.max_sentences is not None or "--seed" in args.given_options):
+        used = "--seed {} chose nothing: ".format(args.seed) if "--seed" in args.given_options else ""
+        bound = " (--max-sentences {})".format(args.max_sentences) if args.max_sentences is not None else ""
+        log("{}all {} {} are used, no sample is drawn{}".format(used, n, what, bound))
+
+
 def variant_list(choices):
     """An argparse ``type`` for ``--variants``: a comma list of vocabulary variants from ``choices``,
     each once. An empty item, an unknown variant or one named twice is argparse's one-line usage
@@ -118,7 +172,41 @@ def require(path, url_hint):
     return path
 
 
+def read_complete_lines(path, folder=None, what="data file"):
+    """The lines of ``path`` through ``fairseq_wean.textio.read_lines`` with ``complete=True``: with ``folder``, a
+    file found in that folder (``textio.open_in_folder``: a symbolic link, a pipe, a folder or a hard link refused
+    in one line); without, a file the user named. Not UTF-8, or a last line with no newline (a cut file: an
+    interrupted download or copy): one line naming the file."""
+    from fairseq_wean import textio
+
+    return textio.read_lines(path, what, folder=folder, complete=True)
+
+
+class RawData:
+    """The raw benchmark files a recipe reads from its data folder (--data-dir, --sumdata, --raw), all read
+    before any work, each through :func:`read_complete_lines` (the one reader of found data files): first
+    every file must be there, then each is read (a regular file of the folder, complete), then every group of
+    parallel files (one line per example each) must have equal line counts."""
+
+    def __init__(self, folder, files, groups=()):
+        """``files``: {path: where to get it}, every file the recipe will read; ``groups``: tuples of paths."""
+        self.folder, self.files = folder, set(files)
+        for path, url in files.items():
+            require(path, url)
+        self._lines = {path: read_complete_lines(path, folder) for path in files}
+        for group in groups:
+            counts = [len(self._lines[p]) for p in group]
+            if len(set(counts)) > 1:
+                raise RecipeError("parallel files differ in line count: {}".format(
+                    ", ".join("{} {}".format(p, n) for p, n in zip(group, counts))))
+
+    def lines(self, path, strip=True):
+        lines = self._lines[path]
+        return [l.strip() for l in lines] if strip else list(lines)
+
+
 def read_lines(path, strip=True):
+    """The lines of a file the recipes wrote themselves (OUT/text); raw data: :class:`RawData`."""
     with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
     if lines and lines[-1] == "":
@@ -322,7 +410,7 @@ def build_variants(out, text_dir, src, tgt, prefixes, variants, threshold=2, spm
       fairseq-generate --post-process sentencepiece gives back the tokenized words.
     * ``char``: characters with ``▁`` between words (undone by --post-process sentencepiece).
     * ``bpe``: subword-nmt BPE: BPE_CODES if given, else BPE_MERGES joint merges learned on the
-      training text; undone by --post-process subword_nmt.
+      training text; undone by --post-process subword_nmt. ``bpe_codes``: the lines of the codes file.
     """
     files = _split_files(prefixes, src, tgt)
     entries = {}
@@ -374,11 +462,8 @@ def build_variants(out, text_dir, src, tgt, prefixes, variants, threshold=2, spm
             from subword_nmt.apply_bpe import BPE
 
             codes = os.path.join(out, "bpe.codes")
-            if bpe_codes:
-                from fairseq_wean.textio import atomic_output
-
-                with open(bpe_codes, "rb") as source, atomic_output(codes, (bpe_codes,), "bpe.codes", "wb") as f:
-                    shutil.copyfileobj(source, f)
+            if bpe_codes is not None:  # the codes' lines, read before any work
+                write_lines(codes, bpe_codes)
             else:
                 learn_joint_bpe([os.path.join(text_dir, "{}.{}".format(prefixes["train"], l)) for l in (src, tgt)],
                                 codes, min(bpe_merges, 500) if small else bpe_merges)
@@ -402,7 +487,7 @@ def learn_joint_bpe(inputs, codes_path, merges):
 
     import io
 
-    text = io.StringIO("".join(open(p, encoding="utf-8").read() for p in inputs))
+    text = io.StringIO("".join(line + "\n" for p in inputs for line in read_complete_lines(p, os.path.dirname(p))))
     from fairseq_wean.textio import atomic_output
 
     with atomic_output(codes_path, inputs, os.path.basename(codes_path)) as out:

@@ -16,29 +16,76 @@ and the average |V_G| = |A(X) u U| per sentence (the generative softmax size of 
 and eos, as in the model). Word frequencies are those of ``--dict`` (a fairseq dictionary, whose
 order defines U in the model; checked as every dictionary is: ``WORD COUNT`` lines, each word once, none
 of fairseq's own symbols, not empty) or, without it, counts over train.src + train.tgt, as
-fairseq-preprocess --joined-dictionary counts them.
+fairseq-preprocess --joined-dictionary counts them (--train-src/--train-tgt with --dict is refused:
+they would change nothing). With --dict the table must fit it as ``--arch core_copy`` requires
+(``align_table.read_align_table``, the model's own reading: every word of the table in it), and
+an empty or cut (no final newline) --src/--tgt is refused, before any counting.
 """
 import argparse
 import collections
 import json
+import logging
 
-from fairseq_wean.data.align_table import read_table
+from fairseq_wean.cli.options import given, once
+from fairseq_wean.data.align_table import read_align_table, read_table
 from fairseq_wean.data.dictionary import SPECIALS, check_dictionary, dictionary_words
 from fairseq_wean.data.markers import is_position_marker
 from fairseq_wean.errors import PROG, FairseqWeanError, at_least, run_cli
 from fairseq_wean.scoring.pieces import check_words
-from fairseq_wean.textio import atomic_output, check_input, check_output, iter_lines, read_lines
+from fairseq_wean.textio import atomic_output, check_input, check_output
+
+# option -> the rules it needs to have an effect, in the shape of fairseq_wean.cli.options.NEEDS ("without",
+# other: that option not given); every other option is in ALWAYS (tests/test_preprocess_tools.py)
+NEEDS = {"--train-src": (("without", "--dict"),), "--train-tgt": (("without", "--dict"),)}
+ALWAYS = ("--dict", "--src", "--tgt", "--table", "--topk", "--num-frequent", "--vocab-size", "--json")
+
+
+def check_effective(parser, args):
+    """Refuse, in one line before any work, an option of :data:`NEEDS` given where it changes nothing."""
+    named = given(parser, args)
+    for option in sorted(named):
+        for kind, need in NEEDS.get(option, ()):
+            if kind == "without" and need in named:
+                raise FairseqWeanError("{} has no effect with {}: the word counts are then {}'s; drop one of "
+                                       "them".format(option, need, need))
 
 
 def frequency_order(dict_path=None, train_files=()):
+    from preprocess.check_parallel import complete_lines
+
     if dict_path:
         check_dictionary(dict_path, SPECIALS, "--dict")  # a file that is not a fairseq dictionary: one line
         return dictionary_words(dict_path, "--dict")
     counts = collections.Counter()
-    for path in train_files:
-        for line in iter_lines(path, "training file"):
+    for path, flag in train_files:
+        for line in complete_lines(path, flag):
             counts.update(line.split())
+    if not counts:
+        raise FairseqWeanError("{} hold no word: nothing to count the frequent words in".format(
+            " and ".join("{} {}".format(flag, path) for path, flag in train_files)))
     return [w for w, _ in sorted(counts.items(), key=lambda wc: (-wc[1], wc[0]))]
+
+
+def check_table_fits(path, vocabulary, topk):
+    """The table read as ``--arch core_copy --core-align-table`` reads it (``read_align_table``), with the
+    dictionary of ``vocabulary`` (name, ranked words): a table of another vocabulary (words not in it), or
+    with no usable pair, is refused here as the model refuses it."""
+    from fairseq.data import Dictionary
+
+    name, words = vocabulary
+    dictionary = Dictionary()
+    for word in words:
+        dictionary.add_symbol(word)
+    quiet = logging.getLogger(read_align_table.__module__)
+    level = quiet.level
+    quiet.setLevel(logging.WARNING)  # the model's "read N aligned pairs" line is not this report's
+    try:
+        read_align_table(path, dictionary, topk)
+    except FairseqWeanError as exc:
+        raise FairseqWeanError("--table {} does not fit {}, and core_copy refuses it the same way ({})".format(
+            path, name, str(exc).rstrip("."))) from None
+    finally:
+        quiet.setLevel(level)
 
 
 def coverage(pairs, table, ranked_words, topk=10, num_frequent=2000, vocab_size=30000):
@@ -73,15 +120,21 @@ def coverage(pairs, table, ranked_words, topk=10, num_frequent=2000, vocab_size=
 def read_pairs(src_path, tgt_path, vocabulary=None):
     """The (source, target) token lists; the text and ``vocabulary`` (name, ranked words) of one form
     (words, or pieces with a dictionary of those pieces: ``pieces.check_words``), before any counting."""
-    src, tgt = read_lines(src_path, "--src"), read_lines(tgt_path, "--tgt")
+    from preprocess.check_parallel import complete_lines
+
+    src, tgt = list(complete_lines(src_path, "--src")), list(complete_lines(tgt_path, "--tgt"))
     check_words([("--src " + src_path, src), ("--tgt " + tgt_path, tgt)], "python -m preprocess.coverage_report",
                 vocabulary=vocabulary)
     if len(src) != len(tgt):
         raise FairseqWeanError("{} has {} lines, {} has {}".format(src_path, len(src), tgt_path, len(tgt)))
-    return [(s.split(), t.split()) for s, t in zip(src, tgt)]
+    pairs = [(s.split(), t.split()) for s, t in zip(src, tgt)]
+    if not any(t for _s, t in pairs):  # no line, or none with a word: 0.0% of nothing is no measurement
+        raise FairseqWeanError("--tgt {} holds no word ({} line(s)): nothing to measure; give the target of at "
+                               "least one sentence".format(tgt_path, len(tgt)))
+    return pairs
 
 
-def main(argv=None):
+def get_parser():
     p = argparse.ArgumentParser(prog="python -m preprocess.coverage_report",
                                 description="Target-word coverage of CoRe's vocabularies (Table 2).")
     p.add_argument("--train-src", help="training source (word counts, unless --dict)")
@@ -94,11 +147,17 @@ def main(argv=None):
     p.add_argument("--num-frequent", type=at_least(0), default=2000)
     p.add_argument("--vocab-size", type=at_least(1), default=30000)
     p.add_argument("--json", help="also write the numbers here")
+    return once(p)
+
+
+def main(argv=None):
+    p = get_parser()
     args = p.parse_args(argv)
     if not args.dict and not (args.train_src and args.train_tgt):
         p.error("give --dict, or --train-src and --train-tgt")
-    train_files = [f for f in (args.train_src, args.train_tgt) if f]
-    inputs = [args.dict, args.src, args.tgt, args.table] + train_files
+    check_effective(p, args)
+    train_files = [(f, flag) for f, flag in ((args.train_src, "--train-src"), (args.train_tgt, "--train-tgt")) if f]
+    inputs = [args.dict, args.src, args.tgt, args.table] + [f for f, _ in train_files]
     for path, flag in ((args.dict, "--dict"), (args.train_src, "--train-src"), (args.train_tgt, "--train-tgt"),
                        (args.src, "--src"), (args.tgt, "--tgt")):
         if path is not None:
@@ -107,8 +166,11 @@ def main(argv=None):
         check_output(args.json, inputs, "--json")  # before the counting, not after
     ranked = frequency_order(args.dict, train_files)
     vocabulary = ("--dict " + args.dict if args.dict else "--train-src/--train-tgt", ranked)
-    report = coverage(read_pairs(args.src, args.tgt, vocabulary), read_table(args.table, "--table"), ranked,
-                      args.topk, args.num_frequent, args.vocab_size)
+    pairs = read_pairs(args.src, args.tgt, vocabulary)
+    table = read_table(args.table, "--table")  # its format first, with --table's name
+    if args.dict:  # the dictionary core_copy reads the table with (train counts only rank words: no such check)
+        check_table_fits(args.table, vocabulary, args.topk)
+    report = coverage(pairs, table, ranked, args.topk, args.num_frequent, args.vocab_size)
     print("Vocabulary\tCoverage (%)")
     for key, value in report.items():
         fmt = "{}\t{:.1f}" if isinstance(value, float) else "{}\t{}"

@@ -8,6 +8,9 @@ file into subword-nmt's format (``#version: 0.2`` header, counts dropped, order 
 fairseq reads with ``--bpe subword_nmt --bpe-codes CODES``:
 
     python -m preprocess.fastbpe_codes --fastbpe codes.fastbpe --out codes.subword_nmt
+
+A file already in subword-nmt's form (a first line ``#version: ...``) is refused (its header would
+become a merge), and so is a cut one (a last line without its final newline).
 """
 import argparse
 import sys
@@ -28,6 +31,11 @@ def convert(lines, path="codes", what="--fastbpe"):
             fields = line.split()
             if not fields:
                 continue
+            if first is None and fields[0].startswith("#version"):
+                raise ValueError(
+                    "line {} is {!r}: the file is already in subword-nmt's form (converted, or learned by "
+                    "subword-nmt); give it to fairseq as it is (--bpe subword_nmt --bpe-codes FILE)".format(
+                        number, line.rstrip("\n")))
             count = None
             if len(fields) == 3 and fields[2].isdigit():
                 fields, count = fields[:2], int(fields[2])
@@ -46,19 +54,31 @@ def convert(lines, path="codes", what="--fastbpe"):
     return ["#version: 0.2"] + [" ".join(merge) for _n, merge, _c in check_entries(merges(), path, what, "merge")]
 
 
-def main(argv=None):
-    from fairseq_wean.errors import FairseqWeanError
-    from fairseq_wean.textio import atomic_output, check_input, check_output, read_lines
+# every option has an effect in every combination (the shape of fairseq_wean.cli.options.NEEDS; none needs another)
+NEEDS = {}
+ALWAYS = ("--fastbpe", "--out")
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+
+def get_parser():
+    from fairseq_wean.cli.options import once
+
+    parser = argparse.ArgumentParser(prog="python -m preprocess.fastbpe_codes", description=__doc__.splitlines()[0])
     parser.add_argument("--fastbpe", required=True, help="fastBPE codes file (a b COUNT per line)")
     parser.add_argument("--out", required=True, help="subword-nmt codes file to write (not the input: "
                         "written to a new file renamed over it on success)")
-    args = parser.parse_args(argv)
+    return once(parser)
+
+
+def main(argv=None):
+    from fairseq_wean.errors import FairseqWeanError
+    from fairseq_wean.textio import atomic_output, check_input, check_output
+    from preprocess.check_parallel import complete_lines
+
+    args = get_parser().parse_args(argv)
     try:
         check_input(args.fastbpe, "--fastbpe")
         check_output(args.out, (args.fastbpe,), "--out")  # never over the input, a pipe or a device
-        converted = convert(read_lines(args.fastbpe, "--fastbpe"), args.fastbpe)
+        converted = convert(list(complete_lines(args.fastbpe, "--fastbpe")), args.fastbpe)
         with atomic_output(args.out, (args.fastbpe,), "--out") as f:
             f.write("\n".join(converted) + "\n")
     except FairseqWeanError as exc:

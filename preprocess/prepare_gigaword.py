@@ -28,7 +28,7 @@ Full data, for users who have it: the harvardnlp release https://github.com/harv
 import os
 
 from preprocess import common
-from preprocess.common import log, read_lines, write_lines
+from preprocess.common import log, write_lines
 
 URL = "https://github.com/harvardnlp/sent-summary (summary.tar.gz)"
 SRC, TGT = "article", "title"
@@ -47,11 +47,15 @@ def parse_args(argv=None):
                    default="word,word-pg", help="comma list of " + ",".join(common.VARIANTS))
     p.add_argument("--threshold", type=at_least(0), help="word vocabulary: words seen at least this often (default 2)")
     p.add_argument("--spm-vocab", type=at_least(1), help="sentencepiece vocabulary size (default 8000)")
-    return common.apply_tiny(common.check_variant_options(p, p.parse_args(argv)), max_sentences=300, max_eval=12)
+    args = common.parse(p, argv)
+    if args.sumdata and "--data-dir" in args.given_options:
+        p.error("--data-dir is not read with --sumdata (the data come from --sumdata DIR): drop one of them")
+    if args.sumdata:
+        args.data_dir = None  # not read: neither recorded
+    return common.apply_tiny(common.check_variant_options(p, args), max_sentences=300, max_eval=12)
 
 
 def sources(args):
-    giga = os.path.join(args.data_dir, "summarization", "gigaword")
     if args.sumdata:
         tr = os.path.join(args.sumdata, "train")
         return {
@@ -59,6 +63,7 @@ def sources(args):
             "valid": (os.path.join(tr, "valid.article.filter.txt"), os.path.join(tr, "valid.title.filter.txt")),
             "test": (os.path.join(args.sumdata, "Giga", "input.txt"), os.path.join(args.sumdata, "Giga", "task1_ref0.txt")),
         }
+    giga = os.path.join(args.data_dir, "summarization", "gigaword")
     sample = os.path.join(giga, "sample_dongjunlee")
     return {
         "train": (os.path.join(sample, "train.article.txt"), os.path.join(sample, "train.title.txt")),
@@ -67,25 +72,26 @@ def sources(args):
     }
 
 
-def read_pairs(src_path, tgt_path):
-    a = read_lines(common.require(src_path, URL))
-    b = read_lines(common.require(tgt_path, URL))
-    if len(a) != len(b):
-        raise common.RecipeError("{} and {} differ in line count ({} vs {})".format(src_path, tgt_path, len(a), len(b)))
-    return list(zip(a, b))
+def data_files(args):
+    """(folder, {path: where to get it}, parallel groups): every raw file this recipe reads."""
+    groups = list(sources(args).values())
+    return args.sumdata or args.data_dir, {path: URL for group in groups for path in group}, groups
 
 
 def main(argv=None):
     args = parse_args(argv)
     out = common.out_folder(args.out)
-    if common.done(out) and not args.force:
-        log("Gigaword data already prepared in {} (--force to redo)".format(out))
-        return common.load_recipe(out)
+    recipe = common.prepared(out, args, "Gigaword")
+    if recipe is not None:
+        return recipe
     files = sources(args)
     log("reading Gigaword from {}".format(os.path.dirname(files["test"][0])))
+    raw = common.RawData(*data_files(args))
+    read_pairs = lambda a, b: list(zip(raw.lines(a), raw.lines(b)))  # noqa: E731
     train = read_pairs(*files["train"])
     # an empty side cannot be trained on (harvardnlp's train has none; be safe with other copies)
     train = [(a, b) for a, b in train if a and b]
+    common.note_sample(args, len(train))
     train = [train[i] for i in common.sample_indices(len(train), args.max_sentences, args.seed)]
     valid = read_pairs(*files["valid"])[: args.max_valid]
     valid = valid[: args.max_eval] if args.max_eval else valid
@@ -107,7 +113,8 @@ def main(argv=None):
                                      small=bool(args.max_sentences))
     recipe = {
         "task": "summarization", "dataset": "gigaword", "src": SRC, "tgt": TGT,
-        "data_dir": os.path.abspath(args.data_dir), "variants": variants, "stats": stats,
+        "data_dir": os.path.abspath(args.sumdata or args.data_dir), "options": common.recorded_options(args),
+        "variants": variants, "stats": stats,
         "tiny": bool(args.max_sentences or args.max_eval),
         "lead_n": sorted({int(round(mean_len)), 10}),
         "valid": {"subset": "valid1", "orig": "text/validdec." + SRC, "refs": ["text/validdec." + TGT],

@@ -52,7 +52,29 @@ def parse_args(argv=None):
     p.add_argument("--valid-decode", type=at_least(1), default=1000, help="validation pairs decoded after every epoch")
     p.add_argument("--variants", type=common.variant_list(VARIANTS),
                    default="bpe", help="vocabulary variants (default bpe)")
-    return common.apply_tiny(common.check_variant_options(p, p.parse_args(argv)), max_sentences=300, max_eval=12)
+    args = common.parse(p, argv)
+    if args.raw and "--data-dir" in args.given_options:
+        p.error("--data-dir is not read with --raw (the data come from --raw DIR): drop one of them")
+    if args.raw:
+        args.data_dir = None  # not read: neither recorded
+    return common.apply_tiny(common.check_variant_options(p, args), max_sentences=300, max_eval=12)
+
+
+def data_files(args):
+    """(folder, {path: where to get it}, parallel groups): every raw file this recipe reads (--bpe-codes, a
+    file the user names, is read in main)."""
+    if args.raw:
+        names = ["train.tags.de-en." + lang for lang in (SRC, TGT)]
+        names += ["{}.de-en.{}.xml".format(name, lang) for name in TEST_SETS for lang in (SRC, TGT)]
+        return args.raw, {os.path.join(args.raw, n): URL for n in names}, ()
+    d = os.path.join(args.data_dir, "translation", "iwslt14_deen")
+    staged = "bpe" in args.variants.split(",") and os.path.isdir(os.path.join(d, "bpe10k"))  # check_against_staged
+    groups = [tuple(os.path.join(d, sub, "{}.{}".format(name, lang)) for sub in ("tok", "bpe10k")[:1 + staged]
+                    for lang in (SRC, TGT)) for name in ("valid", "test")]
+    files = {path: URL for group in groups for path in group}
+    if not args.bpe_codes:
+        files[os.path.join(d, "bpe10k", "code")] = URL
+    return args.data_dir, files, groups
 
 
 class Tokenizer:
@@ -86,17 +108,16 @@ def clean_corpus(pairs, min_len=1, max_len=175, ratio=1.5):
     return kept
 
 
-def xml_segments(path):
-    with open(path, encoding="utf-8") as f:
-        return [m.group(1).replace("\u2019", "'") for m in (SEG.search(l) for l in f) if m]
+def xml_segments(lines):
+    return [m.group(1).replace("\u2019", "'") for m in (SEG.search(l) for l in lines) if m]
 
 
-def full_recipe(args, text_dir):
+def full_recipe(args, data):
     raw = args.raw
     tok = {lang: Tokenizer(lang) for lang in (SRC, TGT)}
     sides = {}
     for lang in (SRC, TGT):
-        lines = read_lines(common.require(os.path.join(raw, "train.tags.de-en." + lang), URL), strip=False)
+        lines = data.lines(os.path.join(raw, "train.tags.de-en." + lang), strip=False)
         kept = [clean_train_line(l) for l in lines]
         sides[lang] = [k for k in kept if k is not None]
         log("tokenizing train.tags.de-en.{} ({} lines)".format(lang, len(sides[lang])))
@@ -109,41 +130,36 @@ def full_recipe(args, text_dir):
     train = [p for i, p in enumerate(pairs, 1) if i % 23 != 0]
     test = []
     for name in TEST_SETS:
-        de = xml_segments(common.require(os.path.join(raw, "{}.de-en.de.xml".format(name)), URL))
-        en = xml_segments(common.require(os.path.join(raw, "{}.de-en.en.xml".format(name)), URL))
+        de = xml_segments(data.lines(os.path.join(raw, "{}.de-en.de.xml".format(name)), strip=False))
+        en = xml_segments(data.lines(os.path.join(raw, "{}.de-en.en.xml".format(name)), strip=False))
         if len(de) != len(en):
             raise RecipeError("{}: {} German vs {} English segments".format(name, len(de), len(en)))
         test += [(tok[SRC](a).lower(), tok[TGT](b).lower()) for a, b in zip(de, en)]
     return train, valid, test, False
 
 
-def staged_recipe(args):
-    d = os.path.join(args.data_dir, "translation", "iwslt14_deen")
-    split = {}
-    for name in ("valid", "test"):
-        de = read_lines(common.require(os.path.join(d, "tok", name + "." + SRC), URL))
-        en = read_lines(common.require(os.path.join(d, "tok", name + "." + TGT), URL))
-        split[name] = list(zip(de, en))
-    if not args.bpe_codes:
-        args.bpe_codes = common.require(os.path.join(d, "bpe10k", "code"), URL)
+def staged_recipe(args, data):
+    d = os.path.join(args.data_dir, "translation", "iwslt14_deen", "tok")
+    split = {name: list(zip(data.lines(os.path.join(d, name + "." + SRC)), data.lines(os.path.join(d, name + "." + TGT))))
+             for name in ("valid", "test")}
     log("staged IWSLT'14 (no training data): the validation set stands in for training data (smoke test only)")
     return split["valid"], split["valid"], split["test"], True
 
 
-def check_against_staged(args, out, variants):
+def check_against_staged(args, out, variants, data):
     """Staged mode: our BPE'd valid/test lines must equal the staged fairseq output byte for byte.
 
     Returns {file: [identical lines, lines compared]} (with --max-eval: the first lines only).
     """
     d = os.path.join(args.data_dir, "translation", "iwslt14_deen", "bpe10k")
-    if "bpe" not in variants or not os.path.isdir(d):
+    if "bpe" not in variants or os.path.join(d, "valid." + SRC) not in data.files:
         return None
     ours = os.path.join(out, variants["bpe"]["text"])
     report = {}
     for name in ("valid", "test"):
         for lang in (SRC, TGT):
             a = read_lines(os.path.join(ours, "{}.{}".format(name, lang)))
-            b = read_lines(os.path.join(d, "{}.{}".format(name, lang)))[: len(a)]
+            b = data.lines(os.path.join(d, "{}.{}".format(name, lang)))[: len(a)]
             report["{}.{}".format(name, lang)] = [sum(x == y for x, y in zip(a, b)), len(a)]
     for k, (same, n) in sorted(report.items()):
         log("BPE check against the staged fairseq output {}: {} of {} lines identical".format(k, same, n))
@@ -153,14 +169,19 @@ def check_against_staged(args, out, variants):
 def main(argv=None):
     args = parse_args(argv)
     out = common.out_folder(args.out)
-    if common.done(out) and not args.force:
-        log("IWSLT'14 data already prepared in {} (--force to redo)".format(out))
-        return common.load_recipe(out)
+    recipe = common.prepared(out, args, "IWSLT'14")
+    if recipe is not None:
+        return recipe
+    codes = common.read_complete_lines(args.bpe_codes, what="--bpe-codes") if args.bpe_codes else None
+    data = common.RawData(*data_files(args))
     text_dir = os.path.join(out, "text")
     if args.raw:
-        train, valid, test, smoke = full_recipe(args, text_dir)
+        train, valid, test, smoke = full_recipe(args, data)
     else:
-        train, valid, test, smoke = staged_recipe(args)
+        train, valid, test, smoke = staged_recipe(args, data)
+        if codes is None:
+            codes = data.lines(os.path.join(args.data_dir, "translation", "iwslt14_deen", "bpe10k", "code"), False)
+    common.note_sample(args, len(train))
     train = [train[i] for i in common.sample_indices(len(train), args.max_sentences, args.seed)]
     if args.max_eval:
         valid, test = valid[: args.max_eval], test[: args.max_eval]
@@ -171,11 +192,11 @@ def main(argv=None):
     stats = {k + "_pairs": len(v) for k, v in splits.items()}
     log("train {train_pairs}, valid {valid_pairs}, test {test_pairs} pairs".format(**stats))
     variants = common.build_variants(out, text_dir, SRC, TGT, PREFIXES, args.variants.split(","),
-                                     bpe_codes=args.bpe_codes, bpe_merges=args.bpe_merges, workers=args.workers,
+                                     bpe_codes=codes, bpe_merges=args.bpe_merges, workers=args.workers,
                                      small=bool(args.max_sentences))
     recipe = {
         "task": "translation", "dataset": "iwslt14", "src": SRC, "tgt": TGT, "smoke_test_only": smoke,
-        "data_dir": os.path.abspath(args.data_dir), "variants": variants, "stats": stats,
+        "data_dir": os.path.abspath(args.raw or args.data_dir), "options": common.recorded_options(args), "variants": variants, "stats": stats,
         "tiny": bool(args.max_sentences or args.max_eval),
         "valid": {"subset": "valid1", "orig": "text/validdec." + SRC, "refs": ["text/validdec." + TGT],
                   "metric": "bleu", "metrics": "bleu"},
@@ -187,7 +208,7 @@ def main(argv=None):
         "main_test": "iwslt14",
     }
     if smoke:
-        recipe["staged_bpe_check"] = check_against_staged(args, out, variants)
+        recipe["staged_bpe_check"] = check_against_staged(args, out, variants, data)
     return common.write_recipe(out, recipe)
 
 

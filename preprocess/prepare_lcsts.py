@@ -33,18 +33,33 @@ DOC = re.compile(r"<doc id=(\d+)>(.*?)</doc>", re.S)
 FIELD = {name: re.compile(r"<{0}>(.*?)</{0}>".format(name), re.S) for name in ("human_label", "summary", "short_text")}
 
 
-def parse_part(path):
-    """[(id, label or None, summary, short_text)] of an LCSTS PART file."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    docs = []
+def _unclosed(path, text, pos):
+    return common.RecipeError("{} line {}: text outside a whole <doc> ... </doc> record (a record not closed: the "
+                              "file looks cut or malformed)".format(path, text.count("\n", 0, pos) + 1))
+
+
+def parse_part(text, path, labelled):
+    """[(id, label or None, summary, short_text)] of the text of an LCSTS PART file. Every record must be
+    whole (``<doc id=N>`` ... ``</doc>``, nothing else between records: a file cut inside a record is refused,
+    not shortened) with its ``<summary>`` and ``<short_text>``; ``labelled`` (PART II, III): with its
+    ``<human_label>``, a score from 1 to 5."""
+    docs, end = [], 0
     for m in DOC.finditer(text):
-        body = m.group(2)
+        body, gap = m.group(2), text[end:m.start()]
+        if gap.strip() or "<doc" in body:
+            raise _unclosed(path, text, end + len(gap) - len(gap.lstrip()) if gap.strip()
+                            else m.start(2) + body.index("<doc"))
+        end = m.end()
         fields = {k: (r.search(body).group(1).strip() if r.search(body) else None) for k, r in FIELD.items()}
         if fields["summary"] is None or fields["short_text"] is None:
             raise common.RecipeError("{}: doc {} lacks <summary> or <short_text>".format(path, m.group(1)))
-        label = int(fields["human_label"]) if fields["human_label"] else None
-        docs.append((int(m.group(1)), label, fields["summary"], fields["short_text"]))
+        label = fields["human_label"]
+        if labelled and label not in ("1", "2", "3", "4", "5"):
+            raise common.RecipeError("{}: doc {} has {} (PART II and III records are scored 1 to 5)".format(
+                path, m.group(1), "no <human_label>" if label is None else "<human_label> {!r}".format(label)))
+        docs.append((int(m.group(1)), int(label) if label else None, fields["summary"], fields["short_text"]))
+    if text[end:].strip():
+        raise _unclosed(path, text, end + len(text[end:]) - len(text[end:].lstrip()))
     if not docs:
         raise common.RecipeError("{}: no <doc> records found".format(path))
     return docs
@@ -65,7 +80,21 @@ def parse_args(argv=None):
     p.add_argument("--valid-decode", type=at_least(1), default=500, help="validation pairs decoded after every epoch")
     p.add_argument("--variants", type=common.variant_list(VARIANTS),
                    default="word", help="'word' (= characters here; the only variant)")
-    return common.apply_tiny(p.parse_args(argv), max_sentences=300, max_eval=12)
+    return common.apply_tiny(common.parse(p, argv), max_sentences=300, max_eval=12)
+
+
+# options that act only on the training data (PART I): refused when given without PART_I.txt. Every other
+# option acts on the test set too, but --seed and --variants, named by drivers such as the comparison runner
+# for every dataset: --seed is then said to choose nothing (common.note_sample), --variants names the one variant.
+NEEDS_TRAIN = ("--vocab", "--valid-decode", "--max-sentences", "--workers")
+WITHOUT_TRAIN = ("--data-dir", "--out", "--force", "--tiny", "--max-eval", "--min-score", "--seed", "--variants")
+
+
+def data_files(args):
+    """(folder, {path: where to get it}, parallel groups): every raw file this recipe reads."""
+    d = os.path.join(args.data_dir, "summarization", "lcsts")
+    names = ["PART_III.txt"] + (["PART_I.txt", "PART_II.txt"] if os.path.lexists(os.path.join(d, "PART_I.txt")) else [])
+    return args.data_dir, {os.path.join(d, name): URL for name in names}, ()
 
 
 def lead_table(out, text_dir, n_values):
@@ -96,21 +125,30 @@ def lead_table(out, text_dir, n_values):
 def main(argv=None):
     args = parse_args(argv)
     out = common.out_folder(args.out)
-    if common.done(out) and not args.force:
-        log("LCSTS data already prepared in {} (--force to redo)".format(out))
-        return common.load_recipe(out)
-    d = os.path.join(args.data_dir, "summarization", "lcsts")
-    test = [x for x in parse_part(common.require(os.path.join(d, "PART_III.txt"), URL)) if x[1] >= args.min_score]
+    recipe = common.prepared(out, args, "LCSTS")
+    if recipe is not None:
+        return recipe
+    folder, files, _ = data_files(args)
+    has_train = len(files) > 1
+    unused = [o for o in NEEDS_TRAIN if o in args.given_options]
+    if unused and not has_train:
+        raise common.RecipeError("{} act(s) on the training data (PART I), and {} has no PART_I.txt: drop {}".format(
+            "/".join(unused), os.path.dirname(next(iter(files))), " ".join(unused)))
+    raw = common.RawData(folder, files)
+    part = {os.path.basename(path)[:-4]: (path, raw.lines(path, strip=False)) for path in files}
+    parsed = {name: parse_part("\n".join(lines), path, name != "PART_I") for name, (path, lines) in part.items()}
+    test = [x for x in parsed["PART_III"] if x[1] >= args.min_score]
     test = test[: args.max_eval] if args.max_eval else test
     splits = {"test": test}
-    has_train = os.path.exists(os.path.join(d, "PART_I.txt"))
     if has_train:
-        train = parse_part(os.path.join(d, "PART_I.txt"))
+        train = parsed["PART_I"]
+        common.note_sample(args, len(train))
         splits["train"] = [train[i] for i in common.sample_indices(len(train), args.max_sentences, args.seed)]
-        valid = [x for x in parse_part(common.require(os.path.join(d, "PART_II.txt"), URL))
-                 if x[1] is None or x[1] >= args.min_score]
+        valid = [x for x in parsed["PART_II"] if x[1] >= args.min_score]
         splits["valid"] = valid[: args.max_eval] if args.max_eval else valid
         splits["validdec"] = splits["valid"][: args.valid_decode]
+    elif "--seed" in args.given_options:
+        log("--seed {} chose nothing: no training data (PART I), no sample is drawn".format(args.seed))
     text_dir = os.path.join(out, "text")
     for name, docs in splits.items():
         write_lines(os.path.join(text_dir, "{}.{}".format(name, SRC)), (chars(x[3]) for x in docs))
@@ -133,7 +171,7 @@ def main(argv=None):
     rouge = {"metrics": "rouge1,rouge2,rougeL", "score_args": ["--rouge-chars"]}
     recipe = {
         "task": "summarization", "dataset": "lcsts", "src": SRC, "tgt": TGT, "trainable": has_train,
-        "data_dir": os.path.abspath(args.data_dir), "variants": variants, "stats": stats,
+        "data_dir": os.path.abspath(args.data_dir), "options": common.recorded_options(args), "variants": variants, "stats": stats,
         "tiny": bool(args.max_sentences or args.max_eval), "lead_n": lead_n,
         "valid": dict(rouge, subset="valid1", orig="text/validdec." + SRC, refs=["text/validdec." + TGT],
                       metric="rougeL"),

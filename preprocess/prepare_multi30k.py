@@ -18,7 +18,7 @@ Official source: https://github.com/multi30k/dataset (``data/task1/tok/``).
 import os
 
 from preprocess import common
-from preprocess.common import log, read_lines, write_lines
+from preprocess.common import log, write_lines
 
 URL = "https://github.com/multi30k/dataset/tree/master/data/task1/tok"
 SRC, TGT = "de", "en"
@@ -37,23 +37,29 @@ def parse_args(argv=None):
     p.add_argument("--threshold", type=at_least(0), help="word vocabulary: words seen at least this often (default 2)")
     p.add_argument("--bpe-merges", type=at_least(1), help="joint BPE merges of the bpe variant (default 10000)")
     p.add_argument("--spm-vocab", type=at_least(1), help="sentencepiece vocabulary size (default 8000)")
-    return common.apply_tiny(common.check_variant_options(p, p.parse_args(argv)), max_sentences=300, max_eval=12)
+    return common.apply_tiny(common.check_variant_options(p, common.parse(p, argv)), max_sentences=300, max_eval=12)
+
+
+def data_files(args):
+    """(folder, {path: where to get it}, parallel groups): every raw file this recipe reads."""
+    tok = os.path.join(args.data_dir, "translation", "multi30k_deen", "tok")
+    groups = [tuple(os.path.join(tok, "{}.lc.norm.tok.{}".format(stem, lang)) for lang in (SRC, TGT))
+              for stem in FILES.values()]
+    return args.data_dir, {path: URL for group in groups for path in group}, groups
 
 
 def main(argv=None):
     args = parse_args(argv)
     out = common.out_folder(args.out)
-    if common.done(out) and not args.force:
-        log("Multi30k data already prepared in {} (--force to redo)".format(out))
-        return common.load_recipe(out)
-    tok = os.path.join(args.data_dir, "translation", "multi30k_deen", "tok")
+    recipe = common.prepared(out, args, "Multi30k")
+    if recipe is not None:
+        return recipe
+    folder, files, groups = data_files(args)
+    raw = common.RawData(folder, files, groups)
     splits = {}
-    for split, stem in FILES.items():
-        de = read_lines(common.require(os.path.join(tok, "{}.lc.norm.tok.{}".format(stem, SRC)), URL))
-        en = read_lines(common.require(os.path.join(tok, "{}.lc.norm.tok.{}".format(stem, TGT)), URL))
-        if len(de) != len(en):
-            raise common.RecipeError("Multi30k {}: {} German vs {} English lines".format(stem, len(de), len(en)))
-        splits[split] = list(zip(de, en))
+    for (split, stem), (de, en) in zip(FILES.items(), groups):
+        splits[split] = list(zip(raw.lines(de), raw.lines(en)))
+    common.note_sample(args, len(splits["train"]))
     splits["train"] = [splits["train"][i] for i in common.sample_indices(len(splits["train"]), args.max_sentences,
                                                                          args.seed)]
     if args.max_eval:
@@ -71,7 +77,7 @@ def main(argv=None):
                                      workers=args.workers, small=bool(args.max_sentences))
     recipe = {
         "task": "translation", "dataset": "multi30k", "src": SRC, "tgt": TGT,
-        "data_dir": os.path.abspath(args.data_dir), "variants": variants, "stats": stats,
+        "data_dir": os.path.abspath(args.data_dir), "options": common.recorded_options(args), "variants": variants, "stats": stats,
         "tiny": bool(args.max_sentences or args.max_eval),
         "valid": {"subset": "valid1", "orig": "text/validdec." + SRC, "refs": ["text/validdec." + TGT],
                   "metric": "bleu", "metrics": "bleu"},

@@ -34,10 +34,11 @@ Learning", EMNLP 2017, ACL Anthology D17-1062) https://github.com/XingxingZhang/
 (``wiki.full.aner.ori.train.{src,dst}``) in ``DATA/simplification/wikilarge/``, ``--add-wikilarge``
 adds them to the training data (not part of the fixed setting).
 """
+import argparse
 import os
 
 from preprocess import common
-from preprocess.common import RecipeError, log, read_lines, write_lines
+from preprocess.common import RecipeError, log, write_lines
 
 URLS = {
     "turkcorpus": "https://github.com/cocoxu/simplification/tree/master/data/turkcorpus",
@@ -57,7 +58,8 @@ def parse_args(argv=None):
     from fairseq_wean.errors import at_least
 
     p = common.base_parser(__doc__.split("\n")[0], default_out=os.path.join(common.REPO, "work_dirs", "simplification"))
-    p.add_argument("--valid-size", type=at_least(1), default=200, help="TurkCorpus tune sources held out for validation")
+    p.add_argument("--valid-size", type=at_least(1), default=None,
+                   help="TurkCorpus tune sources held out for validation (default 200; with --tiny: --max-eval)")
     p.add_argument("--variants", type=common.variant_list(VARIANTS), default="word,word-pg,spm,char",
                    help="comma list of " + ",".join(VARIANTS))
     p.add_argument("--word-threshold", type=at_least(0),
@@ -65,43 +67,55 @@ def parse_args(argv=None):
     p.add_argument("--spm-vocab", type=at_least(1), help="sentencepiece vocabulary size (default 8000)")
     p.add_argument("--add-wikilarge", action="store_true",
                    help="also train on WikiLarge train (needs wiki.full.aner.ori.train.{src,dst})")
-    args = common.apply_tiny(common.check_variant_options(p, p.parse_args(argv)), max_sentences=400, max_eval=12)
-    if args.tiny and args.valid_size == 200:
-        args.valid_size = args.max_eval
+    args = common.apply_tiny(common.check_variant_options(p, common.parse(p, argv)), max_sentences=400, max_eval=12)
+    if args.valid_size is None:
+        args.valid_size = args.max_eval if args.tiny else 200
     return args
 
 
-def turk_files(d, split):
-    norm = common.require(os.path.join(d, "{}.8turkers.tok.norm".format(split)), URLS["turkcorpus"])
-    refs = [common.require(os.path.join(d, "{}.8turkers.tok.turk.{}".format(split, k)), URLS["turkcorpus"])
-            for k in range(TURK_REFS)]
-    return read_lines(norm), [read_lines(r) for r in refs]
+def data_files(args):
+    """(folder, {path: where to get it}, parallel groups): every raw file this recipe reads."""
+    simp = os.path.join(args.data_dir, "simplification")
+    turk, asset, ose = (os.path.join(simp, d) for d in ("turkcorpus", "asset", "onestopenglish"))
+    groups = [[(os.path.join(turk, "{}.8turkers.tok.norm".format(split)), "turkcorpus")]
+              + [(os.path.join(turk, "{}.8turkers.tok.turk.{}".format(split, k)), "turkcorpus") for k in range(TURK_REFS)]
+              for split in ("tune", "test")]
+    groups.append([(os.path.join(asset, "asset.valid." + ("orig" if k < 0 else "simp.{}".format(k))), "asset")
+                   for k in range(-1, ASSET_REFS)])
+    groups += [[(os.path.join(ose, "{}.{}".format(stem, level)), "onestopenglish") for level in (hi, lo)]
+               for stem, hi, lo in ONESTOP_PAIRS]
+    pwkp = os.path.join(simp, "wikismall_pwkp", "PWKP_108016.tag.80.aner.ori.test.")
+    groups.append([(pwkp + ext, "pwkp") for ext in ("src", "dst")])
+    if args.add_wikilarge:
+        groups.append([(os.path.join(simp, "wikilarge", "wiki.full.aner.ori.train." + ext), "wikilarge")
+                       for ext in ("src", "dst")])
+    files = {path: URLS[source] for group in groups for path, source in group}
+    return args.data_dir, files, [tuple(path for path, _ in group) for group in groups]
 
 
-def require_same_length(name, *columns):
-    n = {len(c) for c in columns}
-    if len(n) != 1:
-        raise RecipeError("{}: files differ in line count {}".format(name, sorted(n)))
+def check_valid_size(valid_size, n_tune):
+    """--valid-size must leave TurkCorpus tune sources for training (all held out: no TurkCorpus/ASSET training
+    pair at all); checked against the data before any work."""
+    if valid_size >= n_tune:
+        raise RecipeError("--valid-size {} holds out every one of the {} TurkCorpus tune sources, and with them all "
+                          "TurkCorpus/ASSET training pairs: give at most {}".format(valid_size, n_tune, n_tune - 1))
 
 
-def load(data_dir, add_wikilarge=False):
+def load(data_dir, add_wikilarge=False, valid_size=None):
     """All raw material, tokenized and lowercased. Returns a dict of lists."""
     simp = os.path.join(data_dir, "simplification")
     if not os.path.isdir(simp):
         raise RecipeError("no simplification data under {} (use --data-dir)".format(data_dir))
+    folder, files, groups = data_files(argparse.Namespace(data_dir=data_dir, add_wikilarge=add_wikilarge))
+    raw = common.RawData(folder, files, groups)
+    tune, test, asset, *onestop_groups, (pwkp_src_path, pwkp_ref_path) = groups[:len(ONESTOP_PAIRS) + 4]
+    if valid_size is not None:
+        check_valid_size(valid_size, len(raw.lines(tune[0])))
     tok = common.MosesLowercaser()
-    turk = os.path.join(simp, "turkcorpus")
-    tune_src, tune_refs = turk_files(turk, "tune")
-    test_src, test_refs = turk_files(turk, "test")
-    require_same_length("turkcorpus tune", tune_src, *tune_refs)
-    require_same_length("turkcorpus test", test_src, *test_refs)
-
-    asset = os.path.join(simp, "asset")
-    asset_orig = read_lines(common.require(os.path.join(asset, "asset.valid.orig"), URLS["asset"]))
-    asset_refs = [[tok(l) for l in read_lines(common.require(os.path.join(asset, "asset.valid.simp.{}".format(k)),
-                                                              URLS["asset"]))]
-                  for k in range(ASSET_REFS)]
-    require_same_length("asset valid", asset_orig, *asset_refs)
+    tune_src, tune_refs = raw.lines(tune[0]), [raw.lines(p) for p in tune[1:]]
+    test_src, test_refs = raw.lines(test[0]), [raw.lines(p) for p in test[1:]]
+    asset_orig = raw.lines(asset[0])
+    asset_refs = [[tok(l) for l in raw.lines(p)] for p in asset[1:]]
     if len(asset_orig) != len(tune_src):
         raise RecipeError("ASSET valid ({}) and TurkCorpus tune ({}) must have the same sources, line by line"
                           .format(len(asset_orig), len(tune_src)))
@@ -113,28 +127,15 @@ def load(data_dir, add_wikilarge=False):
         raise RecipeError("ASSET valid does not look line-aligned with TurkCorpus tune ({} of {} sources match)"
                           .format(same, len(tune_src)))
 
-    ose = os.path.join(simp, "onestopenglish")
     onestop = []
-    for stem, hi, lo in ONESTOP_PAIRS:
-        a = read_lines(common.require(os.path.join(ose, "{}.{}".format(stem, hi)), URLS["onestopenglish"]))
-        b = read_lines(common.require(os.path.join(ose, "{}.{}".format(stem, lo)), URLS["onestopenglish"]))
-        require_same_length("onestopenglish " + stem, a, b)
-        onestop += [(tok(x), tok(y)) for x, y in zip(a, b) if x and y]
-
-    pwkp = os.path.join(simp, "wikismall_pwkp")
-    pwkp_src = [l.lower() for l in read_lines(common.require(
-        os.path.join(pwkp, "PWKP_108016.tag.80.aner.ori.test.src"), URLS["pwkp"]))]
-    pwkp_ref = [l.lower() for l in read_lines(common.require(
-        os.path.join(pwkp, "PWKP_108016.tag.80.aner.ori.test.dst"), URLS["pwkp"]))]
-    require_same_length("pwkp test", pwkp_src, pwkp_ref)
-
+    for a_path, b_path in onestop_groups:
+        onestop += [(tok(x), tok(y)) for x, y in zip(raw.lines(a_path), raw.lines(b_path)) if x and y]
+    pwkp_src = [l.lower() for l in raw.lines(pwkp_src_path)]
+    pwkp_ref = [l.lower() for l in raw.lines(pwkp_ref_path)]
     extra = []
     if add_wikilarge:
-        wl = os.path.join(simp, "wikilarge")
-        a = read_lines(common.require(os.path.join(wl, "wiki.full.aner.ori.train.src"), URLS["wikilarge"]))
-        b = read_lines(common.require(os.path.join(wl, "wiki.full.aner.ori.train.dst"), URLS["wikilarge"]))
-        require_same_length("wikilarge train", a, b)
-        extra = [(x.lower(), y.lower()) for x, y in zip(a, b)]
+        a_path, b_path = groups[-1]
+        extra = [(x.lower(), y.lower()) for x, y in zip(raw.lines(a_path), raw.lines(b_path))]
     return dict(tune_src=tune_src, tune_refs=tune_refs, test_src=test_src, test_refs=test_refs,
                 asset_refs=asset_refs, onestop=onestop, pwkp_src=pwkp_src, pwkp_ref=pwkp_ref, extra=extra)
 
@@ -213,11 +214,11 @@ PREFIXES = dict(train="train", valid=["valid", "validsrc"], test=["test", "pwkp"
 def main(argv=None):
     args = parse_args(argv)
     out = common.out_folder(args.out)
-    if common.done(out) and not args.force:
-        log("simplification data already prepared in {} (--force to redo)".format(out))
-        return common.load_recipe(out)
+    recipe = common.prepared(out, args, "simplification")
+    if recipe is not None:
+        return recipe
     log("reading TurkCorpus, ASSET, OneStopEnglish, PWKP from {}".format(args.data_dir))
-    raw = load(args.data_dir, args.add_wikilarge)
+    raw = load(args.data_dir, args.add_wikilarge, args.valid_size)
     splits, stats = split(raw, args.valid_size, args.seed, args.max_sentences, args.max_eval)
     text_dir = os.path.join(out, "text")
     write_text(splits, text_dir)
@@ -237,6 +238,7 @@ def main(argv=None):
     refs = lambda stem, n: ["text/{}.ref.{}".format(stem, k) for k in range(n)]  # noqa: E731
     recipe = {
         "task": "simplification", "src": SRC, "tgt": TGT, "data_dir": os.path.abspath(args.data_dir),
+        "options": common.recorded_options(args),
         "variants": variants, "stats": stats, "tiny": bool(args.max_sentences or args.max_eval),
         "valid": {"subset": "valid1", "orig": "text/validsrc." + SRC, "refs": refs("valid", TURK_REFS),
                   "metric": "sari", "metrics": "sari,bleu"},

@@ -36,12 +36,13 @@ import collections
 import contextlib
 import os
 
+from fairseq_wean.cli.options import once
 from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker, marker, marker_count
 from fairseq_wean.errors import PROG, FairseqWeanError, run_cli
 from fairseq_wean.data.dictionary import check_dictionary, dictionary_words
 from fairseq_wean.errors import at_least
 from fairseq_wean.scoring.pieces import check_words
-from fairseq_wean.textio import atomic_output, check_input, check_output, iter_lines, read_lines, same_file
+from fairseq_wean.textio import atomic_output, check_input, check_output, iter_lines, same_file
 
 SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")
 TOOL = "python -m preprocess.unk_markers"
@@ -82,6 +83,12 @@ def read_vocab(path, what="--vocab"):
     return words
 
 
+# option -> the rules it needs to have an effect, in the shape of fairseq_wean.cli.options.NEEDS (refused in
+# one line where they do not hold); every other option of every command is in ALWAYS
+NEEDS = {"--tgt": (("option", "--tgt-out"),), "--tgt-out": (("option", "--tgt"),)}
+ALWAYS = ("--src", "--min-count", "--markers", "--out", "--vocab", "--src-out", "--hyp", "--past-end")
+
+
 def get_parser():
     parser = argparse.ArgumentParser(prog="python -m preprocess.unk_markers", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -106,15 +113,32 @@ def get_parser():
                    help="a marker past the end of its source: 'error' (default; the files are probably not "
                         "line-parallel) or 'unk' (write <unk>: the hypotheses are known to be in source order, "
                         "and the model wrote a marker pointing at no word, as sampling can)")
-    return parser
+    for command in sub.choices.values():
+        once(command)
+    return once(parser)
 
 
 def read_words(named_paths):
     """The lines of each (flag, path), read once, after :func:`check_words` (words: no subword pieces,
     no unsegmented Chinese/Japanese/Thai; markers are for words) accepted all of them; None stays None."""
-    sides = [(flag, path, None if path is None else read_lines(path, flag)) for flag, path in named_paths]
+    from preprocess.check_parallel import complete_lines
+
+    sides = [(flag, path, None if path is None else list(complete_lines(path, flag))) for flag, path in named_paths]
     check_words([("{} {}".format(flag, path), lines) for flag, path, lines in sides], TOOL)
+    for flag, path, lines in sides:  # a marker stands for a word of a text that has none yet
+        if lines is not None and not any(line.strip() for line in lines):
+            raise FairseqWeanError("{} {} is empty (no word): give the text of at least one sentence; nothing was "
+                                   "written".format(flag, path))
     return [lines for _flag, _path, lines in sides]
+
+
+def check_unmarked(flag, path, lines, fix):
+    """Refuse text that already holds a marker ``<unk-N>`` where unmarked words are needed, naming the line."""
+    for number, line in enumerate(lines, 1):
+        found = next((word for word in line.split() if is_position_marker(word)), None)
+        if found is not None:
+            raise FairseqWeanError("{} {} line {} holds the marker {}: {} is the unmarked text ({}); nothing was "
+                                   "written".format(flag, path, number, found, flag, fix))
 
 
 def vocab(args):
@@ -146,7 +170,14 @@ def encode(args):
                 "--src-out and --tgt-out are both {}: give two different files".format(args.src_out))
     vocabulary = read_vocab(args.vocab)
     max_markers = marker_count(vocabulary)
+    if max_markers is None:  # every out-of-vocabulary word would become a marker the dictionary does not hold
+        raise FairseqWeanError("--vocab {} holds no marker <unk-N>: fairseq-preprocess would read every marker "
+                               "written as <unk>; give the dictionary written by '{} vocab' (words, then "
+                               "<unk-0> .. <unk-M-1>)".format(args.vocab, TOOL))
     source_lines, target_lines = read_words([("--src", args.src), ("--tgt", args.tgt)])
+    for flag, path, lines in (("--src", args.src, source_lines), ("--tgt", args.tgt, target_lines)):
+        if lines is not None:  # marked twice, a marker would point at the position of a marker
+            check_unmarked(flag, path, lines, "encode the text before '{} encode', not its output".format(TOOL))
     sources = [line.split() for line in source_lines]
     targets = [None] * len(sources)
     if args.tgt:
@@ -172,6 +203,8 @@ def decode(args):
     check_input(args.hyp, "--hyp")
     check_output(args.out, (args.src, args.hyp), "--out")
     sides = read_words([("--src", args.src), ("--hyp", args.hyp)])
+    check_unmarked("--src", args.src, sides[0], "the source before '{} encode', whose words the markers "
+                   "point at".format(TOOL))
     sources, hyps = ([line.split() for line in lines] for lines in sides)
     if len(sources) != len(hyps):
         raise FairseqWeanError("--src has {} lines, --hyp {}".format(len(sources), len(hyps)))

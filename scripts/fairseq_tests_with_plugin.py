@@ -60,7 +60,14 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--fairseq-tests", required=True, help="the tests/ folder of fairseq's repository")
     p.add_argument("--out", help="write the verdicts here (JSON)")
-    args = p.parse_args(argv)
+    if REPO not in sys.path:
+        sys.path.insert(0, REPO)
+    from fairseq_wean import textio
+    from fairseq_wean.cli import options
+
+    args = options.once(p).parse_args(argv)
+    if args.out is not None:
+        textio.check_output(args.out, (), "--out")  # before the two runs of fairseq's tests, not after
     if not os.path.isfile(os.path.join(args.fairseq_tests, "utils.py")):
         p.error("{} has no utils.py: give the tests/ folder of fairseq's repository, not the sdist's".format(
             args.fairseq_tests))
@@ -74,10 +81,16 @@ def main(argv=None):
                 "broken_by_the_plugin": broken, "fixed_by_the_plugin": fixed}
     print(json.dumps(verdicts, indent=1))
     if args.out:
-        with open(args.out, "w") as f:
+        with textio.atomic_output(args.out, (), "--out") as f:  # a planted link replaced, never written through
             json.dump(dict(verdicts, outcomes={"without": without, "with": with_plugin}), f, indent=1)
     return 1 if broken else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.path.insert(0, REPO)
+    from fairseq_wean.errors import FairseqWeanError, error_line
+
+    try:
+        sys.exit(main())
+    except FairseqWeanError as exc:  # a refused --out: one line, before any test runs
+        sys.exit(error_line("python scripts/fairseq_tests_with_plugin.py", exc))

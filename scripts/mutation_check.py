@@ -267,7 +267,9 @@ def main(argv=None):
     parser.add_argument("--list", action="store_true", help="print the mutants and stop")
     parser.add_argument("-k", dest="keyword", help="only the tests pytest -k selects (e.g. 'not teacher_forced_pass': "
                                                    "which mutants the other tests kill)")
-    args = parser.parse_args(argv)
+    from fairseq_wean.cli.options import once
+
+    args = once(parser).parse_args(argv)
     known = {m[0] for m in MUTANTS}
     unknown = [i for i in args.ids if i not in known]
     if unknown:

@@ -84,7 +84,9 @@ def with_table(text, model):
 def main(argv=None):
     p = argparse.ArgumentParser(description="Write (or --check) the options tables of docs/models/*.md.")
     p.add_argument("--check", action="store_true", help="exit 1 if a table differs from the code; write nothing")
-    args = p.parse_args(argv)
+    from fairseq_wean.cli import options as cli_options
+
+    args = cli_options.once(p).parse_args(argv)
     stale = []
     for model in MODELS:
         with open(page_path(model), encoding="utf-8") as f:
@@ -93,7 +95,9 @@ def main(argv=None):
         if new != text:
             stale.append(page_path(model))
             if not args.check:
-                with open(page_path(model), "w", encoding="utf-8") as f:
+                from fairseq_wean import textio
+
+                with textio.atomic_output(page_path(model), (), "docs/models page") as f:  # a link replaced
                     f.write(new)
     if args.check and stale:
         print("options table differs from the code: {}; run python scripts/options_table.py".format(

@@ -19,12 +19,31 @@ import subprocess
 import sys
 import time
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MAX_SENTENCES = 10000000  # ~1 GB of synthetic text: more is no longer a measurement of this page
+NAMES = ("src", "ref", "a", "b")
+OUTPUTS = NAMES + ("report.html", "report.png")  # every file the script writes (or has written) in --work
+
 
 def write_data(work, n, seed=0):
+    """The four files in ``work``, each through ``textio.atomic_output`` (a planted link is replaced, never
+    written through; a pipe, device or folder there is refused in one line)."""
+    import contextlib
+
+    from fairseq_wean import textio
+
     rng = random.Random(seed)
     vocabulary = ["w{}".format(i) for i in range(5000)]
-    names = ("src", "ref", "a", "b")
-    files = {k: open(os.path.join(work, k), "w", encoding="utf-8") for k in names}
+    names = NAMES
+    with contextlib.ExitStack() as stack:
+        files = {k: stack.enter_context(textio.atomic_output(os.path.join(work, k), (), "--work file", folder=work))
+                 for k in names}
+        write_sentences(files, rng, vocabulary, n)
+    return {k: os.path.join(work, k) for k in names}
+
+
+def write_sentences(files, rng, vocabulary, n):
+    names = NAMES
     for _ in range(n):
         src = [rng.choice(vocabulary) for _ in range(rng.randint(5, 35))]
         lines = {"src": src,
@@ -33,23 +52,52 @@ def write_data(work, n, seed=0):
                  "b": [w if rng.random() > 0.1 else rng.choice(vocabulary) for w in src if rng.random() > 0.1]}
         for k in names:
             files[k].write(" ".join(lines[k]) + "\n")
-    for f in files.values():
-        f.close()
-    return {k: os.path.join(work, k) for k in names}
+
+
+def get_parser():
+    if REPO not in sys.path:
+        sys.path.insert(0, REPO)
+    from fairseq_wean.cli import options
+    from fairseq_wean.errors import at_least
+
+    p = argparse.ArgumentParser(prog="python scripts/report_scale.py", description=__doc__.split("\n")[0])
+    p.add_argument("--sentences", type=at_least(1, high=MAX_SENTENCES), default=50000,
+                   help="synthetic test sentences (default 50000)")
+    p.add_argument("--work", required=True, help="a folder for the data and the page")
+    return options.once(p)
+
+
+def check_work(work):
+    """Before any work: --work is a folder (or absent), and no file the script writes there is planted (a
+    link, pipe, device, folder or hard link: refused in one line, nothing made)."""
+    from fairseq_wean import textio
+    from fairseq_wean.errors import FairseqWeanError
+
+    textio.check_resolvable(work, "--work")
+    kind = textio.node_kind(work, follow=True)
+    if kind not in (None, textio.FOLDER):
+        raise FairseqWeanError("--work {} is {}, not a folder: give a folder".format(work, kind))
+    for name in OUTPUTS:  # textio's rule of a file written in place: no link, pipe, folder, hard link
+        textio.check_in_place(os.path.join(work, name), "--work file", folder=work)
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--sentences", type=int, default=50000)
-    p.add_argument("--work", required=True, help="a folder for the data and the page")
-    args = p.parse_args(argv)
-    os.makedirs(args.work, exist_ok=True)
+    from fairseq_wean import textio
+
+    args = get_parser().parse_args(argv)
+    check_work(args.work)
+    textio.makedirs_in_folder(args.work, args.work, "--work")
     files = write_data(args.work, args.sentences)
     page = os.path.join(args.work, "report.html")
     report = os.path.join(os.path.dirname(sys.executable), "fairseq-wean-report")
     start = time.time()
-    subprocess.run([report, "--sys", files["a"], files["b"], "--orig", files["src"], "--refs", files["ref"],
-                    "--out", page], check=True)
+    proc = subprocess.run([report, "--sys", files["a"], files["b"], "--orig", files["src"], "--refs", files["ref"],
+                           "--out", page])
+    if proc.returncode != 0:  # its own error line is above
+        from fairseq_wean.errors import FairseqWeanError
+
+        raise FairseqWeanError("fairseq-wean-report failed (exit status {}): see its message above".format(
+            proc.returncode))
     seconds = time.time() - start
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print("fairseq-wean-report, {} sentences, 2 systems: {:.0f} s, peak memory {:.0f} MB, page {:.0f} MB".format(
@@ -78,4 +126,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.path.insert(0, REPO)
+    from fairseq_wean import errors
+
+    errors.run_cli(main, "python scripts/report_scale.py")

@@ -93,7 +93,8 @@ def test_coverage_report_reproduces_table2_columns(tmp_path):
 
 
 def test_coverage_report_takes_u_from_a_fairseq_dictionary(tmp_path):
-    (tmp_path / "table").write_text("x\tb\t1\n")  # a table with no pair is refused (test_keyed_files)
+    (tmp_path / "table").write_text("b\tc\t1\n")  # a table with no pair is refused (test_keyed_files), and
+    # one with a word --dict does not hold, as core_copy refuses it (tests/test_preprocess_tools.py)
     (tmp_path / "s").write_text("x\n")
     (tmp_path / "t").write_text("b c\n")
     (tmp_path / "dict.txt").write_text("b 5\n<unk-0> 4\nc 3\n")

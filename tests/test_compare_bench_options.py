@@ -117,8 +117,15 @@ def bench_run(monkeypatch):
     return bench_run
 
 
+# x.log of the rows: a fairseq-train log with validation loss and BLEU (bench.run reads it before any work)
+CONVERGENCE_LOG = ('2026-11-22 06:36:04 | INFO | valid | {"epoch": 1, "valid_loss": "5.0", "valid_bleu": "9.5"}\n'
+                   '2026-11-22 06:36:04 | INFO | train | {"epoch": 1, "train_loss": "9.0", "train_wall": "100"}\n')
+
+
 @pytest.mark.parametrize("dest,row", rows(BENCH), ids=[d for d, _ in rows(BENCH)])
-def test_bench_run_refuses_an_option_where_it_does_nothing(dest, row, bench_run, tmp_path, capsys):
+def test_bench_run_refuses_an_option_where_it_does_nothing(dest, row, bench_run, tmp_path, capsys, monkeypatch):
+    (tmp_path / "x.log").write_text(CONVERGENCE_LOG)
+    monkeypatch.chdir(tmp_path)
     base = ["--quick", "--workdir", str(tmp_path / "bw"), "--out", str(tmp_path / "perf.md")]
     ignored, acts = row
     for args in ignored:

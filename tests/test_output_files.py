@@ -224,7 +224,7 @@ def _invented(i, w):
     (out / "runs/lstm-spm").mkdir(parents=True)
     (out / "runs/lstm-spm/checkpoint_best.pt").write_bytes(b"not a checkpoint")
     (out / "runs/lstm-spm/eval_plan.json").write_text(json.dumps({
-        "data_root": str(data), "post_process": "sentencepiece", "gen_args": [],
+        "data_root": str(data), "data": str(data / "spm"), "post_process": "sentencepiece", "gen_args": [],
         "tests": {"t": {"subset": "test", "orig": "test.orig", "refs": ["missing.ref"]}},
         "selected": {"epoch": 1, "checkpoint": str(out / "runs/lstm-spm/checkpoint_best.pt")}}))
     return py(os.path.join(REPO, "examples", "invented_words.py"), out, "--runs", "lstm:spm", "--decodings",

@@ -41,8 +41,9 @@ def parser_options(module):
 
 
 def base_argv(module):
-    return ["--data-dir", "d", "--out", "o"] + (["--sumdata", "s"] if "--sumdata" in dict(
-        (f, d) for d, f in parser_options(module)) else [])
+    # --sumdata (Gigaword) replaces --data-dir: both together are refused (one would not be read)
+    return (["--sumdata", "s"] if "--sumdata" in dict((f, d) for d, f in parser_options(module)) else
+            ["--data-dir", "d"]) + ["--out", "o"]
 
 
 CASES = [(name, dest) for name in RECIPES for dest in VALUES]

@@ -26,7 +26,9 @@ or ssh session) stop them as above, and on Linux each rank asks the kernel
 handle (``kill -9``, a crash, the OOM killer). A killed rank loses nothing already saved:
 checkpoints are written to a temporary file and renamed.
 
-Bad launcher options (``--nproc-per-node`` or ``--nnodes`` below 1, ``--node-rank`` outside
+Bad launcher options (``--nproc-per-node`` or ``--nnodes`` below 1, ``--nproc-per-node`` above
+:data:`NPROC_PER_CPU` per usable CPU, a launcher option given twice, a fairseq distributed option the
+launcher sets or whose process count it decides (:data:`DISTRIBUTED_FIELDS`), ``--node-rank`` outside
 0..nnodes-1, a ``--master-port`` that is already in use on node 0, a negative or nan time
 limit, an empty ``--log-dir``, ``--dump-rank-params`` or ``--master-addr``, a ``--master-addr`` that
 does not resolve, a ``--log-dir`` that is a file or holds a symbolic link, named pipe or device as a
@@ -62,12 +64,39 @@ PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 # Signals that stop the job cleanly (stop the ranks, then exit 128+N): Ctrl-C, kill, a hang-up.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
-# fairseq-train flags the launcher sets itself for every rank.
-_OWNED_FLAGS = (
-    "--distributed-world-size", "--distributed-rank", "--distributed-init-method",
-    "--distributed-no-spawn", "--device-id", "--distributed-port", "--distributed-backend",
-    "--local_rank", "--local-rank",
-)
+# What the launcher does with each field of fairseq's DistributedTrainingConfig (fairseq-train's
+# distributed options): SETS, the launcher gives it to every rank itself (rank_command); COUNTS, fairseq's
+# own process count, which the launcher's --nproc-per-node and --nnodes decide (a rank given it trained
+# as one of the launcher's world, the option silently ignored); PASSED, fairseq-train acts on it (or
+# refuses it itself). Both the first are refused. tests/test_cpu_launcher_options.py requires every field
+# of the installed fairseq to be here, with the flags fairseq's parser gives it (a new distributed
+# option of fairseq fails there until it is classified). The launcher does not import fairseq (about 4 s).
+SETS, COUNTS, PASSED = "sets", "counts", "passed"
+DISTRIBUTED_FIELDS = {
+    "distributed_world_size": SETS, "distributed_rank": SETS, "distributed_backend": SETS,
+    "distributed_init_method": SETS, "distributed_port": SETS, "device_id": SETS, "distributed_no_spawn": SETS,
+    "distributed_num_procs": COUNTS, "nprocs_per_node": COUNTS,
+    **{name: PASSED for name in (
+        "ddp_backend", "ddp_comm_hook", "bucket_cap_mb", "fix_batches_to_gpus", "find_unused_parameters",
+        "gradient_as_bucket_view", "fast_stat_sync", "heartbeat_timeout", "broadcast_buffers", "slowmo_momentum",
+        "slowmo_base_algorithm", "localsgd_frequency", "pipeline_model_parallel", "pipeline_balance",
+        "pipeline_devices", "pipeline_chunks", "pipeline_encoder_balance", "pipeline_encoder_devices",
+        "pipeline_decoder_balance", "pipeline_decoder_devices", "pipeline_checkpoint", "zero_sharding",
+        "no_reshard_after_forward", "fp32_reduce_scatter", "cpu_offload", "use_sharded_state",
+        "not_fsdp_flatten_parameters")},
+}
+# a field's flags besides fairseq's "--" + name with "-" (the field's metadata "argparse_alias")
+DISTRIBUTED_ALIASES = {"device_id": ("--local_rank",)}
+
+
+def distributed_flags(field):
+    """fairseq-train's flags of the DistributedTrainingConfig field ``field``."""
+    return ("--" + field.replace("_", "-"),) + DISTRIBUTED_ALIASES.get(field, ())
+
+
+# fairseq-train flag -> (field, role) of every field the launcher refuses (SETS and COUNTS)
+_OWNED_FLAGS = {flag: (field, role) for field, role in DISTRIBUTED_FIELDS.items() if role != PASSED
+                for flag in distributed_flags(field)}
 
 
 def free_port(host="127.0.0.1"):
@@ -220,6 +249,10 @@ def check_number(flag, value):
     elif flag == "--nproc-per-node" and value < 1:
         _refuse("--nproc-per-node must be at least 1 (got {}): give the number of ranks to run on "
                 "this machine".format(value))
+    elif flag == "--nproc-per-node" and value > max_nproc_per_node():
+        _refuse("--nproc-per-node {} is more than {} per CPU this process may use ({} for its {}): each rank is a "
+                "fairseq-train process of its own (hundreds of MiB, a share of the CPUs): give at most {}".format(
+                    value, NPROC_PER_CPU, max_nproc_per_node(), usable_cpus(), max_nproc_per_node()))
     elif flag == "--nnodes" and value < 1:
         _refuse("--nnodes must be at least 1 (got {}): give the number of machines taking part".format(value))
     elif flag == "--node-rank" and value < 0:
@@ -228,7 +261,24 @@ def check_number(flag, value):
         _refuse("--master-port {} is not a TCP port: choose one in 1..65535 (or 0: a free one)".format(value))
 
 
-# the launcher's numbers: (type, lowest, highest) checked by check_number
+# ranks per CPU at most: more only shares the CPUs out thinner (each rank also holds torch and fairseq
+# in memory), and a typo (--nproc-per-node 100000) would start that many processes
+NPROC_PER_CPU = 4
+
+
+def usable_cpus():
+    """The CPUs this process may run on (its affinity mask, else os.cpu_count())."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def max_nproc_per_node():
+    return NPROC_PER_CPU * usable_cpus()
+
+
+# the launcher's numbers: (type, lowest, highest) checked by check_number (None: a highest of its own there)
 _NUMBERS = {"--nproc-per-node": (int, 1, None), "--nnodes": (int, 1, None), "--node-rank": (int, 0, None),
             "--master-port": (int, 0, 65535), "--timeout": (float, 0, None), "--finish-timeout": (float, 0, None),
             "--kill-grace": (float, 0, None)}
@@ -239,6 +289,7 @@ def launcher_number(flag):
     range (nan and inf included) is :func:`check_number`'s one line, before any rank starts.
     ``.range`` as :func:`fairseq_wean.errors.at_least`'s."""
     kind, low, high = _NUMBERS[flag]
+    high = max_nproc_per_node() if flag == "--nproc-per-node" else high
 
     def parse(text):
         value = parse_number(text, kind)
@@ -255,9 +306,12 @@ def check_options(train_args, nproc_per_node, nnodes, node_rank, master_addr, ma
     """Refuse options that would train nothing, crash, do nothing, or wait for gloo's 30-minute time-out."""
     for flag, value in (("--timeout", timeout), ("--finish-timeout", finish_timeout), ("--kill-grace", kill_grace)):
         check_number(flag, value)
-    for flag in _OWNED_FLAGS:
+    for flag, (_field, role) in _OWNED_FLAGS.items():
         if _has_flag(train_args, flag):
-            _refuse("{} is set by the launcher; remove it".format(flag))
+            if role == SETS:
+                _refuse("{} is set by the launcher; remove it".format(flag))
+            _refuse("{} is fairseq's own process count, which the launcher sets from --nproc-per-node and --nnodes "
+                    "(a rank would ignore it): remove it, and give the launcher --nproc-per-node N".format(flag))
     # an empty folder name was taken as no folder: no rank logs, no parameters written, and no word
     from fairseq_wean.errors import FairseqWeanError
     from fairseq_wean.textio import check_resolvable
@@ -466,6 +520,10 @@ def _stop(ranks, kill_grace):
 
 
 def get_parser():
+    """The launcher's own options, each refusing a second occurrence (:func:`fairseq_wean.cli.options.once`;
+    the rest of the command line is fairseq-train's, which fairseq parses)."""
+    from fairseq_wean.cli.options import once
+
     parser = argparse.ArgumentParser(
         prog=PROG, allow_abbrev=False,
         usage="%(prog)s [launcher options] [--] FAIRSEQ-TRAIN ARGS",
@@ -490,7 +548,7 @@ def get_parser():
     parser.add_argument("--dump-rank-params", metavar="DIR", default=None,
                         help="at every checkpoint (the time of one, also with --no-save), every rank writes its "
                              "parameters to DIR/rank{R}.pt")
-    return parser
+    return once(parser)
 
 
 def cli_main(argv=None):

@@ -8,6 +8,7 @@ import time
 
 import fairseq_wean.compare as package
 from fairseq_wean import textio
+from fairseq_wean.cli import options
 from fairseq_wean.compare import report, runner
 from fairseq_wean.compare.runner import REPO, fmt_secs, log
 from fairseq_wean.errors import FairseqWeanError, at_least, run_cli
@@ -111,7 +112,7 @@ def get_parser():
     p.add_argument("--reuse-only", action="store_true",
                    help="train nothing: the tables of the runs published in the results directory; the runs not "
                         "published there are left out and named in one line (e.g. seeds still to train)")
-    return p
+    return options.once(p)
 
 
 def parse_args(argv=None):

@@ -33,6 +33,38 @@ from omegaconf import II
 from fairseq_wean.errors import FairseqWeanError
 
 
+# The largest --mode-loss-weight w: the paper sums the two losses (w = 1, eq. 13); at w = 1e4 the word loss eps_1
+# is already 1e-4 of the objective (training fits the gate alone), and larger weights only scale the gradients
+# towards overflow (1e300: inf gradients, a FloatingPointError and crash.pt at the first update).
+MAX_MODE_LOSS_WEIGHT = 1e4
+
+
+def option_problem(mode_loss_weight, label_smoothing):
+    """The one line for criterion options out of range, or None (at parse and where the criterion is built)."""
+    for flag, value in (("--mode-loss-weight", mode_loss_weight), ("--label-smoothing", label_smoothing)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return "{} must be a number, got {!r}".format(flag, value)
+    if mode_loss_weight < 0:
+        return ("--mode-loss-weight must be >= 0, got {}: a negative weight maximises the copy-gate loss "
+                "(1.0 is the paper's sum, eq. 13; 0 turns the gate supervision off)".format(mode_loss_weight))
+    if mode_loss_weight > MAX_MODE_LOSS_WEIGHT:
+        return ("--mode-loss-weight {} is above {:g}: the word loss would weigh nothing beside the copy-gate loss "
+                "and the gradients overflow (1.0 is the paper's sum, eq. 13)".format(mode_loss_weight,
+                                                                                    MAX_MODE_LOSS_WEIGHT))
+    if not 0 <= label_smoothing < 1:
+        return ("--label-smoothing must be in [0, 1), got {}: it is the probability mass spread over the "
+                "other words (e.g. 0.1; 0 turns it off)".format(label_smoothing))
+    return None
+
+
+def parsed_option_problem(args):
+    """:func:`option_problem` when fairseq parses a command with ``--criterion core_mode_loss``
+    (``patching.add_option_check``): one line before any work, not at the first update."""
+    if getattr(args, "criterion", None) != "core_mode_loss":
+        return None
+    return option_problem(getattr(args, "mode_loss_weight", 1.0), getattr(args, "label_smoothing", 0.0))
+
+
 @dataclass
 class CoreModeLossConfig(FairseqDataclass):
     mode_loss_weight: float = field(
@@ -75,17 +107,9 @@ def target_log_probs(lprobs, vocab, target, unk):
 class CoreModeLossCriterion(FairseqCriterion):
     def __init__(self, task, mode_loss_weight=1.0, label_smoothing=0.0, sentence_avg=False):
         super().__init__(task)
-        for flag, value in (("--mode-loss-weight", mode_loss_weight), ("--label-smoothing", label_smoothing)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise FairseqWeanError("{} must be a number, got {!r}".format(flag, value))
-        if mode_loss_weight < 0:
-            raise FairseqWeanError(
-                "--mode-loss-weight must be >= 0, got {}: a negative weight maximises the copy-gate loss "
-                "(1.0 is the paper's sum, eq. 13; 0 turns the gate supervision off)".format(mode_loss_weight))
-        if not 0 <= label_smoothing < 1:
-            raise FairseqWeanError(
-                "--label-smoothing must be in [0, 1), got {}: it is the probability mass spread over the "
-                "other words (e.g. 0.1; 0 turns it off)".format(label_smoothing))
+        problem = option_problem(mode_loss_weight, label_smoothing)
+        if problem is not None:
+            raise FairseqWeanError(problem)
         self.mode_loss_weight = mode_loss_weight
         self.eps = label_smoothing
         self.sentence_avg = sentence_avg
@@ -154,3 +178,12 @@ class CoreModeLossCriterion(FairseqCriterion):
     @staticmethod
     def logging_outputs_can_be_summed() -> bool:
         return True
+
+
+def _register_option_checks():
+    from fairseq_wean.patching import add_option_check
+
+    add_option_check(parsed_option_problem)
+
+
+_register_option_checks()

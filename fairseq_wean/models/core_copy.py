@@ -47,6 +47,7 @@ from fairseq_wean.modules.model_options import (
     check_choice,
     check_model_options,
     check_shared_output_embed,
+    option_maximum_problem,
     require_joined_dictionary,
     set_saved_arg,
     shared_embed_dim,
@@ -116,6 +117,13 @@ class CoreCopyModel(CheckedEncoderDecoderModel):
         require_joined_dictionary(task, args.arch)
         if args.core_topk < 1 or args.core_num_frequent < 0:
             raise FairseqWeanError("--core-topk must be >= 1 and --core-num-frequent >= 0")
+        problem = option_maximum_problem(args, ("core_topk", "core_num_frequent"))
+        if problem is None and args.core_topk > len(task.source_dictionary):
+            problem = ("--core-topk {} is above the dictionary's {} words: a word cannot align to more target "
+                       "words than there are; give at most {} (the paper: 10)".format(
+                           args.core_topk, len(task.source_dictionary), len(task.source_dictionary)))
+        if problem is not None:
+            raise FairseqWeanError(problem)
         check_choice(args, "core_psi", PSI_CHOICES)
         check_choice(args, "core_frequent_from", FREQUENT_FROM_CHOICES)
         check_shared_output_embed(args, "embed_dim")

@@ -24,6 +24,72 @@ SHARED_SIZE_OPTIONS = (
 )
 
 
+# Upper bounds of the models' numeric options, so that a mistyped size is one line at parse (and where a model is
+# built from a checkpoint or a Python caller) instead of an allocator traceback (a 1,000,000-unit LSTM asked torch
+# for 16 TB) or a table of |V| x 10^9 ids. The papers' sizes are 128-1024 units and 1-4 layers; each bound is far
+# above any of them and below what one accelerator can hold. option -> (largest value, what it would cost).
+MAX_UNITS = 16384  # one 16384-unit LSTM layer holds 4 x 16384 x 32768 = 2^31 weights: 8 GiB in float32
+MAX_LAYERS = 64
+MAX_POSITIONS = 1 << 20  # a sentence of a million tokens (fairseq's lstm: 1e5); past int64 numpy's filter overflows
+MAX_TOPK = 1024  # the |V| x K id table core_copy keeps: 400 MB at 50,000 words (the paper's K: 10)
+MAX_FREQUENT = 1 << 24  # |U| up to 16M words: above any dictionary (U is capped by |V| where it is built)
+_UNITS = "units: one layer of 16384 already holds 2^31 weights (8 GiB); the papers use 128-1024"
+MODEL_OPTION_MAXIMA = dict(
+    {dest: (MAX_UNITS, _UNITS) for dest in ("encoder_hidden_size", "decoder_hidden_size", "embed_dim",
+                                            "encoder_embed_dim", "decoder_embed_dim", "decoder_out_embed_dim")},
+    encoder_layers=(MAX_LAYERS, "layers (the papers use 1-4)"),
+    decoder_layers=(MAX_LAYERS, "layers (the papers use 1-4)"),
+    max_source_positions=(MAX_POSITIONS, "tokens per sentence"),
+    max_target_positions=(MAX_POSITIONS, "tokens per sentence"),
+    core_topk=(MAX_TOPK, "aligned words per source word: core_copy keeps a |V| x K table of them (the paper: 10)"),
+    core_num_frequent=(MAX_FREQUENT, "frequent words in U (the paper: 2000; U never exceeds the dictionary)"),
+)
+
+
+def option_maximum_problem(args, dests=None):
+    """The one line for the first option of :data:`MODEL_OPTION_MAXIMA` (or of ``dests``) whose value in
+    ``args`` is above its maximum, or None (values that are not numbers are left to the other checks)."""
+    for dest in MODEL_OPTION_MAXIMA if dests is None else dests:
+        value = getattr(args, dest, None)
+        if dest not in MODEL_OPTION_MAXIMA or isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        high, what = MODEL_OPTION_MAXIMA[dest]
+        if value > high:
+            return "{} {} is above {}, the most this model takes ({}): give a smaller value".format(
+                option_flag(dest), value, high, what)
+    return None
+
+
+def dropout_problem(dropout):
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+        return ("--dropout must be a probability in [0, 1), got {!r}: it is the fraction of units dropped "
+                "(e.g. --dropout 0.2; 0 turns dropout off)".format(dropout))
+    return None
+
+
+def plugin_model_option_problem(args):
+    """:func:`option_maximum_problem` when fairseq parses a command that builds one of the plugin's models
+    (``--arch``), registered with ``patching.add_option_check``: one line before any work."""
+    arch = getattr(args, "arch", None)
+    if not isinstance(arch, str):
+        return None
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    model = ARCH_MODEL_REGISTRY.get(arch)
+    if model is None or not model.__module__.startswith("fairseq_wean."):
+        return None
+    return option_maximum_problem(args) or dropout_problem(getattr(args, "dropout", 0.0))
+
+
+def _register_option_checks():
+    from fairseq_wean.patching import add_option_check
+
+    add_option_check(plugin_model_option_problem)
+
+
+_register_option_checks()
+
+
 def option_flag(dest):
     """``"encoder_layers"`` -> ``"--encoder-layers"``: the flag as the user typed it."""
     return "--" + dest.replace("_", "-")
@@ -86,12 +152,12 @@ def check_model_options(args, size_options=(), encoder_directions=1):
                 "{} must be a positive whole number, got {!r}: every layer needs at least one unit and "
                 "every model at least one encoder and one decoder layer".format(option_flag(dest), value)
             )
-    dropout = args.dropout
-    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
-        raise FairseqWeanError(
-            "--dropout must be a probability in [0, 1), got {!r}: it is the fraction of units dropped "
-            "(e.g. --dropout 0.2; 0 turns dropout off)".format(dropout)
-        )
+    problem = option_maximum_problem(args, SHARED_SIZE_OPTIONS + tuple(size_options))
+    if problem is not None:
+        raise FairseqWeanError(problem)
+    problem = dropout_problem(args.dropout)
+    if problem is not None:
+        raise FairseqWeanError(problem)
     if getattr(args, "attention_score", None) == "dot":
         keys = args.encoder_hidden_size * encoder_directions
         if args.decoder_hidden_size != keys:

@@ -17,6 +17,9 @@ fairseq versions); a refused global is a one-line error naming it.
 
 Also here, because they are about checkpoint files:
 
+* before torch sees a file, ``safe_load`` refuses any container torch.save does not write
+  (``checkpoint_container``: a tar archive, which torch 1.13 unpacks to disk first; a compressed zip
+  member, a decompression bomb; anything but a zip or torch's legacy pickle stream);
 * a truncated or corrupted checkpoint is a one-line error naming the file (``checkpoint_error``); every
   loader checks its file first (``check_checkpoint_file``): missing, a folder or a pipe is one line;
 * no path or ``${...}`` interpolation stored in a checkpoint's configuration is opened or resolved
@@ -45,6 +48,7 @@ import typing
 
 import torch
 
+from fairseq_wean.checkpoint_container import archive_problem, check_container, starts_as_zip
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.patching import same_code, wrap_once
 from fairseq_wean.textio import lock_folder
@@ -148,10 +152,16 @@ def loading_mechanism():
 
 
 def safe_load(f, map_location=None, *args, **kwargs):
-    """``torch.load`` for checkpoints: the allow-list enforced by the unpickler torch itself uses,
-    whatever the caller or torch's default asks (``weights_only``/``pickle_module`` are replaced)."""
+    """``torch.load`` for checkpoints: only a container torch.save writes (``checkpoint_container``, before
+    torch sees the file), the allow-list enforced by the unpickler torch itself uses, whatever the caller or
+    torch's default asks (``weights_only``/``pickle_module`` are replaced)."""
     kwargs.pop("weights_only", None)
     kwargs.pop("pickle_module", None)
+    if isinstance(f, (str, bytes)) or hasattr(f, "__fspath__"):
+        with open(f, "rb") as opened:
+            return safe_load(opened, map_location, **kwargs)
+    # the container first (checkpoint_container): a tar (unpacked to disk by torch 1.13), a compressed zip member
+    check_container(f, getattr(f, "name", f), damaged_error, lambda path: refused_error(path, TORCHSCRIPT))
     if loading_mechanism() == "weights_only":
         return torch.load(f, map_location, weights_only=True, **kwargs)
     return _load_with_pickle_module(f, map_location, _allow_list_pickle_module(), **kwargs)
@@ -366,14 +376,14 @@ def checkpoint_error(path, exc):
         return refused_error(path, TORCHSCRIPT)
     if isinstance(exc, OSError) and exc.errno in (errno.ENOENT, errno.EACCES, errno.EPERM, errno.EISDIR):
         return FairseqWeanError("checkpoint {}: {}; nothing was loaded".format(path, exc.strerror))
-    problem = archive_problem(path, require_zip=_starts_as_zip(path))
+    problem = archive_problem(path, require_zip=starts_as_zip(path))
     if problem is not None or any(text in message for text in DAMAGED_MESSAGES):
         first = (message.splitlines() or [""])[0][:200]
         return damaged_error(path, problem or "{}: {}".format(type(exc).__name__, first))
     if "Weights only load failed" in message:
         return refused_error(path, "a non-allow-listed object")
-    if not _starts_as_zip(path) and isinstance(exc, (EOFError, IndexError, KeyError, ValueError, TypeError,
-                                                     AttributeError, RuntimeError, __import__("pickle").UnpicklingError)):
+    if not starts_as_zip(path) and isinstance(exc, (EOFError, IndexError, KeyError, ValueError, TypeError,
+                                                    AttributeError, RuntimeError, __import__("pickle").UnpicklingError)):
         # torch's legacy reader on a file that is no pickle torch wrote (its unpickler's own errors)
         first = (message.splitlines() or [""])[0][:200]
         return damaged_error(path, "not a checkpoint torch can read: {}: {}".format(type(exc).__name__, first))
@@ -398,33 +408,6 @@ def damaged_error(path, problem):
 DAMAGED_MESSAGES = ("PytorchStreamReader", "Ran out of input", "zip archive", "unexpected EOF",
                     "invalid load key", "central directory", "Invalid magic number", "could not find MARK",
                     "pickle data was truncated")
-
-
-def _starts_as_zip(path):
-    """What torch asks to choose its reader: does the file begin with a zip entry?"""
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == b"PK\x03\x04"
-    except OSError:
-        return False
-
-
-def archive_problem(path, require_zip=True):
-    """None if PATH is a zip archive (torch's format since 1.6) whose members pass their CRC checks."""
-    import zipfile
-
-    if not require_zip and not _starts_as_zip(path):
-        return None  # torch read it as its legacy format
-    try:
-        with zipfile.ZipFile(path) as archive:
-            bad = archive.testzip()
-    except FileNotFoundError:
-        return None
-    except zipfile.BadZipFile as exc:
-        return "not a complete zip archive: {}".format(exc)
-    except (OSError, EOFError, ValueError, RuntimeError) as exc:
-        return "unreadable zip archive: {}: {}".format(type(exc).__name__, exc)
-    return None if bad is None else "CRC check failed for {}".format(bad)
 
 
 def _atomic_checkpoint_copies():

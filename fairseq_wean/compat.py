@@ -442,5 +442,6 @@ def apply():
     install_generate_data_checks()  # fairseq-generate's options against the gen subset, before decoding
     install_min_len_checks()  # --min-len above the longest output: see its docstring
     install_training_file_checks()  # data, --save-dir, --log-file, --checkpoint-suffix: see train_files_check
+    __import__("fairseq_wean.tokenizer_files", fromlist=["install"]).install()  # --bpe/--tokenizer files, packages
     install_option_ranges()  # every numeric option of fairseq's parsers, and their cross-rules
     install_eval_lm_subword_nmt()  # fairseq-eval-lm --post-process subword_nmt: see its docstring

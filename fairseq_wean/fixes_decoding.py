@@ -437,6 +437,9 @@ def install_min_len_checks():
             if isinstance(longest, int) and isinstance(self.min_len, int) and self.min_len > longest - 1:
                 raise FairseqWeanError("--min-len {} is above the longest output this model can decode ({} tokens, "
                                        "its max positions): lower --min-len".format(self.min_len, longest - 1))
+            problem = generator_problem(self)
+            if problem is not None:
+                raise FairseqWeanError(problem)
 
         __init__.__doc__ = original_init.__doc__
         return __init__
@@ -458,6 +461,46 @@ def install_min_len_checks():
 
     wrap_once(SequenceGenerator, "__init__", wrap_init)
     wrap_once(FairseqTask, "inference_step", wrap_inference_step)
+    install_model_overrides_check()
+
+
+def generator_problem(generator):
+    """What a built ``SequenceGenerator`` (fairseq-generate, -interactive, the hub, validation's generator of
+    --eval-bleu-args: each builds it before the first batch) cannot decode, from what only the model and
+    dictionary tell: --sampling-topk above the target dictionary (``topk``: a RuntimeError at the first step)."""
+    topk, words = getattr(generator.search, "sampling_topk", -1), generator.vocab_size
+    if getattr(generator.search, "sampling_topp", -1) <= 0 and isinstance(topk, int) and topk > words:
+        return ("--sampling-topk {} is above the size of the target dictionary ({} entries): give at most {} "
+                "(or -1: the whole dictionary)".format(topk, words, words))
+    return None
+
+
+MODEL_OVERRIDES_COMMANDS = ("generate", "interactive", "validate", "eval_lm")
+
+
+def install_model_overrides_check():
+    """--model-overrides keys that the loaded checkpoint's configuration does not have are refused in one line
+    after it is loaded, before any sentence is decoded (fairseq set them nowhere, silently: a typo such as
+    ``{'dropuot': 0.3}`` did nothing). The rule and its message are the hub's (``hub.unknown_keyword_problem`` on
+    ``hub.pretrained_keywords``), in the commands that read --model-overrides."""
+    from fairseq import checkpoint_utils
+
+    def wrap_load(original):
+        def load_model_ensemble_and_task(filenames, arg_overrides=None, *args, **kwargs):
+            loaded = original(filenames, arg_overrides, *args, **kwargs)
+            from fairseq_wean.patching import running_command
+
+            if arg_overrides and running_command() in MODEL_OVERRIDES_COMMANDS:
+                from fairseq_wean.hub import pretrained_keywords, unknown_keyword_problem
+
+                problem = unknown_keyword_problem(arg_overrides, pretrained_keywords(loaded[1]), None)
+                if problem is not None:
+                    raise FairseqWeanError("--model-overrides, for the checkpoint {}: {}".format(filenames[0], problem))
+            return loaded
+
+        return load_model_ensemble_and_task
+
+    wrap_once(checkpoint_utils, "load_model_ensemble_and_task", wrap_load)
 
 
 def install_eval_lm_subword_nmt():

@@ -40,7 +40,7 @@ from typing import Optional
 from fairseq.data.encoders import register_bpe
 from fairseq.dataclass import FairseqDataclass
 
-from fairseq_wean import textio, unk_replacement
+from fairseq_wean import textio, tokenizer_files, unk_replacement
 from fairseq_wean.data.folder_files import check_data_folder, folder_file_problem
 from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker, marker_count
 from fairseq_wean.errors import FairseqWeanError
@@ -65,10 +65,15 @@ def from_pretrained(checkpoint_dir, checkpoint_file="checkpoint_best.pt", data_n
     from fairseq import hub_utils
 
     check_pretrained_paths(checkpoint_dir, checkpoint_file, data_name_or_path)
-    check_folder_files(checkpoint_dir, data_name_or_path)
+    check_folder_files(checkpoint_dir, data_name_or_path, checkpoint_file)
     problem = generation_kwargs_problem(kwargs)
     if problem is not None:
         raise FairseqWeanError("from_pretrained: {}".format(problem))
+    # the BPE/tokenizer given (its package, its files), any BPE/tokenizer file given: before any work
+    tokenizer_files.tokenizer_files_problem(kwargs, keywords=True, unset_ok=True)
+    problem = tokenizer_files.path_keyword_problem(kwargs)
+    if problem is not None:
+        raise FairseqWeanError(problem)
     kwargs.setdefault("user_dir", USER_DIR)
     try:
         loaded = hub_utils.from_pretrained(checkpoint_dir, checkpoint_file=checkpoint_file,
@@ -101,6 +106,8 @@ def from_pretrained(checkpoint_dir, checkpoint_file="checkpoint_best.pt", data_n
                 name, option, path = found
                 with open_dict(cfg):
                     cfg.bpe = {"_name": name, option: path}
+    # the BPE and tokenizer the hub builds now (stored, given, or found in the folder): files and packages
+    tokenizer_files.tokenizer_files_problem(tokenizer_files.cfg_values(cfg), keywords=True, unset_ok=True)
     try:
         return hub_utils.GeneratorHubInterface(cfg, loaded["task"], loaded["models"])
     except Exception as exc:
@@ -202,12 +209,23 @@ def hub_folder_files():
     return found
 
 
-def check_folder_files(checkpoint_dir, data_name_or_path=None):
+def check_folder_files(checkpoint_dir, data_name_or_path=None, checkpoint_file=None):
     """One line (FairseqWeanError), before anything is opened, for any file fairseq's hub would take by
-    name from ``checkpoint_dir`` (:func:`hub_folder_files`) or from the data folder ``data_name_or_path``
-    (relative to ``checkpoint_dir`` when it starts with ".", as fairseq takes it; its dictionaries and
-    data files: :func:`fairseq_wean.data.folder_files.check_data_folder`) that is not a regular file of
-    its folder (:func:`fairseq_wean.data.folder_files.folder_file_problem`, the rule of every such file)."""
+    name from ``checkpoint_dir`` (:func:`hub_folder_files`; the checkpoints ``checkpoint_file`` names, several
+    joined by ``os.pathsep``, given as bare file names: a name with a directory in it is the user's path) or
+    from the data folder ``data_name_or_path`` (relative to ``checkpoint_dir`` when it starts with ".", as
+    fairseq takes it; its dictionaries and data files: :func:`fairseq_wean.data.folder_files.check_data_folder`)
+    that is not a regular file of its folder (:func:`fairseq_wean.data.folder_files.folder_file_problem`, the
+    rule of every such file: a hard link, a link out of the folder...)."""
+    for name in checkpoint_file.split(os.pathsep) if isinstance(checkpoint_file, str) else ():
+        if name and os.path.basename(name) == name:
+            path = os.path.join(checkpoint_dir, name)
+            problem = folder_file_problem(path, checkpoint_dir)
+            if problem is not None:
+                raise FairseqWeanError(
+                    "from_pretrained: checkpoint {} {}: refused (a checkpoint the hub finds in its folder is read "
+                    "only as a file of that folder); nothing was loaded: put the file itself there, or give its "
+                    "full path as checkpoint_file=".format(path, problem))
     for name, option in sorted(hub_folder_files().items()):
         path = os.path.join(checkpoint_dir, name)
         problem = folder_file_problem(path, checkpoint_dir)
@@ -406,7 +424,7 @@ def _wrapped_hub_utils_from_pretrained(original):
         """fairseq's, after :func:`check_folder_files` on a local model folder and its data folder: every
         route to it (``fairseq_wean.hub.from_pretrained``, a model class's ``from_pretrained``) is checked."""
         if isinstance(model_name_or_path, str) and os.path.isdir(model_name_or_path):
-            check_folder_files(model_name_or_path, data_name_or_path)
+            check_folder_files(model_name_or_path, data_name_or_path, checkpoint_file)
         return original(model_name_or_path, checkpoint_file, data_name_or_path, *args, **kwargs)
 
     return from_pretrained

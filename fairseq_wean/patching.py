@@ -189,31 +189,31 @@ class _RefusedInInteractive(argparse.Action):
         raise FairseqWeanError("{} is fairseq-generate's: {}".format(option_string, self.why))
 
 
-# fairseq's numeric decoding options (and the batch sizes of a decoding parser): the values it can
-# decode with, as (low, kind, high, above) of errors.at_least. Out of range, fairseq-generate and
-# fairseq-interactive ended in a reshape or assert traceback (--beam 0, --max-len-a -3); now
-# argparse's one line before any work. --eval-bleu-args is checked against the same table. Options
-# any value of which decodes: GENERATION_ANY_VALUE.
+# fairseq's decoding numbers (and batch sizes): (low, kind, high, above) of errors.at_least, one line at parse (--eval-
+# bleu-args, the hub too). The highs: what fairseq computes (int(a x src_len + b), (step + 1) ** lenpen, x / temperature
+# in float32) overflowed after loading; --sampling-topk: fixes_decoding.generator_problem. GENERATION_ANY_VALUE: any.
+MAX_LEN_A, MAX_LENPEN, MIN_TEMPERATURE = 1000, 10, 1e-4
 GENERATION_RANGES = {
     "beam": (1, int, None, False), "beam_mt": (0, int, None, False), "nbest": (1, int, None, False),
-    "max_len_a": (0, float, None, False), "max_len_b": (0, int, None, False),
-    "max_len_a_mt": (0, float, None, False), "max_len_b_mt": (0, int, None, False),
-    "min_len": (1, int, None, False), "lenpen": (0, float, None, False), "lenpen_mt": (0, float, None, False),
+    "max_len_a": (0, float, MAX_LEN_A, False), "max_len_b": (0, int, None, False),
+    "max_len_a_mt": (0, float, MAX_LEN_A, False), "max_len_b_mt": (0, int, None, False), "min_len": (1, int, None, False),
+    "lenpen": (0, float, MAX_LENPEN, False), "lenpen_mt": (0, float, MAX_LENPEN, False),
     "prefix_size": (0, int, None, False), "no_repeat_ngram_size": (0, int, None, False),
     "sampling_topk": (-1, int, None, False), "sampling_topp": (-1, float, 1, False),
-    "temperature": (0, float, None, True), "diverse_beam_groups": (-1, int, None, False),
+    "temperature": (MIN_TEMPERATURE, float, None, False), "diverse_beam_groups": (-1, int, None, False),
     # search.DiverseBeamSearch subtracts strength x overlap with the other groups: a negative strength rewards the
     # overlap, the groups collapse onto one beam (the opposite of the option); -1 <= --diversity-rate < 0
     # (search.DiverseSiblingsSearch: a bonus for lower-ranked siblings) too: -1 is "off", its default
-    "diverse_beam_strength": (0, float, None, False), "diversity_rate": (-1, float, None, False),
+    "diverse_beam_strength": (0, float, 1000, False), "diversity_rate": (-1, float, 1000, False),  # x float32 ranks
+    "unkpen": (-1000, float, 1000, False),  # above 1000 nats either way: "never" / "always" <unk> (-1e308: inf)
     "iter_decode_max_iter": (0, int, None, False), "iter_decode_with_beam": (1, int, None, False),
-    "batch_size": (1, int, None, False), "max_tokens": (1, int, None, False),
-    "required_batch_size_multiple": (1, int, None, False),
+    "batch_size": (1, int, 2 ** 31 - 1, False), "max_tokens": (1, int, 2 ** 31 - 1, False),  # numpy's C long
+    "required_batch_size_multiple": (1, int, 2 ** 31 - 1, False),
 }
 # the decoding parser's sharding: --num-shards 0 decoded every sentence; --shard-id past --num-shards
 # too (checked against each other where the generator is built)
 SHARDING_RANGES = {"num_shards": (1, int, None, False), "shard_id": (0, int, None, False)}
-GENERATION_ANY_VALUE = {"unkpen": "a penalty of either sign", "lm_weight": "a weight of either sign",
+GENERATION_ANY_VALUE = {"lm_weight": "a weight of either sign",
                         "iter_decode_eos_penalty": "a penalty of either sign"}
 
 
@@ -344,6 +344,10 @@ def add_option_need(dest, condition, why, commands=None):
     OPTION_NEEDS[dest] = (condition, why, None if commands is None else tuple(commands))
 
 
+def _decodes(args):
+    return not getattr(args, "score_reference", False)
+
+
 def _number(args, name, default=0):
     value = getattr(args, name, None)
     return value if isinstance(value, (int, float)) else default
@@ -351,10 +355,22 @@ def _number(args, name, default=0):
 
 add_option_need("diverse_beam_strength", lambda a: _number(a, "diverse_beam_groups", -1) > 0,
                 "it weighs the groups of --diverse-beam-groups N, not given")
-add_option_need("sampling_topk", lambda a: bool(getattr(a, "sampling", False)),
-                "it restricts --sampling, not given (beam search ignores it)")
+add_option_need("sampling_topk", lambda a: bool(getattr(a, "sampling", False)) and _number(a, "sampling_topp", -1) <= 0,
+                "it restricts --sampling (beam search ignores it), and --sampling-topp, if given, replaces it")
 add_option_need("sampling_topp", lambda a: bool(getattr(a, "sampling", False)),
                 "it restricts --sampling, not given (beam search ignores it)")
+for _dest in ("max_len_a", "max_len_b"):  # the output's length is the source's
+    add_option_need(_dest, lambda a: not getattr(a, "match_source_len", False), "--match-source-len sets the length")
+add_option_need("lenpen", lambda a: not getattr(a, "unnormalized", False) and _decodes(a),
+                "it weighs the normalized score, which --unnormalized (or --score-reference) turns off")
+for _dest in ("match_source_len", "unnormalized"):
+    add_option_need(_dest, _decodes, "--score-reference scores the references, it decodes nothing")
+for _dest in ("iter_decode_eos_penalty", "iter_decode_max_iter", "iter_decode_force_max_iter", "iter_decode_with_beam",
+              "iter_decode_with_external_reranker", "print_step", "retain_iter_history"):  # KeyError 'steps' on others
+    add_option_need(_dest, lambda a: _iterative_task(getattr(a, "task", None)),
+                    "it is read by iterative refinement only (a task such as translation_lev decodes with it)")
+add_option_need("constraints", lambda a: False, "fairseq-generate reads no constraints (fairseq-interactive reads "
+                "them from each input line, after a tab)", commands=("generate",))
 add_option_need("lm_weight", lambda a: bool(getattr(a, "lm_path", None)),
                 "it weighs the language model of --lm-path, not given")
 add_option_need("retain_dropout_modules", lambda a: bool(getattr(a, "retain_dropout", False)),
@@ -368,6 +384,16 @@ add_option_need("post_process", lambda a: _criterion_reads(a, "post_process"),
 add_option_need("gen_subset", lambda a: running_command() not in ("interactive", "train"),
                 "fairseq-interactive translates standard input and fairseq-train reads --train-subset/"
                 "--valid-subset, never --gen-subset", commands=("interactive", "train"))
+
+
+def _iterative_task(name):
+    """Whether the task ``name`` decodes with fairseq's IterativeRefinementGenerator (its build_generator says)."""
+    import inspect
+
+    from fairseq.tasks import TASK_REGISTRY
+
+    build = getattr(TASK_REGISTRY.get(name), "build_generator", None)
+    return build is not None and "IterativeRefinementGenerator" in inspect.getsource(build)
 
 
 def _criterion_reads(args, field):
@@ -437,7 +463,25 @@ def search_option_problem(args):
     if -1 < rate < 0:
         return "--diversity-rate {} must be -1 (off) or at least 0 (a negative rate favours lower-ranked " \
                "siblings)".format(rate)
-    return None
+    for dest, least, low in (("sampling_topk", "at least 1", 1), ("sampling_topp", "above 0", 1e-300),
+                             ("diverse_beam_groups", "at least 1", 1)):
+        if -1 < _number(args, dest, -1) < low:  # fairseq reads these as "off"
+            return "--{} {} means off to fairseq, as -1 does: give -1 (off) or a value {}".format(
+                dest.replace("_", "-"), getattr(args, dest), least)
+    searches = [name for name, on in (("--sampling", getattr(args, "sampling", False)), ("--diverse-beam-groups",
+                groups > 0), ("--match-source-len", getattr(args, "match_source_len", False)), ("--diversity-rate",
+                rate > 0), ("--constraints", getattr(args, "constraints", None))) if on]
+    if len(searches) > 1 and _decodes(args):  # fairseq's build_generator: a ValueError after the model loaded
+        return "{} and {} are two searches: fairseq decodes with one (give one of them)".format(*searches[:2])
+    return ensemble_problem(getattr(args, "path", None))
+
+
+def ensemble_problem(path):
+    """--path A:A (one checkpoint twice: an ensemble of one model, twice the work): the one line, or None."""
+    names = path.split(os.pathsep) if isinstance(path, str) and "://" not in path else []
+    twice = [n for i, n in enumerate(names) if os.path.realpath(n) in map(os.path.realpath, names[:i])]
+    return "--path names {} twice: an ensemble of one model; give each checkpoint once".format(
+        os.path.realpath(twice[0])) if twice else None
 
 
 def decoding_option_problem(args):

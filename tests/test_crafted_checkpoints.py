@@ -9,11 +9,13 @@ torch; ``.venv-fairseq0122``'s torch 1.13 runs it for real), and every fairseq o
 checkpoint, derived from fairseq's configs so that a new one fails the coverage test.
 """
 import argparse
+import contextlib
 import dataclasses
 import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import zipfile
@@ -26,6 +28,10 @@ from fairseq_wean import checkpoint_safety
 from fairseq_wean.errors import FairseqWeanError
 
 REFUSED = r"refusing to load checkpoint .*: its pickle calls |truncated or corrupted"
+# the container refusals (fairseq_wean.checkpoint_container), before torch sees the file
+TAR_REFUSED = r"^refusing to load checkpoint .*: it is a tar archive \(torch's oldest format, .*; nothing was read$"
+COMPRESSED_REFUSED = (r"^refusing to load checkpoint .*: its member archive/data\.pkl is (DEFLATE|bzip2|LZMA)-compressed, "
+                      r"and torch\.save stores every member uncompressed .*; nothing was read$")
 
 
 class Exploit:
@@ -77,8 +83,45 @@ def python2_eval_pickle(marker):
     return "c__builtin__\neval\n(V{}\ntR.".format(code).encode()
 
 
+def legacy_tar(member, secret=None):
+    """torch's oldest checkpoint format (a tar of sys_info, pickle, storages, tensors) whose ``storages``
+    member is a named pipe (``member="fifo"``: torch 1.13 extracts it and its open blocks forever) or a
+    symbolic link to ``secret`` (torch 1.13 extracts the link and reads the file it names)."""
+    import pickle
+    import tarfile
+
+    out = io.BytesIO()
+
+    def add(tar, name, body):
+        info = tarfile.TarInfo(name)
+        info.size = len(body)
+        tar.addfile(info, io.BytesIO(body))
+
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        add(tar, "sys_info", pickle.dumps({"protocol_version": 1001, "little_endian": True,
+                                           "type_sizes": {"short": 2, "int": 4, "long": 4}}))
+        add(tar, "pickle", pickle.dumps({"model": {}}))
+        info = tarfile.TarInfo("storages")
+        if member == "fifo":
+            info.type = tarfile.FIFOTYPE
+        else:
+            info.type, info.linkname = tarfile.SYMTYPE, os.path.abspath(str(secret))
+        tar.addfile(info)
+        add(tar, "tensors", pickle.dumps(0))
+    return out.getvalue()
+
+
+# container variants refused before torch reads them, whatever they hold (a plain checkpoint zipped with a
+# compression: a decompression bomb's form); name -> the refusal
+CONTAINER_REFUSALS = {"tar-fifo-member": TAR_REFUSED, "tar-symlink-member": TAR_REFUSED,
+                      "deflated-plain": COMPRESSED_REFUSED, "bzip2-plain": COMPRESSED_REFUSED,
+                      "lzma-plain": COMPRESSED_REFUSED, "deflated": COMPRESSED_REFUSED,
+                      "bzip2": COMPRESSED_REFUSED, "lzma": COMPRESSED_REFUSED}
+
+
 def variants(marker):
-    """{name: (file bytes, loads)}: ``loads`` is True where the file holds no exploit torch reads."""
+    """{name: (file bytes, loads)}: ``loads`` is True where the file holds no exploit torch reads and is a
+    container torch.save writes (:data:`CONTAINER_REFUSALS`: refused before torch reads them)."""
     evil_zip, evil_legacy = saved(evil_state(marker)), saved(evil_state(marker), zip_format=False)
     plain_zip = saved(plain_state())
     nested = dict(plain_state(), extra_state={"epoch": 3, "ema": {}, "deep": [{"x": (1, [Exploit(marker)])}]})
@@ -91,6 +134,11 @@ def variants(marker):
         "deflated": (rezipped(evil_zip, compression=zipfile.ZIP_DEFLATED), False),
         "bzip2": (rezipped(evil_zip, compression=zipfile.ZIP_BZIP2), False),
         "lzma": (rezipped(evil_zip, compression=zipfile.ZIP_LZMA), False),
+        "deflated-plain": (rezipped(plain_zip, compression=zipfile.ZIP_DEFLATED), False),
+        "bzip2-plain": (rezipped(plain_zip, compression=zipfile.ZIP_BZIP2), False),
+        "lzma-plain": (rezipped(plain_zip, compression=zipfile.ZIP_LZMA), False),
+        "tar-fifo-member": (legacy_tar("fifo"), False),
+        "tar-symlink-member": (legacy_tar("symlink", os.path.join(os.path.dirname(str(marker)), "secret")), False),
         "nested-in-allowed-containers": (saved(nested), False),
         "python2-module-name": (rezipped(plain_zip, replace=python2_eval_pickle(marker)), False),
         "legacy-python2-module-name": (python2_eval_pickle(marker), False),
@@ -127,10 +175,71 @@ def test_no_container_variant_runs_code(mechanism, tmp_path, variant, loader):
         state = load(str(path))
         assert torch.equal(state["model"]["w"], torch.arange(4.0))
     else:
-        with pytest.raises(FairseqWeanError, match=REFUSED) as info:
-            load(str(path))
+        with pytest.raises(FairseqWeanError, match=CONTAINER_REFUSALS.get(variant, REFUSED)) as info:
+            with no_hang():  # a tar's named pipe member, opened: a hang
+                load(str(path))
         assert str(path) in str(info.value) and "\n" not in str(info.value)
     assert not marker.exists(), "the checkpoint's code ran"
+
+
+@contextlib.contextmanager
+def no_hang(seconds=60):
+    def alarm(*_):
+        raise TimeoutError("blocked: a named pipe was opened")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_decompression_bomb_is_refused_without_inflating_it(mechanism, tmp_path, monkeypatch):
+    """A checkpoint whose 4 MB of zeros are DEFLATE-compressed to a few KB: refused from the central
+    directory, before anything is decompressed (zipfile's decompressors are never called)."""
+    from fairseq import checkpoint_utils
+
+    import fairseq_wean  # noqa: F401
+
+    big = dict(plain_state(), extra_state={"epoch": 3, "pad": torch.zeros(1_000_000)})
+    path = tmp_path / "bomb.pt"
+    path.write_bytes(rezipped(saved(big), compression=zipfile.ZIP_DEFLATED))
+    assert path.stat().st_size < 100_000
+    monkeypatch.setattr(zipfile, "_get_decompressor", lambda *a: pytest.fail("a member was decompressed"))
+    for loader in ("load_checkpoint_to_cpu", "load_ema_from_checkpoint"):
+        with pytest.raises(FairseqWeanError, match=COMPRESSED_REFUSED):
+            getattr(checkpoint_utils, loader)(str(path))
+
+
+def test_only_the_containers_torch_save_writes_pass(tmp_path):
+    """The container check itself: both formats torch.save writes (every pickle protocol of the legacy one)
+    pass; a tar, a compressed member, a stored member past the end of the file, other bytes do not."""
+    from fairseq_wean import checkpoint_container as C
+
+    def problem(data):
+        return C.container_problem(io.BytesIO(data))
+
+    buffer = io.BytesIO()
+    for protocol in range(2, __import__("pickle").HIGHEST_PROTOCOL + 1):
+        buffer = io.BytesIO()
+        torch.save(plain_state(), buffer, _use_new_zipfile_serialization=False, pickle_protocol=protocol)
+        assert problem(buffer.getvalue()) is None, protocol
+    assert problem(saved(plain_state())) is None
+    assert problem(legacy_tar("fifo"))[0] == "tar"
+    for compression in (zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA):
+        assert problem(rezipped(saved(plain_state()), compression=compression))[0] == "compressed"
+    stored = saved(plain_state())
+    # one header of a member says DEFLATE, the other stored (readers differ in which they believe): each is checked
+    local = stored.index(b"PK\x03\x04")
+    central = stored.index(b"PK\x01\x02")
+    for offset in (local + 8, central + 10):
+        patched = stored[:offset] + b"\x08\x00" + stored[offset + 2:]
+        assert problem(patched) == ("compressed", ("archive/data.pkl", "DEFLATE")), offset
+    assert problem(stored[:len(stored) // 2])[0] == "damaged"
+    assert problem(b"just text\n")[0] == "damaged"
+    assert problem(b"\x80\x02K\x0a.")[0] == "damaged"  # a pickle, but not torch's magic number
 
 
 def test_refusal_names_the_global(mechanism, tmp_path):
@@ -351,6 +460,40 @@ def test_every_entry_point_refuses_a_crafted_checkpoint(data_bin, good_checkpoin
     assert not wrong, json.dumps(wrong, indent=1)
 
 
+def test_every_entry_point_refuses_every_container_torch_save_does_not_write(data_bin, good_checkpoint, tmp_path):
+    """Every entry point (ENTRY_POINTS) loads one of the container variants of CONTAINER_REFUSALS (in turn,
+    so that each variant meets at least one entry point and each entry point one variant, in one run of the
+    driver): the tar with a named pipe member (a hang on torch 1.13), the tar with a link member (a file
+    outside read), every zip compression of a plain checkpoint (a decompression bomb's form). One line each,
+    nothing run or trained; the link's target never opened (its access time is not checked: its content
+    would have been a pickle torch read, here a marker-free text)."""
+    marker = tmp_path / "PWNED"
+    # in ENTRY_POINTS' order: the named pipe tar at --path, --lm-path, --finetune-from-model and the hub (the
+    # probe's hangs), every variant at least once
+    names = ["tar-fifo-member", "tar-symlink-member", "tar-fifo-member", "deflated-plain", "bzip2-plain", "lzma-plain",
+             "tar-fifo-member", "deflated", "bzip2", "lzma", "tar-fifo-member"]
+    all_variants = variants(marker)
+    assert len(ENTRY_POINTS) >= len(names) and set(names) == set(CONTAINER_REFUSALS)
+    planted = {}
+
+    def plant(path):
+        name = names[len(planted) % len(names)]
+        planted[path] = name
+        with open(path, "wb") as f:
+            f.write(all_variants[name][0])
+
+    jobs, paths = entry_point_jobs(data_bin, good_checkpoint, tmp_path, plant)
+    results = run_driver(jobs, tmp_path, marker, timeout=300)  # a named pipe member opened: a hang
+    wrong = [dict(r, variant=planted[p]) for r, p in zip(results, paths) if r["code_ran"] or not (
+        r["outcome"].startswith("FairseqWeanError: ") and p in r["outcome"] and "\n" not in r["outcome"]
+        and re.search(CONTAINER_REFUSALS[planted[p]].lstrip("^"), r["outcome"]))]
+    assert not wrong, json.dumps(wrong, indent=1)
+    assert set(planted.values()) == set(names)
+    assert [planted[p] for p, (_n, _o, argv) in zip(paths, ENTRY_POINTS) if argv[0] == "hub" or "--lm-path" in argv] \
+        == ["tar-fifo-member"] * 2
+    assert not [p for p in (tmp_path / "save").glob("*/checkpoint*.pt") if p.is_file() and str(p) not in planted]
+
+
 # ------------------------------------------------------------------ a path that is no checkpoint file
 def no_checkpoint_file(kind, path):
     """Make ``path`` a planted non-file of ``kind`` (missing: nothing)."""
@@ -394,3 +537,54 @@ def test_a_torchscript_archive_is_refused_in_one_line(mechanism, tmp_path, loade
     with pytest.raises(FairseqWeanError) as info:
         getattr(checkpoint_utils, loader)(str(path))
     assert str(info.value) == checkpoint_safety.refused_error(str(path), checkpoint_safety.TORCHSCRIPT).args[0]
+
+
+# ------------------------------------------------------------------ the hub's checkpoint found in its folder
+def _plugin_hub(folder, name):
+    from fairseq_wean.hub import from_pretrained
+
+    return from_pretrained(str(folder), checkpoint_file=name, data_name_or_path=str(folder))
+
+
+def _model_class_hub(folder, name):  # fairseq's BaseFairseqModel.from_pretrained -> hub_utils.from_pretrained
+    from fairseq_wean.models.wean_lstm import WeanLSTMModel
+
+    return WeanLSTMModel.from_pretrained(str(folder), checkpoint_file=name, data_name_or_path=str(folder))
+
+
+@pytest.mark.parametrize("route", [_plugin_hub, _model_class_hub])
+@pytest.mark.parametrize("kind", ["a hard link", "a symbolic link out of the folder", "a link inside the folder",
+                                  "named by its full path"])
+def test_the_hubs_checkpoint_found_in_its_folder_follows_the_folder_file_rule(tmp_path, kind, route):
+    """B74: the checkpoint the hub finds in a model folder (a bare file name) is a file of that folder
+    (data.folder_files.folder_file_problem): a hard link or a link out of the folder is refused in one line
+    before it is read; a link to a file of the folder is that file; a path the user names in full is theirs
+    (links followed). The file is no checkpoint: a load that gets past the rule ends in the damaged line."""
+    import fairseq_wean  # noqa: F401
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for lang in ("src", "tgt"):
+        (folder / "dict.{}.txt".format(lang)).write_text("w1 3\n")
+    outside = tmp_path / "outside.pt"
+    outside.write_bytes(b"not a checkpoint\n")
+    name = "checkpoint_best.pt"
+    if kind == "a hard link":
+        os.link(outside, folder / name)
+    elif kind == "a symbolic link out of the folder":
+        (folder / name).symlink_to(outside)
+    elif kind == "a link inside the folder":
+        (folder / "checkpoint_3_9.pt").write_bytes(b"not a checkpoint\n")
+        (folder / name).symlink_to("checkpoint_3_9.pt")
+    else:
+        os.link(outside, folder / name)
+        name = str(folder / name)
+    with pytest.raises(FairseqWeanError) as info:
+        route(folder, name)
+    message = str(info.value)
+    assert "\n" not in message
+    if kind in ("a hard link", "a symbolic link out of the folder"):
+        assert message.startswith("from_pretrained: checkpoint {} ".format(folder / name)) and (
+            "refused (a checkpoint the hub finds in its folder is read only as a file of that folder)" in message), message
+    else:
+        assert "is truncated or corrupted (not a checkpoint torch can read" in message, message

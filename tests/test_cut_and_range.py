@@ -139,7 +139,8 @@ def test_every_decoding_option_out_of_range_is_one_line_before_any_work(tool, ca
         # options that act only with another one (patching.OPTION_NEEDS) get it
         context = {"max_len_b": ["--max-len-a", "1"], "diverse_beam_strength": ["--diverse-beam-groups", "1"],
                    "sampling_topk": ["--sampling", "--nbest", "5"],
-                   "sampling_topp": ["--sampling", "--nbest", "5"]}.get(name, [])
+                   "sampling_topp": ["--sampling", "--nbest", "5"], "iter_decode_max_iter": ["--task", "translation_lev"],
+                   "iter_decode_with_beam": ["--task", "translation_lev"]}.get(name, [])
         assert getattr(parse(tool, [flag, str(kind(ok))] + context), name) == kind(ok), flag
 
 

@@ -53,10 +53,12 @@ def test_the_refused_metrics_are_every_word_metric():
     assert set(M.WORD_BLEU_TOKENIZERS) == {"13a", "intl", "none"}
 
 
-def cli_args(metric, paths):
+def cli_args(metric, paths, report=False):
+    """(fairseq-wean-score refuses --orig where no metric reads it; the report always shows the sources)"""
     name, _, tok = metric.partition(":")
-    return ["--sys", paths["hyp"], "--orig", paths["src"], "--refs", paths["ref"], "--metrics", name] + \
-        (["--bleu-tokenize", tok] if tok else [])
+    orig = ["--orig", paths["src"]] if report or name in ("sari", "stats") else []
+    refs = ["--refs", paths["ref"]] if report or name != "fkgl" else []  # FKGL reads neither
+    return ["--sys", paths["hyp"]] + orig + refs + ["--metrics", name] + (["--bleu-tokenize", tok] if tok else [])
 
 
 @pytest.fixture
@@ -84,7 +86,7 @@ def test_word_metrics_on_unsegmented_chinese_are_refused(entry, metric, paths):
     if entry == "fairseq-wean-score":
         assert run_cli(score, cli_args(metric, paths)) == "fairseq-wean-score: error: " + expected(metric)
     elif entry == "fairseq-wean-report":
-        code = run_cli(report, cli_args(metric, paths) + ["--out", paths["out"]])
+        code = run_cli(report, cli_args(metric, paths, report=True) + ["--out", paths["out"]])
         assert code == "fairseq-wean-report: error: " + expected(metric)
     else:
         name, _, tok = metric.partition(":")

@@ -22,25 +22,19 @@ import pytest
 ALWAYS = {
     # fairseq's generation options
     "beam": "the search's width", "beam_mt": "read by translation_multi_simple_epoch only (fairseq's)",
-    "constraints": "fairseq-interactive's constraints", "decoding_format": "the output's format",
+    "decoding_format": "the output's format",
     "diverse_beam_groups": "turns on diverse beam search", "diversity_rate": "turns on diverse siblings search",
-    "eos_token": "fairseq's", "iter_decode_eos_penalty": "fairseq's iterative refinement models",
-    "iter_decode_force_max_iter": "fairseq's iterative refinement models",
-    "iter_decode_max_iter": "fairseq's iterative refinement models",
-    "iter_decode_with_beam": "fairseq's iterative refinement models",
-    "iter_decode_with_external_reranker": "fairseq's iterative refinement models",
-    "lenpen": "normalises every score", "lenpen_mt": "translation_multi_simple_epoch's",
-    "lm_path": "adds the language model", "match_source_len": "the length rule",
-    "max_len_a": "the length rule", "max_len_a_mt": "translation_multi_simple_epoch's", "max_len_b": "the length rule",
+    "eos_token": "fairseq's", "lenpen_mt": "translation_multi_simple_epoch's", "lm_path": "adds the language model",
+    "max_len_a_mt": "translation_multi_simple_epoch's",
     "max_len_b_mt": "translation_multi_simple_epoch's", "min_len": "the length rule",
     "model_overrides": "the model's options", "nbest": "hypotheses printed", "no_beamable_mm": "the model's attention",
     "no_early_stop": "deprecated by fairseq, kept", "no_repeat_ngram_size": "blocks repeats",
     "no_seed_provided": "the seed", "path": "the checkpoint",
-    "prefix_size": "the forced prefix", "print_alignment": "prints alignments", "print_step": "prints steps",
+    "prefix_size": "the forced prefix", "print_alignment": "prints alignments",
     "quiet": "the output", "replace_unk": "the output's unknown words",
-    "retain_dropout": "dropout at inference", "retain_iter_history": "fairseq's iterative refinement models",
+    "retain_dropout": "dropout at inference",
     "sacrebleu": "the score", "sampling": "the search", "score_reference": "scores the reference",
-    "temperature": "divides the scores", "unkpen": "the unknown word's score", "unnormalized": "the scores",
+    "temperature": "divides the scores", "unkpen": "the unknown word's score",
     # the plugin's generation options
     "print_gates": "the condition is the checkpoint's model (a gate): refused before the first batch is decoded "
                    "(report/gate_lines.check_model_has_gate, tests/test_report.py)",
@@ -115,9 +109,34 @@ ROWS = {
     "results_path": ("fairseq-validate", ["--results-path", "r"], "--results-path does nothing here", None),
     "post_process": ("fairseq-validate", ["--post-process", "letter"], "--post-process does nothing here",
                      ["--post-process", "letter", "--criterion", "ctc"]),
+    # the length options under --match-source-len, the length penalty of unnormalized scores, the search's
+    # options under --score-reference (fairseq's SequenceScorer decodes nothing)
+    "max_len_a": ("fairseq-generate", ["--match-source-len", "--max-len-a", "2"], "--max-len-a does nothing here",
+                  ["--max-len-a", "2"]),
+    "max_len_b": ("fairseq-interactive", ["--match-source-len", "--max-len-b", "3"], "--max-len-b does nothing here",
+                  ["--max-len-b", "3"]),
+    "lenpen": ("fairseq-generate", ["--unnormalized", "--lenpen", "2"], "--lenpen does nothing here", ["--lenpen", "2"]),
+    "match_source_len": ("fairseq-generate", ["--score-reference", "--match-source-len"],
+                         "--match-source-len does nothing here", ["--match-source-len"]),
+    "unnormalized": ("fairseq-generate", ["--score-reference", "--unnormalized"], "--unnormalized does nothing here",
+                     ["--unnormalized"]),
+    # iterative refinement's options on a task that decodes without it (--print-step: KeyError 'steps')
+    **{dest: ("fairseq-generate", argv, "--{} does nothing here".format(dest.replace("_", "-")),
+              ["--task", "translation_lev"] + argv) for dest, argv in (
+        ("iter_decode_eos_penalty", ["--iter-decode-eos-penalty", "0.5"]),
+        ("iter_decode_max_iter", ["--iter-decode-max-iter", "5"]),
+        ("iter_decode_force_max_iter", ["--iter-decode-force-max-iter"]),
+        ("iter_decode_with_beam", ["--iter-decode-with-beam", "2"]),
+        ("iter_decode_with_external_reranker", ["--iter-decode-with-external-reranker"]),
+        ("print_step", ["--print-step"]), ("retain_iter_history", ["--retain-iter-history"]))},
+    # fairseq-generate's data has no constraints (a TypeError after loading); fairseq-interactive reads them
+    "constraints": ("fairseq-generate", ["--constraints"], "--constraints does nothing here", None),
     "core_frequent_from": ("fairseq-train", ["--arch", "core_copy", "--core-num-frequent", "0",
                                              "--core-frequent-from", "target"], "--core-frequent-from does nothing",
                            ["--arch", "core_copy", "--core-num-frequent", "5", "--core-frequent-from", "target"]),
+    # acts only in a --save-dir with checkpoint_best.pt and no checkpoint_last.pt: tests/test_training_bounds.py
+    "overwrite_best_checkpoint": ("fairseq-train", ["--task", "translation_with_metrics", "--overwrite-best-checkpoint"],
+                                  "--overwrite-best-checkpoint does nothing here", None),
 }
 
 PARSERS = {"fairseq-train": ("get_training_parser", ["--optimizer", "adam", "--max-tokens", "100"]),

@@ -74,7 +74,11 @@ def run(tool, argv, capsys):
 
 
 def base_args(tool, files, metrics="stats"):
-    argv = ["--sys", files["hyp"], "--orig", files["src"], "--refs", files["ref"], "--metrics", metrics]
+    """--orig given where a metric reads the sources (fairseq-wean-score refuses it elsewhere; the report
+    shows the sources whatever the metrics)."""
+    reads = tool == "fairseq-wean-report" or any(m in options.READS_SOURCES for m in metrics.split(","))
+    argv = ["--sys", files["hyp"]] + (["--orig", files["src"]] if reads else []) + ["--refs", files["ref"],
+                                                                                   "--metrics", metrics]
     return argv + (["--out", files["out"]] if tool == "fairseq-wean-report" else [])
 
 
@@ -97,7 +101,9 @@ def test_every_option_of_score_and_report_is_in_the_table_or_always_effective():
 # a value for each option of options.NEEDS (a new entry needs one here, and so is tested)
 NEEDS_VALUES = {"--sari-mode": ["legacy"], "--bleu-tokenize": ["none"], "--rouge-chars": [],
                 "--rouge-no-stemmer": [], "--name": ["X"], "--compare-name": ["X"], "--hyp-lines": ["D"],
-                "--bootstrap-samples": ["50"]}
+                "--bootstrap-samples": ["50"], "--orig": ["src"], "--refs": ["ref"]}  # src, ref: files[...]
+# --orig and --refs (fairseq-wean-score): where rule "metrics" is broken, the metric read by neither
+NEITHER_METRIC = "fkgl"
 
 
 def noop_cases():
@@ -113,12 +119,17 @@ def noop_cases():
 def test_the_no_op_cases_cover_the_table():
     assert set(NEEDS_VALUES) == set(options.NEEDS)
     assert {option for _, option, _ in noop_cases()} == set(options.NEEDS)
-    assert {options.NEEDS[o][i][0] for _, o, i in noop_cases()} == {"metrics", "option", "without", "log", "compared"}
+    assert {options.NEEDS[o][i][0] for _, o, i in noop_cases()} == {"metrics", "metrics_or_log", "option", "without",
+                                                                         "log", "compared"}
     # fairseq-wean-report's --rouge-chars also sets the page's units: always effective there
     assert not [c for c in noop_cases() if c[:2] == ("fairseq-wean-report", "--rouge-chars")]
 
 
 def noop_message(option, kind, need, metrics="stats"):
+    if kind == "metrics_or_log":
+        return ("{} is read only by {} or to check a fairseq-generate log's lines, and --metrics {} has none and no "
+                "system output given is a log: drop it, or add {} to --metrics".format(
+                    option, "/".join(need), metrics, need[0]))
     if kind == "metrics":
         return "{} changes only {}, and --metrics {} has none: drop it, or add {} to --metrics".format(
             option, "/".join(need), metrics, need[0])
@@ -136,8 +147,13 @@ def noop_message(option, kind, need, metrics="stats"):
 def noop_args(tool, option, files, violate=None):
     """Arguments of ``tool`` with ``option`` where every rule of it holds but rule ``violate``."""
     rules = options.NEEDS[option]
-    metrics = [need[0] for i, (kind, need) in enumerate(rules) if kind == "metrics" and i != violate]
-    argv = base_args(tool, files, metrics=metrics[0] if metrics else "stats")
+    metrics = [need[0] for i, (kind, need) in enumerate(rules) if kind in ("metrics", "metrics_or_log") and i != violate]
+    inputs = option in ("--orig", "--refs")  # the input options: given once, below; stats reads both
+    argv = base_args(tool, files, metrics=("stats" if violate is None else NEITHER_METRIC) if inputs else
+                     metrics[0] if metrics else "stats")
+    for flag in ("--orig", "--refs") if inputs else ():  # the other input option would be refused first
+        if flag in argv and (flag == option or violate is not None):
+            del argv[argv.index(flag):argv.index(flag) + 2]
     for i, (kind, need) in enumerate(rules):
         if kind == "option" and i != violate:
             argv += [need, files["hyp2"]]
@@ -150,15 +166,17 @@ def noop_args(tool, option, files, violate=None):
                     else argv + ["--compare-to", files["hyp2"]])
     if option == "--rouge-chars" and violate is None:  # ROUGE by character is for Chinese (Latin text is refused)
         for flag, name in (("--sys", "zh_hyp"), ("--orig", "zh_src"), ("--refs", "zh_ref")):
-            argv[argv.index(flag) + 1] = files[name]
-    return argv + [option] + NEEDS_VALUES[option]
+            if flag in argv:
+                argv[argv.index(flag) + 1] = files[name]
+    return argv + [option] + [files.get(value, value) for value in NEEDS_VALUES[option]]
 
 
 @pytest.mark.parametrize("tool,option,rule", noop_cases())
 def test_an_option_without_effect_is_refused_and_accepted_with_what_it_needs(tool, option, rule, files, capsys):
     kind, need = options.NEEDS[option][rule]
     code, line = run(tool, noop_args(tool, option, files, violate=rule), capsys)
-    assert (code, line) == (1, "{}: error: {}".format(tool, noop_message(option, kind, need)))
+    metrics = NEITHER_METRIC if option in ("--orig", "--refs") else "stats"
+    assert (code, line) == (1, "{}: error: {}".format(tool, noop_message(option, kind, need, metrics)))
     # the same option where every rule holds: accepted
     code, line = run(tool, noop_args(tool, option, files), capsys)
     assert code == 0, line
@@ -264,7 +282,7 @@ def mismatch_message(tool, log, what, kind, sid, log_line, number, file_line):
 
 @pytest.mark.parametrize("tool", SCORING_TOOLS)
 def test_a_log_of_other_data_is_refused(tool, files, capsys):
-    argv = base_args(tool, files, "bleu")
+    argv = base_args(tool, files, "bleu,sari")
     argv[1] = files["log"]
     argv[argv.index("--orig") + 1] = files["other_src"]  # same line count, another test set
     code, line = run(tool, argv, capsys)
@@ -305,7 +323,7 @@ def test_a_log_of_the_same_data_in_fairseqs_forms_is_scored(tool, files, capsys)
     hyp = ["the cat sat on the mat .", "dogs bark .", "it rained all day ."]
     log = write(files["dir"] / "forms.log", generate_log(log_src, log_ref, hyp))
     src, ref = write(files["dir"] / "raw.src", raw_src), write(files["dir"] / "raw.ref", raw_ref)
-    argv = ["--sys", log, "--orig", src, "--refs", ref, "--metrics", "bleu"]
+    argv = ["--sys", log, "--orig", src, "--refs", ref, "--metrics", "bleu,stats"]
     if tool == "fairseq-wean-report":
         argv += ["--out", files["out"]]
     else:
@@ -332,7 +350,7 @@ def test_an_unk_matches_at_least_one_character_and_nothing_backtracks():
 
 
 def test_the_exit_status_of_a_refusal_is_1(files):
-    argv = ["--sys", files["log"], "--orig", files["other_src"], "--metrics", "bleu"]
+    argv = ["--sys", files["log"], "--orig", files["other_src"], "--metrics", "stats"]
     proc = subprocess.run([sys.executable, "-m", "fairseq_wean.cli.score"] + argv, capture_output=True, text=True)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [mismatch_message(

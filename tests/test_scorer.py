@@ -135,7 +135,7 @@ def test_bleu_equals_sacrebleu_multi_reference(tmp_path, capsys):
     src = ["the fat cat sat on the mat .", "a big dog barked loudly", "x", "it was raining all day in the city ."]
     files = [write(tmp_path / n, lines) for n, lines in
              (("hyp", hyps), ("r0", ref0), ("r1", ref1), ("src", src))]
-    out = run_json(capsys, "--sys", files[0], "--orig", files[3], "--refs", files[1], files[2], "--metrics", "bleu")
+    out = run_json(capsys, "--sys", files[0], "--refs", files[1], files[2], "--metrics", "bleu")
     assert out["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyps, [ref0, ref1]).score, abs=1e-9)
     out = run_json(capsys, "--sys", files[0], "--refs", files[1], "--metrics", "bleu")
     assert out["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyps, [ref0]).score, abs=1e-9)
@@ -278,7 +278,7 @@ def command_runs(tmp_path_factory):
     d = tmp_path_factory.mktemp("score-cli")
     # 1. a fairseq-generate log without H- lines for sentences 1 and 3
     log = d / "gen.out"
-    log.write_text("\n".join(l for l in GEN_LOG.splitlines() if not l.startswith(("H-1\t", "H-3\t"))),
+    log.write_text("".join(l + "\n" for l in GEN_LOG.splitlines() if not l.startswith(("H-1\t", "H-3\t"))),
                    encoding="utf-8")
     src4 = write(d / "src4", ["s0", "s1", "s2", "s3"])
     # 2. a reference file one line short
@@ -314,7 +314,8 @@ def command_runs(tmp_path_factory):
     names = ["missing_ids", "line_counts", "all_metrics", "two_logs", "two_bare", "bom", "stdin", "fifo",
              "empty_bleu", "empty_sari"]
     runs = cli_concurrently([
-        ("fairseq-wean-score", ["--sys", log, "--orig", src4, "--refs", src4, "--metrics", "bleu"], {"check": False}),
+        ("fairseq-wean-score", ["--sys", log, "--orig", src4, "--refs", src4, "--metrics", "bleu,stats"],
+         {"check": False}),
         ("fairseq-wean-score", ["--sys", hyp3, "--orig", hyp3, "--refs", ref2, "--metrics", "bleu,sari"],
          {"check": False}),
         ("fairseq-wean-score", ["--sys", hyp, "--orig", src, "--refs", r0, r1, "--metrics", ",".join(M.METRICS),
@@ -326,7 +327,7 @@ def command_runs(tmp_path_factory):
         ("fairseq-wean-score", ["--sys", "/dev/stdin", "--refs", ref_bom, "--metrics", "bleu", "--json"],
          {"check": False, "input": "the cat sat on the mat .\ndogs bark .\n"}),
         ("fairseq-wean-score", ["--sys", fifo, "--refs", ref_bom, "--metrics", "bleu", "--json"], {"check": False}),
-        ("fairseq-wean-score", ["--sys", empty, "--orig", empty, "--refs", empty, "--metrics", "bleu"],
+        ("fairseq-wean-score", ["--sys", empty, "--refs", empty, "--metrics", "bleu"],
          {"check": False}),
         ("fairseq-wean-score", ["--sys", empty, "--orig", empty, "--refs", empty, empty2, "--metrics", "sari"],
          {"check": False}),
@@ -661,10 +662,11 @@ def test_the_standalone_commands_start_without_fairseq_or_torch(tmp_path):
     tgt = write(tmp_path / "train.tgt", ["a b d", "b d e", "a e", "d a b"] * 3)
     env = {"PYTHONPROFILEIMPORTTIME": "1"}
     runs = {
-        "score": ("fairseq-wean-score", ["--sys", tgt, "--orig", src, "--refs", tgt, "--metrics", "sari,bleu"], {}),
+        "score": ("fairseq-wean-score", ["--sys", tgt, "--orig", src, "--refs", tgt, "--metrics", "sari,chrf"], {}),
         "score_error": ("fairseq-wean-score", ["--sys", tmp_path / "missing", "--refs", tgt, "--metrics", "bleu"],
                         {"check": False}),
-        "report": ("fairseq-wean-report", ["--sys", tgt, "--orig", src, "--refs", tgt, "--out", tmp_path / "r.html"],
+        "report": ("fairseq-wean-report", ["--sys", tgt, "--orig", src, "--refs", tgt, "--metrics", "sari,stats",
+                                           "--out", tmp_path / "r.html"],
                    {}),
         "align": ("fairseq-wean-align-table", ["--src", src, "--tgt", tgt, "--topk", 2, "--out", tmp_path / "a.tsv"],
                   {}),

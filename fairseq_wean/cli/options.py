@@ -19,10 +19,16 @@ ROUGE = M.ROUGE_TYPES
 
 # option -> the rules it needs to have an effect, each (kind, what): ("metrics", names: one of them
 # in --metrics), ("option", other: that option given too), ("without", other: that option not
-# given), ("compared", None: two systems compared: --compare-to, or --sys A B), ("log", None: a --sys or --compare-to that is a fairseq-generate log). A tool may
+# given), ("compared", None: two systems compared: --compare-to, or --sys A B), ("log", None: a --sys or --compare-to that is a fairseq-generate log), ("metrics_or_log", names: one of them in --metrics, or a system output that is a log, whose S-/T- lines the file is checked against). A tool may
 # declare an option of this table always effective instead (fairseq-wean-report's --rouge-chars
 # also sets the page's units).
+# the metrics that read the sources (--orig) and the references (--refs): stats reads both (copies, invented
+# words), FKGL neither (fairseq-wean-report shows both on its page: always effective there)
+READS_SOURCES = ("sari", "stats")
+READS_REFERENCES = M.SACREBLEU_METRICS + ("sari",) + ROUGE + ("stats",)
 NEEDS = {
+    "--orig": (("metrics_or_log", READS_SOURCES),),
+    "--refs": (("metrics_or_log", READS_REFERENCES),),
     "--sari-mode": (("metrics", ("sari",)),),
     "--bleu-tokenize": (("metrics", ("bleu",)),),
     "--rouge-chars": (("metrics", ROUGE),),
@@ -40,6 +46,10 @@ def no_effect(option, kind, need, metrics=()):
     if kind == "metrics":
         return "{} changes only {}, and --metrics {} has none: drop it, or add {} to --metrics".format(
             option, "/".join(need), ",".join(metrics), need[0])
+    if kind == "metrics_or_log":
+        return ("{} is read only by {} or to check a fairseq-generate log's lines, and --metrics {} has none and no "
+                "system output given is a log: drop it, or add {} to --metrics".format(
+                    option, "/".join(need), ",".join(metrics), need[0]))
     if kind == "option":
         return "{} has no effect without {}: drop it, or give {} FILE".format(option, need, need)
     if kind == "without":
@@ -108,7 +118,9 @@ def check_effective(parser, args, logs=None, always=()):
         if option in always or option not in NEEDS:
             continue
         for kind, need in NEEDS[option]:
-            holds = (any(m in metrics for m in need) if kind == "metrics" else need in named if kind == "option"
+            holds = (any(m in metrics for m in need) if kind == "metrics"
+                     else any(m in metrics for m in need) or logs is None or logs if kind == "metrics_or_log"
+                     else need in named if kind == "option"
                      else need not in named if kind == "without"
                      else "--compare-to" in named or _systems(args) > 1 if kind == "compared"
                      else logs is None or logs)

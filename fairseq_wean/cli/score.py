@@ -80,9 +80,9 @@ def get_parser():
     return options.once(p)
 
 
-# the options that change the result in every combination (every other option is in options.NEEDS)
-# (--orig and --refs: also checked against each other and a log's S-/T- lines, with any metric)
-ALWAYS = ("--sys", "--orig", "--refs", "--metrics", "--post-process", "--json", "--compare-to")
+# the options that change the result in every combination (every other option is in options.NEEDS;
+# --orig and --refs there too: given to a metric that reads neither, e.g. fkgl, they change nothing)
+ALWAYS = ("--sys", "--metrics", "--post-process", "--json", "--compare-to")
 
 
 def check_options(parser, args):

@@ -190,6 +190,8 @@ def corpus_scores(metrics, systems, orig, refs, sari_mode="default", rouge_chars
     ``fairseq-wean-score --sys K --compare-to FIRST`` prints them. Each system's statistics are
     computed once (``with_statistics``: also returned, as ``(scores, [statistics per system])``)."""
     out, statistics = [], []
+    if len(systems) > 1 and "bleu" in metrics:  # two BLEUs of 0 by construction would get p = 1
+        M.check_bleu_ngrams(M.sacrebleu_metric("bleu", bleu_tokenize), refs, bleu_tokenize)
     bootstrap_samples = M.check_bootstrap(bootstrap_samples, len(systems[0].sentences) if systems else None,
                                           compared=len(systems) > 1)
     for k, system in enumerate(systems):

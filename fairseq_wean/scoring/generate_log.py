@@ -19,6 +19,7 @@ refused: reading only one of them would score a system silently on the wrong out
 runs show as a sentence id whose block appears twice, sentence lines after the summary line,
 or a second ``loading model(s) from`` header line.
 """
+import os
 import re
 
 from fairseq_wean import textio
@@ -32,7 +33,39 @@ TRANSLATED_LINE = re.compile(r"\bTranslated ([\d,]+) sentences ")
 SCORED_TEXT = re.compile(r"^([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan))(?:\t(.*))?$")
 CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 HEADER_LINE = re.compile(r"\| fairseq_cli\.\w+ \| loading model\(s\) from ")
+# fairseq-generate's configuration line (its first INFO line: a dict, or a Namespace before 0.10)
+SCORE_REFERENCE = re.compile(r"\bscore_reference'?(?::|=) ?True\b")
 _KINDS = {"S": "src", "T": "tgt", "H": "hyp", "D": "detok", "A": "align", "P": "positional", "G": "gates"}
+
+
+def check_text(lines, path, what):
+    """Refuse, naming the file and line, a control character other than tab (a NUL of a zero-filled
+    block after a crash, binary data): it would be scored as a letter that glues two words, and
+    written raw into a report page. Every scored input is read through this (plain or log)."""
+    for number, line in enumerate(lines, start=1):
+        m = CONTROL_CHARS.search(line)
+        if m:
+            raise FairseqWeanError(
+                "{} {} line {} holds the control character {!r} (column {}): binary data, not text (a NUL is "
+                "what a crashed write leaves); fix or write that file again".format(
+                    what, path, number, m.group(0), m.start() + 1))
+    return lines
+
+
+def check_complete_file(path, what="fairseq-generate log"):
+    """Refuse a log file whose last line has no final newline: fairseq ends every line it prints, so the
+    log was cut (a full disk, a killed job, copied while running), perhaps inside its last hypothesis;
+    fairseq-interactive's logs have no summary line, so this is what tells a cut one. A pipe or
+    standard input cannot be checked afterwards (the text was read once)."""
+    if path in textio.STDIN_NAMES or not os.path.isfile(path) or os.path.getsize(path) == 0:
+        return
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        last = f.read(1)
+    if last != b"\n":
+        raise FairseqWeanError(
+            "{} {} does not end with a newline: it is incomplete, its last line cut (a full disk, a killed job, or "
+            "copied while fairseq was running); decode the test set again".format(what, path))
 
 
 def looks_like_log(lines):
@@ -79,6 +112,8 @@ class GenerateLog:
             if t and not line.startswith(("H-", "D-", "S-", "T-")):
                 translated = (int(t.group(1).replace(",", "")), number)
                 continue
+            if not SENTENCE_LINE.match(line) and SCORE_REFERENCE.search(line):
+                self._score_reference("its configuration (line {}) has score_reference True".format(number))
             if HEADER_LINE.search(line):
                 if header_at is not None:
                     self._two_runs("a second header ('loading model(s) from') at line {} (the first is at "
@@ -120,6 +155,9 @@ class GenerateLog:
                 "or fairseq-generate was still running); decode the test set again".format(path))
 
         self._check_sentences(first_line)
+        # a log of --score-reference is known by its configuration line; one whose every hypothesis equals its
+        # T- line is a perfect system's as far as the log can tell (scored: refusing it would refuse a perfect
+        # output too)
         if translated is not None and translated[0] != len(self.hyp):
             raise FairseqWeanError(
                 "fairseq-generate log {} says 'Translated {} sentences' (line {}) but holds hypotheses (H- lines) "
@@ -167,6 +205,11 @@ class GenerateLog:
         last_score[(kind, sid)] = (score, number)
         return text
 
+    def _score_reference(self, what):
+        raise FairseqWeanError(
+            "fairseq-generate log {} was made with --score-reference ({}): it scores the references and decodes "
+            "nothing, so its H- lines are no system's output; decode without --score-reference".format(self.path, what))
+
     def _two_runs(self, what):
         raise FairseqWeanError(
             "fairseq-generate log {} holds more than one run: {}; it looks like two logs concatenated "
@@ -174,8 +217,10 @@ class GenerateLog:
 
     @classmethod
     def read(cls, path, what="fairseq-generate log"):
-        """Parse the log at ``path`` (read with :mod:`fairseq_wean.textio`)."""
-        return cls(path, textio.read_lines(path, what))
+        """Parse the log at ``path`` (read with :mod:`fairseq_wean.textio`; text, complete)."""
+        log = cls(path, check_text(textio.read_lines(path, what), path, what))
+        check_complete_file(path, what)  # after the grammar's own checks (a generate log's summary line)
+        return log
 
     @staticmethod
     def looks_like_log(lines):

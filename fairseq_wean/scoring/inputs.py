@@ -15,7 +15,7 @@ import unicodedata
 from fairseq_wean import textio
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.scoring import pieces
-from fairseq_wean.scoring.generate_log import GenerateLog
+from fairseq_wean.scoring.generate_log import GenerateLog, check_complete_file, check_text
 
 HYP_LINES = ("auto", "H", "D")
 
@@ -44,12 +44,19 @@ def add_text_options(parser):
                              "holds pieces ('@@ ', '\u2581') is refused: pieces scored as words give wrong scores")
 
 
+def read_text(path, what):
+    """The lines of a scored input (textio: UTF-8, a pipe or standard input too), with no control
+    character but tab (:func:`~fairseq_wean.scoring.generate_log.check_text`)."""
+    return check_text(textio.read_lines(path, what), path, what)
+
+
 def read_system(path, what, n=None, hyp_lines="auto"):
     """(sentences, GenerateLog or None). ``n`` = expected number of sentences, if known."""
-    lines = textio.read_lines(path, what)
+    lines = read_text(path, what)
     if not GenerateLog.looks_like_log(lines):
         return lines, None
     log = GenerateLog(path, lines)
+    check_complete_file(path, what + " log")  # after the grammar's checks: fairseq-interactive's have no end line
     return log.hypotheses(n, hyp_lines), log
 
 
@@ -87,8 +94,8 @@ def words_only(systems, orig, orig_path, refs, ref_paths, post_process=None):
 def read_sources_and_references(orig_path, ref_paths):
     """(orig, refs, n): the ``--orig`` lines and each ``--refs`` file's lines (None where not
     given) and the number of test sentences they give (None when neither is given)."""
-    orig = textio.read_lines(orig_path, "--orig") if orig_path else None
-    refs = [textio.read_lines(r, "--refs") for r in ref_paths] if ref_paths else None
+    orig = read_text(orig_path, "--orig") if orig_path else None
+    refs = [read_text(r, "--refs") for r in ref_paths] if ref_paths else None
     n = len(orig) if orig is not None else (len(refs[0]) if refs else None)
     return orig, refs, n
 

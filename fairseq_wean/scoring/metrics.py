@@ -32,23 +32,17 @@ import numpy as np
 
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.scoring import sari as sari_lib
+from fairseq_wean.scoring.bleu_checks import (  # noqa: F401  (BLEU's tokenizer and n-grams)
+    bleu_tokenize_option, check_bleu_ngrams, check_bleu_tokenizer, sacrebleu_tokenizer_problem)
+from fairseq_wean.scoring.scripts import (  # noqa: F401  (the script checks, here since every metric uses them)
+    NO_WORD_BOUNDARIES, SEGMENT, UNK_FORMS, UNSEGMENTED_CHARACTERS_PER_TOKEN, WORD_BLEU_TOKENIZERS, check_bleu_tokenize,
+    check_sides, check_word_boundaries, unsegmented_share)
 
 METRICS = ("bleu", "chrf", "ter", "sari", "fkgl", "rouge1", "rouge2", "rougeL", "stats")
 SACREBLEU_METRICS = ("bleu", "chrf", "ter")
 BLEU_TOKENIZE = "13a"  # sacrebleu's default: for detokenized text
 
 
-def bleu_tokenize_option(name):
-    """An argparse ``type`` for ``--bleu-tokenize``: one of sacrebleu's BLEU tokenizers (a name it
-    does not know was a KeyError traceback from sacrebleu, after the inputs were read)."""
-    import argparse
-
-    from sacrebleu.metrics.bleu import BLEU
-
-    known = sorted(getattr(BLEU, "TOKENIZERS", ()))
-    if known and name not in known:
-        raise argparse.ArgumentTypeError("unknown BLEU tokenization {!r}: choose one of {}".format(name, ", ".join(known)))
-    return name
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 UNK_TOKENS = frozenset(["<unk>", "UNK"])
 BOOTSTRAP_SAMPLES = 1000
@@ -57,7 +51,6 @@ BOOTSTRAP_SEED = 12345  # sacrebleu's default seed for its paired bootstrap
 
 # ---------------------------------------------------------------------------------------------
 # ROUGE
-UNK_FORMS = re.compile(r"<<unk>>|<unk(?:-\d+)?>")  # fairseq's target <<unk>>, hypothesis <unk>, markers
 CHARACTER_UNITS = re.compile(r"[A-Za-z0-9]+|.", re.S)
 
 
@@ -196,65 +189,6 @@ def check_rouge_words(texts, what, option="--rouge-chars"):
             "Chinese/Japanese".format(100.0 * dropped / words, what, dropped, words, example[:40], option))
 
 
-# ---------------------------------------------------------------------------------------------
-# Scripts written without spaces between words: Chinese, Japanese, Thai, Lao, Khmer, Burmese. A
-# metric that counts whitespace (or 13a) tokens sees an unsegmented sentence of them as one or a
-# few "words": BLEU with a word tokenizer, SARI and TER are then 0 or 100 by sentence, whatever
-# the output (chrF counts characters and ROUGE has --rouge-chars).
-NO_WORD_BOUNDARIES = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf"
-                                "\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
-# segmented text has 1 (characters) to about 2 (Chinese words) such characters per token; an
-# unsegmented sentence has tens
-UNSEGMENTED_CHARACTERS_PER_TOKEN = 4
-# the BLEU tokenizations that split text only at spaces and punctuation
-WORD_BLEU_TOKENIZERS = ("13a", "intl", "none")
-
-
-def unsegmented_share(texts):
-    """(share, characters per token, example): the share of the letters of ``texts`` in a script
-    without word boundaries, how many of them a whitespace token holds on average, and a text
-    with some."""
-    letters = unsegmented = tokens = 0
-    example = None
-    for text in texts:
-        for token in UNK_FORMS.sub(" ", text).split():
-            found = len(NO_WORD_BOUNDARIES.findall(token))
-            letters += sum(ch.isalpha() or bool(NO_WORD_BOUNDARIES.match(ch)) for ch in token)  # Thai marks too
-            if found:
-                unsegmented += found
-                tokens += 1
-                example = example or text
-    return (unsegmented / letters if letters else 0.0), (unsegmented / tokens if tokens else 0.0), example
-
-
-def check_word_boundaries(metric, texts, fix, what="the references"):
-    """Refuse (FairseqWeanError) ``metric`` on ``texts`` mostly in a script without spaces between
-    words, left unsegmented (more than half of the letters, over
-    :data:`UNSEGMENTED_CHARACTERS_PER_TOKEN` such characters per whitespace token); ``fix`` ends
-    the message. Text segmented into words or characters passes."""
-    from fairseq_wean.errors import FairseqWeanError
-
-    share, per_token, example = unsegmented_share(texts)
-    if share > 0.5 and per_token > UNSEGMENTED_CHARACTERS_PER_TOKEN:
-        raise FairseqWeanError(
-            "{} counts words, and {} are in a script without spaces between words ({:.0f}% of the letters, {:.0f} "
-            "characters per space-separated token, e.g. {!r}): each sentence would be one or a few 'words' and the "
-            "score meaningless; {}".format(metric, what, 100 * share, per_token, example[:40], fix))
-
-
-SEGMENT = "segment the text into words (or characters: python -m preprocess.split_characters) on every side first"
-
-
-def check_bleu_tokenize(refs_streams, bleu_tokenize, option="--bleu-tokenize"):
-    """BLEU with a word tokenization (:data:`WORD_BLEU_TOKENIZERS`) on unsegmented Chinese,
-    Japanese, Thai, ... is refused, naming ``option`` (the tool's switch)."""
-    if bleu_tokenize in WORD_BLEU_TOKENIZERS:
-        check_word_boundaries("BLEU with tokenization {}".format(bleu_tokenize),
-                              [r for stream in refs_streams for r in stream],
-                              "use {} zh (Chinese; ja-mecab for Japanese, char for other scripts), or {}".format(
-                                  option, SEGMENT))
-
-
 MAX_WORD_CHARACTERS = 1000  # textstat's syllable counter: ~8 us a character; no English word is near it
 
 
@@ -367,6 +301,7 @@ def sacrebleu_metric(name, bleu_tokenize=BLEU_TOKENIZE):
     from sacrebleu.metrics import BLEU, CHRF, TER
 
     if name == "bleu":
+        check_bleu_tokenizer(bleu_tokenize)  # a tokenizer sacrebleu would download, or one it cannot build
         return BLEU(force=True, tokenize=bleu_tokenize)  # force: no "forgot to detokenize?" warning; same score
     return CHRF() if name == "chrf" else TER()
 
@@ -546,11 +481,15 @@ def build_metrics(names, sys_sents, orig_sents, refs_streams, sari_mode="default
     refs_text = [r for stream in refs_streams or [] for r in stream]
     if "bleu" in names:
         check_bleu_tokenize(refs_streams, bleu_tokenize)
-    for name in ("sari", "ter"):
-        if name in names:
-            check_word_boundaries(name.upper(), refs_text, SEGMENT)
-    if "stats" in names:  # lengths, copies and invented words count the output's whitespace tokens
-        check_word_boundaries("stats", sys_sents, SEGMENT, what="the output")
+    # every side a metric counts the whitespace tokens of, in one form (stats: lengths, copies, invented words)
+    sides = {"sys": ("the output", sys_sents), "orig": ("the sources", orig_sents),
+             "refs": ("the references", refs_text if refs_streams else None)}
+    counted = {"sari": ("refs", "orig", "sys"), "ter": ("refs", "sys"), "stats": ("sys", "orig", "refs"),
+               "bleu": ("refs", "sys") if bleu_tokenize in WORD_BLEU_TOKENIZERS else ()}
+    for name, read in counted.items():
+        if name in names and read:
+            check_sides("BLEU with tokenization " + bleu_tokenize if name == "bleu" else
+                        name if name == "stats" else name.upper(), [sides[side] for side in read])
     if "fkgl" in names:
         check_english("FKGL", sys_sents)
     if any(t in names for t in ROUGE_TYPES):

@@ -89,10 +89,14 @@ def score_with_statistics(hyps, *, sources=None, references=None, metrics, sari_
     if sari_mode not in sari_lib.MODES:
         raise FairseqWeanError("unknown SARI mode {!r}: choose from {}".format(sari_mode, ", ".join(sari_lib.MODES)))
     check_rouge_options(rouge_chars, rouge_stemmer)
+    if "bleu" in names:
+        M.check_bleu_tokenizer(bleu_tokenize, "bleu_tokenize")
     _check_inputs(hyps, sources, references, names)
     bootstrap_samples = M.check_bootstrap(bootstrap_samples, len(hyps), compared=compare_to is not None)
     if compare_to is not None:
         _check_inputs(compare_to, sources, references, names, what="compare_to")
+        if "bleu" in names:  # two BLEUs of 0 by construction would get p = 1
+            M.check_bleu_ngrams(M.sacrebleu_metric("bleu", bleu_tokenize), references, bleu_tokenize)
         if len(compare_to) != len(hyps):
             raise FairseqWeanError("compare_to has {} sentences but hyps has {}: compare outputs of the same "
                                    "test set".format(len(compare_to), len(hyps)))
@@ -177,6 +181,7 @@ def sentence_scores(hyps, *, sources=None, references, metric="sari", sari_mode=
     if sari_mode not in sari_lib.MODES:
         raise FairseqWeanError("unknown SARI mode {!r}: choose from {}".format(sari_mode, ", ".join(sari_lib.MODES)))
     check_rouge_options(rouge_chars, rouge_stemmer)
+    M.check_bleu_tokenizer(bleu_tokenize, "bleu_tokenize")
     _check_inputs(hyps, sources, references, [m for m in (metric, "bleu") if m])
     from sacrebleu.metrics import BLEU
 
@@ -235,6 +240,8 @@ def options_from_score_args(args):
             if value not in allowed:
                 raise FairseqWeanError("score option {} needs one of {} (got {!r})".format(
                     flag, ", ".join(allowed), value))
+            if keyword == "bleu_tokenize":
+                M.check_bleu_tokenizer(value, "score option --bleu-tokenize")
             options[keyword] = value
         else:
             raise FairseqWeanError("unknown score option {!r} in score_args: use --sari-mode MODE, --rouge-chars, "

@@ -40,6 +40,26 @@ def check_generation_args(text):
     if problem is not None:
         raise bad(problem)
     check_generation_args_for_validation(args, bad)
+    check_generation_args_combination(args, bad)
+
+
+def check_generation_args_combination(args, bad):
+    """The rules fairseq-generate's options have against each other (two searches, a value fairseq reads as
+    "off", an option that does nothing in that combination: ``patching.search_option_problem`` and
+    ``patching.OPTION_NEEDS``), on --eval-bleu-args' keys: one table with the command line and the hub."""
+    import re
+    from argparse import Namespace
+
+    from fairseq.dataclass.configs import GenerationConfig
+
+    from fairseq_wean.patching import OPTION_NEEDS, no_effect_problem, search_option_problem
+
+    defaults = {f.name: f.default for f in fields(GenerationConfig) if f.default is not MISSING}
+    merged = Namespace(**dict(defaults, **args))
+    problem = search_option_problem(merged) or no_effect_problem(
+        merged, {k for k in args if k in OPTION_NEEDS and args[k] != defaults.get(k)}, command="train")
+    if problem is not None:  # the keys' own spelling
+        raise bad(re.sub(r"--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), problem))
 
 
 # --eval-bleu-args keys that fairseq-generate takes but that make validation's scores meaningless or
@@ -124,8 +144,15 @@ def check_json_options(text, option, config, example, kind="", hint=None):
     def bad(what):
         return FairseqWeanError("{} {}: {} (e.g. '{}')".format(option, text, what, example))
 
+    def once(pairs):  # a key given twice: json keeps the last silently
+        keys = [k for k, _ in pairs]
+        twice = [k for i, k in enumerate(keys) if k in keys[:i]]
+        if twice:
+            raise bad("{} is given twice (JSON keeps only the last): give each option once".format(twice[0]))
+        return dict(pairs)
+
     try:
-        args = json.loads(text)
+        args = json.loads(text, object_pairs_hook=once)
     except ValueError as exc:
         raise bad("not JSON ({})".format(exc)) from None
     except RecursionError:

@@ -529,17 +529,7 @@ def checkpoint_file_problem(path):
     named pipe would block the reader)."""
     from fairseq_wean import textio
 
-    try:
-        kind = textio.node_kind(path, follow=True)
-    except OSError as exc:
-        return exc.strerror or type(exc).__name__
-    if kind is None:
-        return "no such file"
-    if kind == textio.FOLDER:
-        return "a directory, not a checkpoint file"
-    if kind != textio.REGULAR:
-        return "not a regular file (a named pipe, a socket or a device), not a checkpoint file"
-    return None
+    return textio.named_file_problem(path, "checkpoint file")
 
 
 def check_checkpoint_file(path, what="checkpoint"):

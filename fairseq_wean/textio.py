@@ -274,6 +274,23 @@ def node_kind(path, follow=False):
         else NODE
 
 
+def named_file_problem(path, noun="regular file"):
+    """Why ``path``, a file the user named (links followed), is no regular file a tool can read, or None; seen
+    without opening it (a named pipe would block the reader). ``noun``: what the file should be."""
+    try:
+        kind = node_kind(path, follow=True)
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    if kind is None:
+        return "no such file"
+    if kind == FOLDER:
+        return "a directory, not a {}".format(noun)
+    if kind != REGULAR:
+        return "not a regular file (a named pipe, a socket or a device)" + (
+            "" if noun == "regular file" else ", not a {}".format(noun))
+    return None
+
+
 def planted_kind(path):
     """What ``path`` is when it exists and is not a regular file, seen without following or opening
     it: ``LINK``, ``FOLDER`` or ``NODE``; None when it is absent or a regular file. The check before

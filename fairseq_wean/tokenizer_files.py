@@ -122,17 +122,7 @@ def file_problem(path):
     """Why ``path`` (links followed: the user named it) is no file a BPE or tokenizer can read, or None."""
     if "://" in path:
         return None  # fairseq downloads it into its cache (--bpe gpt2's defaults): its own business, kept
-    try:
-        kind = textio.node_kind(path, follow=True)
-    except OSError as exc:
-        return exc.strerror or type(exc).__name__
-    if kind is None:
-        return "no such file"
-    if kind == textio.FOLDER:
-        return "a directory, not a regular file"
-    if kind != textio.REGULAR:
-        return "not a regular file (a named pipe, a socket or a device)"
-    return None
+    return textio.named_file_problem(path)
 
 
 def _name(dest, keywords):

@@ -172,6 +172,16 @@ def require(path, url_hint):
     return path
 
 
+def data_dir_or(parser, args, option):
+    """``--data-dir`` given with ``option`` (``--sumdata``, ``--raw``: the data come from there) is a usage error
+    (it would be read by nothing, and recorded as the data's source); with ``option``, ``args.data_dir`` is None."""
+    if getattr(args, option.lstrip("-").replace("-", "_")):
+        if "--data-dir" in args.given_options:
+            parser.error("--data-dir is not read with {} (the data come from {} DIR): drop one of them".format(
+                option, option))
+        args.data_dir = None  # not read: neither recorded
+
+
 def read_complete_lines(path, folder=None, what="data file"):
     """The lines of ``path`` through ``fairseq_wean.textio.read_lines`` with ``complete=True``: with ``folder``, a
     file found in that folder (``textio.open_in_folder``: a symbolic link, a pipe, a folder or a hard link refused

@@ -48,10 +48,7 @@ def parse_args(argv=None):
     p.add_argument("--threshold", type=at_least(0), help="word vocabulary: words seen at least this often (default 2)")
     p.add_argument("--spm-vocab", type=at_least(1), help="sentencepiece vocabulary size (default 8000)")
     args = common.parse(p, argv)
-    if args.sumdata and "--data-dir" in args.given_options:
-        p.error("--data-dir is not read with --sumdata (the data come from --sumdata DIR): drop one of them")
-    if args.sumdata:
-        args.data_dir = None  # not read: neither recorded
+    common.data_dir_or(p, args, "--sumdata")
     return common.apply_tiny(common.check_variant_options(p, args), max_sentences=300, max_eval=12)
 
 

@@ -53,10 +53,7 @@ def parse_args(argv=None):
     p.add_argument("--variants", type=common.variant_list(VARIANTS),
                    default="bpe", help="vocabulary variants (default bpe)")
     args = common.parse(p, argv)
-    if args.raw and "--data-dir" in args.given_options:
-        p.error("--data-dir is not read with --raw (the data come from --raw DIR): drop one of them")
-    if args.raw:
-        args.data_dir = None  # not read: neither recorded
+    common.data_dir_or(p, args, "--raw")
     return common.apply_tiny(common.check_variant_options(p, args), max_sentences=300, max_eval=12)
 
 

@@ -19,6 +19,7 @@ Utilisation = the model's training FLOP/s (FLOPs per target token x fairseq-trai
 target tokens/s) / the peak, both measured in the same run.
 """
 import argparse
+import importlib
 import time
 
 import torch
@@ -27,8 +28,20 @@ from fairseq_wean.errors import at_least
 from fairseq_wean.cli.options import once  # each option given once (argparse keeps the last)
 
 
+def missing():
+    """None where this torch counts FLOPs; else the one line that says why not (torch < 2.1 has no
+    ``torch.utils.flop_counter``)."""
+    try:
+        importlib.import_module("torch.utils.flop_counter")
+    except ImportError:
+        return "FLOP counting needs torch >= 2.1 (torch.utils.flop_counter); this is torch {}".format(torch.__version__)
+    return None
+
+
 def count_matmul_flops(fn):
     """(result of fn(), FLOPs of the matrix products fn ran, forward and backward)."""
+    if missing():
+        raise RuntimeError(missing())
     from torch.utils.flop_counter import FlopCounterMode
 
     with torch.backends.mkldnn.flags(enabled=False), FlopCounterMode(display=False) as counter:

@@ -578,6 +578,18 @@ def config_file(run):
     return path
 
 
+def bench_flop_batches(run):
+    """--flop-batches of the bench part: 0 where this torch counts no FLOPs (bench.flops.missing():
+    torch < 2.1), said once in the log; the table's FLOP columns are then n/a, not errors."""
+    from bench import flops
+
+    missing = flops.missing()
+    if missing:
+        run.say("bench: {}: run without FLOPs per token (--flop-batches 0)".format(missing))
+        return 0
+    return run.cfg.sizes["flop_batches"]
+
+
 def part_command(run, part):
     cfg, s = run.cfg, run.cfg.sizes
     result = run.path(part + ".json")
@@ -592,7 +604,7 @@ def part_command(run, part):
             "--precisions", ",".join(s["precisions"]), "--models", s["bench_models"], "--dim", s["dim"],
             "--max-tokens", s["max_tokens"], "--n-train", s["n_train"], "--n-test", s["n_test"],
             "--n-latency", s["n_latency"], "--gen-len", s["gen_len"], "--updates", s["bench_updates"],
-            "--warmup", s["bench_warmup"], "--flop-batches", s["flop_batches"],
+            "--warmup", s["bench_warmup"], "--flop-batches", bench_flop_batches(run),
             "--workdir", os.path.join(cfg.workdir, WORKDIR_BENCH), "--json", result], {}
 
 

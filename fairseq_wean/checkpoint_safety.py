@@ -448,7 +448,16 @@ def _atomic_checkpoint_copies():
                 return original(obj, filename, async_write)
             tmp = _fresh_tmp(filename)
             try:
-                return original(obj, filename, async_write)
+                if loading_mechanism() != "pickle_module":  # torch >= 2.4: a full disk is an OSError chain
+                    return original(obj, filename, async_write)
+                # torch < 2.4 (1.13): its C++ writer aborts the process on a full disk (std::terminate from the
+                # writer's destructor: no Python handler runs, NAME.tmp stays); serialised in memory, the file
+                # is written by Python, and a full disk is an OSError (ENOSPC): one line, nothing left behind
+                buffer = io.BytesIO()
+                torch.save(obj, buffer)
+                with checkpoint_utils.PathManager.open(tmp, "wb") as f:
+                    f.write(buffer.getbuffer())
+                checkpoint_utils.PathManager.rename(tmp, filename)
             except BaseException:
                 _remove(tmp)
                 raise

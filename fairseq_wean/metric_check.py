@@ -40,11 +40,21 @@ def logged_validation_metrics(trainer, task, subset):
     return set(agg.get_smoothed_values())
 
 
+def _entry(section, key):
+    """``section[key]`` of a DictConfig, a dict or a Namespace, None if absent: by ``in``, not ``.get``,
+    which omegaconf 2.0 (fairseq 0.12.2's) refuses for a key a struct config does not hold."""
+    if section is None:
+        return None
+    if hasattr(section, "keys"):
+        return section[key] if key in section else None
+    return getattr(section, key, None)
+
+
 def _stored(state, section, name):
     """``state``'s stored cfg value (a DictConfig or dict), or its old ``args``'s; None if absent."""
-    cfg = state.get("cfg")
-    if cfg is not None and cfg.get(section) is not None and name in cfg[section]:
-        return cfg[section][name]
+    stored = _entry(state.get("cfg"), section)
+    if stored is not None and name in stored:
+        return stored[name]
     return getattr(state.get("args"), name, None)
 
 
@@ -53,7 +63,7 @@ def _arch(model):
     if model is None:
         return None
     for key in ("_name", "arch"):
-        value = model.get(key) if hasattr(model, "get") else getattr(model, key, None)
+        value = _entry(model, key)
         if value:
             return value
     return None
@@ -182,7 +192,7 @@ def keep_the_stored_best(cfg, model=None):
     path, how, resets = start
     checkpoint = cfg.checkpoint
     state = read_start_checkpoint(path)  # a refused or damaged file: one line
-    stored_arch, arch = _arch((state.get("cfg") or {}).get("model") or state.get("args")), _arch(cfg.model)
+    stored_arch, arch = _arch(_entry(state.get("cfg"), "model") or state.get("args")), _arch(cfg.model)
     from fairseq_wean.modules.checked_model import CheckedEncoderDecoderModel
 
     if stored_arch and arch and stored_arch != arch and not isinstance(model, CheckedEncoderDecoderModel):

@@ -1,5 +1,6 @@
 """bench.flops and bench.run: FLOPs counted against hand computations, the tables and goals they write."""
 import os
+import re
 
 import pytest
 import torch
@@ -8,7 +9,10 @@ import torch.nn as nn
 from bench import flops
 from bench import run as bench_run
 
+needs_flop_counter = pytest.mark.skipif(flops.missing() is not None, reason="{}".format(flops.missing()))
 
+
+@needs_flop_counter
 def test_an_lstm_forward_counts_its_matrix_products():
     """One LSTM layer, forward: 2 * B * T * 4H * (I + H) FLOPs, also where oneDNN's fused kernel
     (invisible to the counter) would run it."""
@@ -26,6 +30,7 @@ class _Model(nn.Module):
         self.proj = nn.Linear(i, o)
 
 
+@needs_flop_counter
 def test_training_flops_per_token_is_forward_and_backward_per_target_token():
     """A linear layer on an input without gradient: forward 2*B*I*O, backward (weight gradient
     only) 2*B*I*O; per target token of the batch (``ntokens``)."""
@@ -39,6 +44,14 @@ def test_training_flops_per_token_is_forward_and_backward_per_target_token():
     per_token = flops.training_flops_per_token(model, criterion, [sample, sample])
     assert per_token == 2 * (4 * B * I * O) / (2 * ntokens)
     assert all(p.grad is None for p in model.parameters())
+
+
+@pytest.mark.skipif(flops.missing() is None, reason="this torch counts FLOPs")
+def test_without_the_flop_counter_counting_is_one_line():
+    """torch < 2.1 (no torch.utils.flop_counter): one line that names the torch it needs."""
+    with pytest.raises(RuntimeError, match=r"^FLOP counting needs torch >= 2\.1 \(torch\.utils\.flop_counter\); "
+                                           r"this is torch {}$".format(re.escape(torch.__version__))):
+        flops.count_matmul_flops(lambda: None)
 
 
 def test_peak_is_a_plausible_rate():

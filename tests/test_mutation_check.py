@@ -2,6 +2,7 @@
 moved away tests nothing), an invalid one fails the check loudly before any test runs, and every
 mutant is killed (the whole check, about 3 minutes on one core)."""
 import os
+import re
 import sys
 
 import pytest
@@ -27,15 +28,30 @@ def test_an_invalid_mutant_fails_the_check_before_any_test(monkeypatch, capsys):
     assert "1 of {} mutant(s) no longer apply".format(len(mutation_check.MUTANTS)) in err
 
 
+def not_run_on_this_torch():
+    """Mutants of code this torch never runs, which survive here by construction: U2 mutates
+    safe_load's torch >= 2.4 branch (weights_only=True with add_safe_globals); torch 1.13-2.3 loads
+    through the allow-list pickle_module (U1) and never reaches it."""
+    from fairseq_wean.checkpoint_safety import loading_mechanism
+
+    return set() if loading_mechanism() == "weights_only" else {"U2"}
+
+
 def test_every_mutant_is_killed(capsys):
     """``python scripts/mutation_check.py`` as it runs by hand: a copy of the tree, each mutant
-    applied in turn, its tests with -x; every mutant must be killed."""
+    applied in turn, its tests with -x; every mutant must be killed, but for those of code this
+    torch never runs (:func:`not_run_on_this_torch`), which are not held to it here."""
     n = len(mutation_check.MUTANTS)
     assert n >= 33
     rc = mutation_check.main([])
     out = capsys.readouterr().out
     assert "baseline (no mutant): pass" in out, out
-    assert "score: {0} of {0} killed".format(n) in out and rc == 0, out
+    verdicts = dict(re.findall(r"^(\w+) +(killed|survived|untested) ", out, re.M))
+    assert set(verdicts) == {m[0] for m in mutation_check.MUTANTS}, out
+    exempt = not_run_on_this_torch()
+    assert {mid for mid, verdict in verdicts.items() if verdict != "killed"} <= exempt, out
+    killed = n - sum(verdicts[mid] != "killed" for mid in exempt)
+    assert "score: {} of {} killed".format(killed, n) in out and rc == (0 if killed == n else 1), out
 
 
 def test_a_mutant_whose_tests_do_not_run_is_not_killed(monkeypatch, tmp_path, capsys):

@@ -67,11 +67,23 @@ def test_the_derivation_finds_the_known_ones():
             "known_words", "core_align_table", "unk_markers_dict", "load_pretrained_encoder_from"} <= dests
 
 
+def _config_with_objects(sections):
+    """A config that may hold objects, as fairseq stores one: omegaconf 2.1 takes the allow_objects flag,
+    omegaconf 2.0 (fairseq 0.12.2's) has no flags= and takes objects under omegaconf_no_object_check."""
+    from omegaconf import OmegaConf
+
+    try:
+        return OmegaConf.create(sections, flags={"allow_objects": True})
+    except TypeError:
+        return OmegaConf.create(sections)
+
+
 @pytest.mark.parametrize("component,dest", PATH_OPTIONS, ids=["{}:{}".format(c, d) for c, d in PATH_OPTIONS])
 def test_every_registered_path_option_stored_in_a_checkpoint_is_forgotten(component, dest, tmp_path, monkeypatch):
     """In every section a checkpoint stores (old-style args, a Namespace model, dict sections, nested
     ones): an absolute path, a bare file name of the working folder and a list of paths are dropped."""
-    from omegaconf import OmegaConf, open_dict
+    from fairseq.dataclass.utils import omegaconf_no_object_check
+    from omegaconf import open_dict
 
     from fairseq_wean.stored_paths import forget_stored_paths
 
@@ -80,10 +92,10 @@ def test_every_registered_path_option_stored_in_a_checkpoint_is_forgotten(compon
     planted = [str(tmp_path / "plantedpipe"), "plantedpipe", [str(tmp_path / "plantedpipe")]]
     for value in planted:
         args = argparse.Namespace(**{dest: value, "data": "bin", "arch": "lstm"})
-        cfg = OmegaConf.create({"task": {"_name": "translation", dest: value, "data": "bin"},
-                                "bpe": {"_name": "x", dest: value},
-                                "common": {"nested": {dest: value}}}, flags={"allow_objects": True})
-        with open_dict(cfg):
+        cfg = _config_with_objects({"task": {"_name": "translation", dest: value, "data": "bin"},
+                                    "bpe": {"_name": "x", dest: value},
+                                    "common": {"nested": {dest: value}}})
+        with open_dict(cfg), omegaconf_no_object_check():
             cfg.model = argparse.Namespace(**{dest: value, "_name": "lstm"})
         state = {"args": args, "cfg": cfg}
         forget_stored_paths(state, {})

@@ -285,6 +285,8 @@ NOT_HERE = {
     ("bench.gpu_check", "--out"): "the GPU check's driver, standard library only, with its own copy of these rules "
                                   "(tests/test_gpu_check.py)",
     ("bench.gpu_check", "--workdir"): "as --out",
+    ("examples.job_guard", "out"): "the shell examples' output folder, which it checks and writes nothing into "
+                                   "(tests/test_example_scripts.py)",
     ("bench.run", "--workdir"): "bench.run.planted_entry refuses a planted entry (tests/test_bench.py)",
 }
 

@@ -23,6 +23,7 @@ import sys
 import pytest
 
 from conftest import REPO
+from test_recipe_variant_options import parser_actions
 
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
@@ -315,24 +316,6 @@ def test_an_lcsts_record_cut_or_incomplete_is_refused(rel, edit, expected, templ
 
 # ------------------------------------------------------------------------------------------------
 # options: each once, each recorded, each in effect
-
-def parser_actions(module):
-    """The option actions of the recipe's parser, captured when it parses (after options.once)."""
-    seen = []
-    original = argparse.ArgumentParser.parse_args
-
-    def capture(parser, argv=None, namespace=None):
-        seen.extend(a for a in parser._actions if a.option_strings and a.dest != "help")
-        raise SystemExit(0)
-
-    argparse.ArgumentParser.parse_args = capture
-    try:
-        with pytest.raises(SystemExit):
-            module.parse_args([])
-    finally:
-        argparse.ArgumentParser.parse_args = original
-    return seen
-
 
 # a value other than the base run's, for every option (a new option needs a row)
 CHANGE = {"data_dir": "elsewhere", "max_sentences": "7", "max_eval": "5", "tiny": None, "seed": "5",

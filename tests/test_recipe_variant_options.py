@@ -22,13 +22,14 @@ ALWAYS = {("prepare_lcsts", "vocab"): "the character dictionary of its only vari
 VALUES = {"threshold": "3", "word_threshold": "3", "spm_vocab": "123", "bpe_merges": "77", "bpe_codes": "codes.txt"}
 
 
-def parser_options(module):
-    """(dest, flag) of every option of the recipe's parser, read from argparse itself."""
+def parser_actions(module, with_help=False):
+    """The option actions of the recipe's parser (its help only ``with_help``), captured when it parses (after
+    options.once)."""
     seen = []
     original = argparse.ArgumentParser.parse_args
 
     def capture(parser, argv=None, namespace=None):
-        seen.extend((a.dest, a.option_strings[0]) for a in parser._actions if a.option_strings)
+        seen.extend(a for a in parser._actions if a.option_strings and (with_help or a.dest != "help"))
         raise SystemExit(0)
 
     argparse.ArgumentParser.parse_args = capture
@@ -38,6 +39,11 @@ def parser_options(module):
     finally:
         argparse.ArgumentParser.parse_args = original
     return seen
+
+
+def parser_options(module):
+    """(dest, flag) of every option of the recipe's parser, read from argparse itself."""
+    return [(a.dest, a.option_strings[0]) for a in parser_actions(module, with_help=True)]
 
 
 def base_argv(module):

@@ -396,6 +396,14 @@ def train_argv(data, save_dir, *extra):
             "--num-workers", "0", "--encoder-layers", "1", "--decoder-layers", "1", *extra]
 
 
+def train_tiny(data, work):
+    """A tiny wean_lstm (sizes 8, one update) trained into ``work/ck`` through the driver; returns that folder."""
+    argv = train_argv(data, work / "ck", "--encoder-hidden-size", "8", "--decoder-hidden-size", "8", "--embed-dim", "8")
+    result = run_driver([{"name": "train", "argv": argv}], work, work / "no-marker")
+    assert result[0]["outcome"] == "ran to the end", result
+    return work / "ck"
+
+
 def run_driver(jobs, tmp_path, marker, python=sys.executable, timeout=600):
     """Run ``jobs`` ({"name", "argv": [cli, *args]}; a hub job {"argv": ["hub"], "folder", "crafted",
     "data"}) in one process of tests/fairseq_runs.py; their results (outcome, code_ran: whether

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import USER_DIR
 from fairseq_wean.errors import FairseqWeanError
-from test_crafted_checkpoints import run_driver, train_argv
+from test_crafted_checkpoints import run_driver, train_tiny
 
 # what an option needs to act at all (without it, it is refused as doing nothing, which says nothing of its range)
 CONTEXT = {"sampling_topk": {"sampling": True, "beam": 1}, "sampling_topp": {"sampling": True, "beam": 1},
@@ -81,11 +81,7 @@ def parse(command, kwargs, tmp_path, monkeypatch, capsys):
 @pytest.fixture(scope="module")
 def model(data_bin, tmp_path_factory):
     work = tmp_path_factory.mktemp("bounds")
-    argv = train_argv(data_bin, work / "ck", "--encoder-hidden-size", "8", "--decoder-hidden-size", "8",
-                      "--embed-dim", "8")
-    result = run_driver([{"name": "train", "argv": argv}], work, work / "no-marker")
-    assert result[0]["outcome"] == "ran to the end", result
-    return work, work / "ck" / "checkpoint_last.pt", data_bin
+    return work, train_tiny(data_bin, work) / "checkpoint_last.pt", data_bin
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import USER_DIR
 from fairseq_wean.errors import FairseqWeanError
-from test_crafted_checkpoints import run_driver, train_argv
+from test_crafted_checkpoints import train_tiny
 
 
 @pytest.fixture
@@ -142,12 +142,7 @@ def test_every_ranged_decoding_option_is_checked_as_a_hub_keyword(key):
 
 @pytest.fixture(scope="module")
 def hub_model(data_bin, tmp_path_factory):
-    work = tmp_path_factory.mktemp("hub-checks")
-    argv = train_argv(data_bin, work / "ck", "--encoder-hidden-size", "8", "--decoder-hidden-size", "8",
-                      "--embed-dim", "8")
-    result = run_driver([{"name": "train", "argv": argv}], work, work / "no-marker")
-    assert result[0]["outcome"] == "ran to the end", result
-    return work / "ck", data_bin
+    return train_tiny(data_bin, tmp_path_factory.mktemp("hub-checks")), data_bin
 
 
 @pytest.mark.parametrize("method", ["translate", "sample", "generate"])

@@ -454,7 +454,7 @@ def _atomic_checkpoint_copies():
                 # writer's destructor: no Python handler runs, NAME.tmp stays); serialised in memory, the file
                 # is written by Python, and a full disk is an OSError (ENOSPC): one line, nothing left behind
                 buffer = io.BytesIO()
-                torch.save(obj, buffer)
+                checkpoint_utils.torch.save(obj, buffer)  # what fairseq's own save calls (its module's torch)
                 with checkpoint_utils.PathManager.open(tmp, "wb") as f:
                     f.write(buffer.getbuffer())
                 checkpoint_utils.PathManager.rename(tmp, filename)

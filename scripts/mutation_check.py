@@ -11,7 +11,8 @@ without the tests that train or decode through fairseq's CLIs) run against that 
 ``-x`` (a mutant may name other test files: the decoder-state, layer and attention mutants name
 the one file that must kill them). A mutant is *killed* when a test fails (or errors, or runs past
 ``TIMEOUT_S``), and *survives* when every test passes; every mutant on the list must be killed
-(exit status 1 otherwise). A mutant whose old text is no longer found exactly once is *invalid*:
+(exit status 1 otherwise), but for a mutant of code this installation never runs (``RUNS_ONLY_WITH``:
+torch >= 2.4's weights-only loading), which is *not run* and says why. A mutant whose old text is no longer found exactly once is *invalid*:
 the check names it and exits 1 before running any test (the code moved on and the mutant would
 test nothing; tests/test_mutation_check.py checks this in CI). The list is short on purpose:
 about ten seconds per mutant on one core.
@@ -70,6 +71,20 @@ PIECES = "fairseq_wean/scoring/pieces.py"
 _WEAN_REORDER = "reordered = tuple(t.index_select(1, new_order) for t in cached)"
 _GATED_RECURRENT = 'recurrent = {key: cache[key].index_select(1, new_order) for key in ("hidden", "cell") if key in cache}'
 _GATED_REORDERED = "reordered = dict(reorder_per_sentence(per_sentence, new_order), **recurrent)"
+
+
+def _torch_has_weights_only_globals():
+    from fairseq_wean.checkpoint_safety import loading_mechanism
+
+    return loading_mechanism() == "weights_only"
+
+
+# mutants of code that runs only on some installations: id -> (what it needs, a test of it here). Such a
+# mutant is *not run* where its code never runs (it would survive by construction), and says why.
+RUNS_ONLY_WITH = {
+    "U2": ("torch >= 2.4 (safe_load's weights_only branch; torch 1.13-2.3 load through U1's allow-list "
+           "pickle_module)", _torch_has_weights_only_globals),
+}
 
 # (id, file, old text, new text, what the mistake is[, the test files that must kill it: TESTS otherwise])
 MUTANTS = [
@@ -310,6 +325,11 @@ def run_mutants(copy, mutants, keyword, tools):
         return 2
     results = []
     for mid, path, old, new, what, tests in map(unpack, mutants):
+        if mid in RUNS_ONLY_WITH and not RUNS_ONLY_WITH[mid][1]():
+            results.append((mid, "not-run", "", 0.0))
+            print("{:3s} {:8s} {:4.0f} s  {}  [its code runs only with {}]".format(
+                mid, "not-run", 0, what, RUNS_ONLY_WITH[mid][0]), flush=True)
+            continue
         target = copy / path
         original = target.read_text()
         target.write_text(original.replace(old, new))
@@ -323,8 +343,11 @@ def run_mutants(copy, mutants, keyword, tools):
                         "no test ran: its tests need data the check leaves out", seconds))
         print("{:3s} {:8s} {:4.0f} s  {}  [{}]".format(mid, verdict, seconds, what, detail), flush=True)
     killed = sum(r[1] == "killed" for r in results)
-    print("score: {} of {} killed".format(killed, len(results)))
-    return 0 if killed == len(results) else 1
+    ran = sum(r[1] != "not-run" for r in results)
+    print("score: {} of {} killed{}".format(killed, ran, "" if ran == len(results) else
+                                            " ({} not run here: their code never runs on this installation)"
+                                            .format(len(results) - ran)))
+    return 0 if killed == ran else 1
 
 
 if __name__ == "__main__":

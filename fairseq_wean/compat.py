@@ -56,10 +56,14 @@ this order:
     when they are parsed).
 19. fairseq-eval-lm ``--post-process subword_nmt`` joins the ``@@`` pieces it names (fairseq joined none and
     printed token-level scores as word-level ones; :func:`install_eval_lm_subword_nmt`).
+20. Sharded translation data (``train1``, ``--combine-valid-subsets``) loads: ``--upsample-primary``'s default
+    -1 means no upsampling (fairseq tiled the primary shard -1 times, a ValueError traceback;
+    :func:`~fairseq_wean.fixes_training.install_upsample_primary_default`).
 
 The ranges of fairseq's numeric options and their cross-rules: :func:`fairseq_wean.patching.install_option_ranges`.
 Fixes 1-7 and 16 live here; the decoding fixes (8-11, 15, 17-19) in :mod:`fairseq_wean.fixes_decoding`, the
-training-run fixes (12-14) in :mod:`fairseq_wean.fixes_training`.
+training-run fixes (12-14, 20) in :mod:`fairseq_wean.fixes_training`. A fix of a function fairseq modules
+import by name reaches each of them (:func:`fairseq_wean.patching.wrap_every_binding`).
 """
 import os
 
@@ -74,9 +78,11 @@ from fairseq_wean.fixes_decoding import (install_diverse_beam_search_fixes, inst
                                          install_min_len_checks, install_no_repeat_ngram_on_cpu,
                                          install_transformer_without_fast_path)
 from fairseq_wean.fixes_training import (install_help_lists_model_options, install_patience_survives_restart,
-                                         install_resume_keeps_the_batches, install_training_file_checks)
+                                         install_resume_keeps_the_batches, install_training_file_checks,
+                                         install_upsample_primary_default)
 from fairseq_wean.errors import FairseqWeanError
-from fairseq_wean.patching import found, install_option_ranges, note, replace_once, same_code, wrap_once
+from fairseq_wean.patching import (found, install_option_ranges, note, replace_once, same_code, wrap_every_binding,
+                                   wrap_once)
 
 _original_batch_by_size = data_utils.batch_by_size
 
@@ -262,9 +268,9 @@ def install_binarized_data_checks():
 
         return infer_dataset_impl
 
-    wrap_once(indexed_dataset, "make_dataset", wrap_make_dataset)
-    wrap_once(indexed_dataset, "infer_dataset_impl", wrap_infer_dataset_impl)
-    wrap_once(translation, "load_langpair_dataset", wrap_load_langpair_dataset)
+    wrap_every_binding(indexed_dataset, "make_dataset", wrap_make_dataset)
+    wrap_every_binding(indexed_dataset, "infer_dataset_impl", wrap_infer_dataset_impl)
+    wrap_every_binding(translation, "load_langpair_dataset", wrap_load_langpair_dataset)
 
 
 def first_stray_carriage_return(path):
@@ -445,3 +451,4 @@ def apply():
     __import__("fairseq_wean.tokenizer_files", fromlist=["install"]).install()  # --bpe/--tokenizer files, packages
     install_option_ranges()  # every numeric option of fairseq's parsers, and their cross-rules
     install_eval_lm_subword_nmt()  # fairseq-eval-lm --post-process subword_nmt: see its docstring
+    install_upsample_primary_default()  # sharded translation data: see its docstring

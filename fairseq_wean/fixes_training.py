@@ -4,7 +4,7 @@ import sys
 
 from fairseq.data import data_utils
 
-from fairseq_wean.patching import found, same_code, wrap_once
+from fairseq_wean.patching import found, same_code, wrap_every_binding, wrap_once
 
 
 def install_patience_survives_restart():
@@ -225,3 +225,35 @@ def install_start_checkpoint_read_once():
 
     wrap_once(checkpoint_utils, "load_checkpoint_to_cpu", wrap_read)
     wrap_once(checkpoint_utils, "load_checkpoint", wrap_start)
+
+
+def install_upsample_primary_default():
+    """Sharded translation data (``train``, ``train1``, ...; ``--combine-valid-subsets``) can be used.
+
+    fairseq's bug (facebookresearch/fairseq#3644): ``TranslationConfig.upsample_primary`` defaults to -1
+    (its argparse predecessor's default was 1), and ``load_langpair_dataset`` uses it as the primary
+    shard's sample ratio whenever it combines shards: ``ConcatDataset`` tiles the primary -1 times, a
+    ``ValueError: negative dimensions are not allowed`` traceback after the model was built, whenever the
+    data folder holds a second training shard or validation subsets are combined. Fix: the default -1
+    means what the option's help and the old default say, no upsampling (1); any other value is passed
+    on (values below 1 other than -1 are refused at parse: ``patching.FAIRSEQ_RANGES``). Every fairseq
+    task module that imported the function by name gets the wrapper (translation, translation_lev,
+    translation_from_pretrained_bart, ...).
+    """
+    from fairseq.tasks import translation
+
+    def wrap(load):
+        def load_langpair_dataset(*args, **kwargs):
+            if kwargs.get("upsample_primary") == -1:
+                kwargs["upsample_primary"] = 1
+            elif len(args) > 8 and args[8] == -1:  # (data_path, split, src, src_dict, tgt, tgt_dict, combine,
+                args = args[:8] + (1,) + args[9:]  # dataset_impl, upsample_primary, ...)
+            return load(*args, **kwargs)
+
+        load_langpair_dataset.__wrapped__ = load
+        load_langpair_dataset.__doc__ = load.__doc__
+        return load_langpair_dataset
+
+    same_code("compat 20 (--upsample-primary's default -1)", "load_langpair_dataset tiles the primary shard "
+              "upsample_primary = -1 times when shards are combined")
+    wrap_every_binding(translation, "load_langpair_dataset", wrap, key="fairseq_wean.fixes_training.upsample_primary")

@@ -24,11 +24,13 @@ may import it.
 """
 import argparse
 import os
+import sys
 import types
 
 from fairseq_wean.errors import FairseqWeanError
 
 MARK = "_fairseq_wean_fixed"
+ROOT = "_fairseq_wean_root"  # on a wrapper: the fairseq function it (and any wrapper inside it) wraps
 
 # What each patch found in this process: its name -> (applied, one line saying why).
 _STATUS = {}
@@ -89,8 +91,26 @@ def wrap_once(owner, name, make_wrapper, key=None):
         return original
     wrapper = make_wrapper(original)
     setattr(wrapper, MARK, tuple(applied) + (key,))
+    setattr(wrapper, ROOT, getattr(original, ROOT, original))  # fairseq's own function under every wrapper
     setattr(owner, name, wrapper)
     return wrapper
+
+
+def wrap_every_binding(module, name, make_wrapper, key=None, prefixes=("fairseq.", "fairseq_cli.")):
+    """:func:`wrap_once` on ``module.name`` and on every loaded module under ``prefixes`` that bound the
+    same function by name (``from fairseq.tasks.translation import load_langpair_dataset``; wrapped or not, by
+    the function under its wrappers, :data:`ROOT`): a fix of a
+    function reaches every caller, not only those that look it up in its home module. Returns the names
+    of the modules wrapped."""
+    key = key or _qualified_name(make_wrapper)
+    root = getattr(getattr(module, name), ROOT, getattr(module, name))
+    wrapped = []
+    for mod_name, mod in sorted(sys.modules.items()):
+        bound = getattr(mod, name, None) if mod_name.startswith(prefixes) else None
+        if mod is module or (bound is not None and getattr(bound, ROOT, bound) is root):
+            wrap_once(mod, name, make_wrapper, key=key)
+            wrapped.append(mod_name)
+    return wrapped
 
 
 def replace_once(owner, name, replacement):
@@ -262,7 +282,7 @@ FAIRSEQ_RANGES = {
     "keep_interval_updates_pattern": (-1, int, None, False), "keep_last_epochs": (-1, int, None, False),
     "patience": (-1, int, None, False),  # -1 (any value <= 0): off
     "num_batch_buckets": (0, int, None, False), "required_seq_len_multiple": (1, int, None, False),
-    "upsample_primary": (-1, int, None, False),  # -1: fairseq's default, no upsampling
+    "upsample_primary": (1, int, None, False),  # its default -1 (not typed, so not checked) means 1: compat fix 20
     "eos": (0, int, None, False), "pad": (0, int, None, False), "unk": (0, int, None, False),
     "bos": (0, int, None, False),
     "batch_size_valid": (1, int, None, False), "max_tokens_valid": (1, int, None, False),
@@ -353,79 +373,6 @@ def _number(args, name, default=0):
     return value if isinstance(value, (int, float)) else default
 
 
-add_option_need("diverse_beam_strength", lambda a: _number(a, "diverse_beam_groups", -1) > 0,
-                "it weighs the groups of --diverse-beam-groups N, not given")
-add_option_need("sampling_topk", lambda a: bool(getattr(a, "sampling", False)) and _number(a, "sampling_topp", -1) <= 0,
-                "it restricts --sampling (beam search ignores it), and --sampling-topp, if given, replaces it")
-add_option_need("sampling_topp", lambda a: bool(getattr(a, "sampling", False)),
-                "it restricts --sampling, not given (beam search ignores it)")
-for _dest in ("max_len_a", "max_len_b"):  # the output's length is the source's
-    add_option_need(_dest, lambda a: not getattr(a, "match_source_len", False), "--match-source-len sets the length")
-add_option_need("lenpen", lambda a: not getattr(a, "unnormalized", False) and _decodes(a),
-                "it weighs the normalized score, which --unnormalized (or --score-reference) turns off")
-for _dest in ("match_source_len", "unnormalized"):
-    add_option_need(_dest, _decodes, "--score-reference scores the references, it decodes nothing")
-for _dest in ("iter_decode_eos_penalty", "iter_decode_max_iter", "iter_decode_force_max_iter", "iter_decode_with_beam",
-              "iter_decode_with_external_reranker", "print_step", "retain_iter_history"):  # KeyError 'steps' on others
-    add_option_need(_dest, lambda a: _iterative_task(getattr(a, "task", None)),
-                    "it is read by iterative refinement only (a task such as translation_lev decodes with it)")
-add_option_need("constraints", lambda a: False, "fairseq-generate reads no constraints (fairseq-interactive reads "
-                "them from each input line, after a tab)", commands=("generate",))
-add_option_need("lm_weight", lambda a: bool(getattr(a, "lm_path", None)),
-                "it weighs the language model of --lm-path, not given")
-add_option_need("retain_dropout_modules", lambda a: bool(getattr(a, "retain_dropout", False)),
-                "it names the modules of --retain-dropout, not given")
-add_option_need("results_path", lambda a: False,
-                "fairseq-validate and fairseq-eval-lm print their results in the log and write no file there",
-                commands=("validate", "eval_lm"))
-add_option_need("post_process", lambda a: _criterion_reads(a, "post_process"),
-                "fairseq-validate scores the binarized references token by token and post-processes no text "
-                "(only a criterion with a post_process option, e.g. ctc, reads it)", commands=("validate",))
-add_option_need("gen_subset", lambda a: running_command() not in ("interactive", "train"),
-                "fairseq-interactive translates standard input and fairseq-train reads --train-subset/"
-                "--valid-subset, never --gen-subset", commands=("interactive", "train"))
-
-
-def _iterative_task(name):
-    """Whether the task ``name`` decodes with fairseq's IterativeRefinementGenerator (its build_generator says)."""
-    import inspect
-
-    from fairseq.tasks import TASK_REGISTRY
-
-    build = getattr(TASK_REGISTRY.get(name), "build_generator", None)
-    return build is not None and "IterativeRefinementGenerator" in inspect.getsource(build)
-
-
-def _criterion_reads(args, field):
-    """Whether the criterion of ``args`` has the dataclass field ``field`` (it then reads the shared option)."""
-    from fairseq.criterions import CRITERION_DATACLASS_REGISTRY
-
-    config = CRITERION_DATACLASS_REGISTRY.get(getattr(args, "criterion", None))
-    return config is not None and field in getattr(config, "__dataclass_fields__", {})
-
-
-# the --post-process values fairseq-eval-lm implements (others: NotImplementedError after the model is loaded)
-EVAL_LM_POST_PROCESS = (None, "subword_nmt", "@@ ")
-
-
-def eval_lm_option_problem(args, command=None):
-    """fairseq-eval-lm's options that contradict each other, or None: --context-window not below
-    --tokens-per-sample (fairseq subtracts the window from every sample: a ValueError traceback after the
-    model is loaded) and a --post-process it does not implement (a NotImplementedError traceback)."""
-    if (command or running_command()) != "eval_lm":
-        return None
-    window, tokens = getattr(args, "context_window", 0), getattr(args, "tokens_per_sample", None)
-    if isinstance(window, int) and isinstance(tokens, int) and window > 0 and window >= tokens:
-        return ("--context-window {} must be below --tokens-per-sample {}: fairseq-eval-lm takes the window out of "
-                "every sample of --tokens-per-sample tokens".format(window, tokens))
-    post = getattr(args, "post_process", None)
-    if post not in EVAL_LM_POST_PROCESS:
-        return ("--post-process {} is not implemented by fairseq-eval-lm: it joins only subword-nmt pieces "
-                "(--post-process subword_nmt or '@@ ')".format(post))
-    return None
-
-
-add_option_check(eval_lm_option_problem)
 
 
 def no_effect_problem(args, given, command=None):
@@ -619,10 +566,12 @@ def _with_plugin_generation_arguments(original):
 def install_option_ranges():
     """Every parse fairseq makes (``options.parse_args_and_arch``: fairseq-train, -generate,
     -interactive, -validate, -eval-lm) first gives the parser's numeric options their ranges
-    (:data:`GENERATION_RANGES`, :data:`FAIRSEQ_RANGES`, ...; options that --task, --arch, --optimizer
-    add included, since it runs before each of fairseq's parses), and the parsed options are checked
-    against each other (:func:`decoding_option_problem`)."""
+    (:data:`GENERATION_RANGES`, :data:`FAIRSEQ_RANGES`, ...) and every option ``cli.options.once``'s rule (given twice:
+    a usage error; options that --task, --arch, --optimizer add included, since it runs before each of
+    fairseq's parses), and the parsed options are checked against each other (:func:`decoding_option_problem`)."""
     from fairseq import options
+
+    from fairseq_wean import option_rules  # noqa: F401  (the rows of fairseq's own options)
 
     same_code("option ranges (fairseq's parsers)", "fairseq checks no numeric option's range: --seed -5, "
               "--update-freq 0, --validate-interval 0 ended in tracebacks, some after an epoch")
@@ -637,7 +586,8 @@ def _with_ranges_at_parse(original):
         plain = parser.parse_known_args
 
         def parse_known_args(args=None, namespace=None):  # argparse's parse_args calls it too
-            _ranged_actions(parser)
+            from fairseq_wean.cli.options import once  # an option given twice: a usage error, not the last kept
+            _ranged_actions(once(parser))
             return plain(args, namespace)
 
         parser.parse_known_args = parse_known_args

@@ -135,15 +135,21 @@ def data_bin_unjoined(raw_dir, tmp_path_factory):
     return preprocess(raw_dir, tmp_path_factory.mktemp("data-bin-unjoined"), joined=False)
 
 
+TRAIN_DEFAULTS = (("--cpu",), ("--optimizer", "adam"), ("--lr", "0.005"), ("--max-tokens", "2000"),
+                  ("--seed", "1"), ("--log-format", "simple"), ("--log-interval", "1"), ("--num-workers", "0"),
+                  ("--no-epoch-checkpoints",))
+
+
+def without_given(defaults, extra):
+    """The options of ``defaults`` (tuples: flag and its value) that ``extra`` does not give itself (the plugin
+    refuses an option given twice, in fairseq's commands too): a caller's option replaces the default."""
+    given = {str(word).split("=", 1)[0] for word in extra if str(word).startswith("--")}
+    return [word for option in defaults if option[0] not in given for word in option]
+
+
 def train_args(data, save_dir, arch, *extra, epochs=3):
-    return [
-        data, "--user-dir", USER_DIR, "--arch", arch, "--cpu",
-        "--optimizer", "adam", "--lr", "0.005", "--max-tokens", "2000",
-        "--max-epoch", epochs, "--save-dir", save_dir, "--seed", "1",
-        "--log-format", "simple", "--log-interval", "1", "--num-workers", "0",
-        "--no-epoch-checkpoints",
-        *extra,
-    ]
+    return [data, "--user-dir", USER_DIR, "--arch", arch, "--max-epoch", epochs, "--save-dir", save_dir,
+            *without_given(TRAIN_DEFAULTS, extra), *extra]
 
 
 def generated_hypotheses(stdout):

@@ -4,7 +4,9 @@
   :func:`check_detok_args`: ``--eval-bleu-detok-args`` (the ``--eval-bleu-detok`` tokenizer's
   options as JSON): each key must be a field of the config dataclass that declares those options
   (``GenerationConfig``; the tokenizer's registered config) and its value of that field's type, one
-  mechanism (:func:`check_json_options`) for both.
+  mechanism (:func:`check_json_options`) for both. :func:`eval_bleu_option_problem` runs both when
+  fairseq parses a command, for every task that has these options (fairseq's ``translation`` and its
+  subclasses included), not only this plugin's.
 * :data:`OPTION_CONDITIONS`: every option the task's dataclass declares -> the condition under
   which it does something in fairseq-train (``None``: always). :func:`inert_option_problem`
   refuses an option set away from its default whose condition does not hold (registered with
@@ -182,6 +184,34 @@ def check_detok_args(detok, text):
                        '{"source_lang": "en"}' if detok == "moses" else "{}")
 
 
+# fairseq's validation-decoding options, each read as fairseq's TranslationTask reads it (json.loads, then
+# generation options / the tokenizer's), by every task that declares them: fairseq's translation and its
+# subclasses (translation_lev, ...), audio_finetuning, nlu_finetuning, online_backtranslation, this plugin's
+# task. Option dest -> its check (text, parsed args).
+EVAL_BLEU_CHECKS = {
+    "eval_bleu_args": lambda text, args: check_generation_args(text),
+    "eval_bleu_detok_args": lambda text, args: check_detok_args(getattr(args, "eval_bleu_detok", None), text),
+}
+
+
+def eval_bleu_option_problem(args):
+    """--eval-bleu-args / --eval-bleu-detok-args of ANY task whose options include them (decided by the
+    parsed options, not by the task's name): the one line, or None. Registered with
+    :func:`fairseq_wean.patching.add_option_check`: checked when fairseq parses the command, before any
+    work (fairseq's own task read them when the model was built, or in the first validation). Where the
+    option does nothing (``patching.OPTION_NEEDS``: this plugin's task without a decoding metric), that line."""
+    from fairseq_wean.patching import no_effect_problem
+
+    for dest, check in EVAL_BLEU_CHECKS.items():
+        text = getattr(args, dest, None)
+        if isinstance(text, str):
+            try:
+                check(text, args)
+            except FairseqWeanError as exc:
+                return no_effect_problem(args, {dest}) or str(exc)
+    return None
+
+
 # --------------------------------------------------------------------------------------------------
 # Every option of the task's dataclass -> when it does something in fairseq-train and fairseq-validate:
 # None (always: data and training options; which command reads which option is
@@ -229,7 +259,9 @@ def _ours(args):
 
 
 def _register_option_conditions():
-    from fairseq_wean.patching import add_option_need
+    from fairseq_wean.patching import add_option_check, add_option_need
+
+    add_option_check(eval_bleu_option_problem)
 
     for name, row in OPTION_CONDITIONS.items():
         if row is not None and name not in FAIRSEQ_VALIDATION_OPTIONS:

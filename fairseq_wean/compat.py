@@ -386,7 +386,8 @@ def refuse_non_regular(path, what):
 
 
 def install_preprocess_input_check():
-    """fairseq-preprocess ``--user-dir fairseq_wean``: refuse raw files with a ``\r`` inside a line.
+    """fairseq-preprocess ``--user-dir fairseq_wean``: refuse raw files with a ``\r`` inside a line, and an
+    option given twice (``cli.options.once``, as fairseq's other commands with the plugin).
 
     fairseq-preprocess opens text files with Python's universal newlines, so a lone ``\r``
     ends a line: that file gets one sentence more than it has lines, and every later pair is
@@ -397,6 +398,19 @@ def install_preprocess_input_check():
     import os
     import sys
 
+    from fairseq import options
+
+    from fairseq_wean.cli.options import once
+
+    def wrap_add_preprocess_args(original):  # fairseq-preprocess parses with its own parser.parse_args()
+        def add_preprocess_args(parser):
+            result = original(parser)
+            once(parser)  # an option given twice: a usage error, as in every other command (the last kept silently)
+            return result
+
+        return add_preprocess_args
+
+    wrap_once(options, "add_preprocess_args", wrap_add_preprocess_args)
     name = "compat 7 (\\r inside a raw line)"
     preprocess = sys.modules.get("fairseq_cli.preprocess")
     if preprocess is None:

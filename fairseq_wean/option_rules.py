@@ -79,3 +79,73 @@ def eval_lm_option_problem(args, command=None):
 
 
 add_option_check(eval_lm_option_problem)
+
+
+# ---- precision: fairseq's half-precision options on a machine without CUDA, and where a command reads none
+FP16_SCALING = ("fp16_no_flatten_grads", "fp16_init_scale", "fp16_scale_window", "fp16_scale_tolerance",
+                "min_loss_scale", "threshold_loss_scale")  # FP16Optimizer's loss scaler (bfloat16 has none)
+AMP_SCALING = ("amp_batch_retries", "amp_init_scale", "amp_scale_window")
+CPU_BF16 = "bfloat16 on CPU is the plugin's --task translation_with_metrics --cpu-bf16"
+
+
+def _uses_cuda(args):
+    import torch
+
+    return torch.cuda.is_available() and not getattr(args, "cpu", False) and not getattr(args, "tpu", False)
+
+
+def precision_problem(args):
+    """fairseq-train's half precision where it cannot run: --fp16 (and --memory-efficient-fp16) training on the
+    CPU (fairseq asserts CUDA after the data and model are built) and --bf16 (and --memory-efficient-bf16) without
+    torch_xla (fairseq's --bf16 sets --tpu and asks for a TPU device, an AttributeError after the model is built);
+    one line at parse instead, or None."""
+    import importlib.util
+
+    if running_command() != "train":
+        return None
+    for dest in ("memory_efficient_bf16", "bf16"):  # the --memory-efficient- form sets bf16 too: named first
+        if getattr(args, dest, False) and importlib.util.find_spec("torch_xla") is None:
+            return ("--{} is fairseq's bfloat16 training on a TPU (it sets --tpu), and torch_xla is not installed "
+                    "here: {}".format(dest.replace("_", "-"), CPU_BF16))
+    for dest in ("memory_efficient_fp16", "fp16"):
+        if getattr(args, dest, False) and not _uses_cuda(args):
+            return ("--{} needs a CUDA GPU (fairseq's float16 training fails on the CPU after the model is built; "
+                    "this run has {}): {}".format(dest.replace("_", "-"), "--cpu" if getattr(args, "cpu", False)
+                                                 else "no CUDA device", CPU_BF16))
+    return None
+
+
+add_option_check(precision_problem)
+_INFERENCE = ("generate", "interactive", "validate", "eval_lm")
+add_option_need("amp", lambda a: running_command() == "train" and _uses_cuda(a),
+                "fairseq-train's --amp is torch's CUDA autocast (off on the CPU: it trains in float32), and "
+                "fairseq-generate, -interactive, -validate and -eval-lm read no --amp; " + CPU_BF16,
+                commands=("train",) + _INFERENCE)
+for _dest in ("bf16", "memory_efficient_bf16"):
+    add_option_need(_dest, lambda a: False, "fairseq-generate, -interactive, -validate and -eval-lm read --fp16 "
+                    "(model.half()) and no bfloat16 option", commands=_INFERENCE)
+for _dest in FP16_SCALING:
+    add_option_need(_dest, lambda a: running_command() == "train" and bool(getattr(a, "fp16", False))
+                    and not getattr(a, "bf16", False),
+                    "it sets fairseq-train's float16 loss scaler (--fp16 / --memory-efficient-fp16)",
+                    commands=("train",) + _INFERENCE)
+for _dest in AMP_SCALING:
+    add_option_need(_dest, lambda a: running_command() == "train" and bool(getattr(a, "amp", False)),
+                    "it sets fairseq-train's --amp loss scaler", commands=("train",) + _INFERENCE)
+
+
+# ---- checkpoints fairseq-train writes or restores: options that act only with others
+def _saves(args):
+    return not getattr(args, "no_save", False)
+
+
+add_option_need("keep_interval_updates", lambda a: _saves(a) and _number(a, "save_interval_updates") > 0,
+                "it keeps the last N checkpoint_EPOCH_UPDATES.pt files, which only --save-interval-updates N "
+                "(without --no-save) writes", commands=("train",))
+add_option_need("keep_interval_updates_pattern", lambda a: _number(a, "keep_interval_updates", -1) > 0,
+                "it chooses which files --keep-interval-updates keeps, not given", commands=("train",))
+add_option_need("keep_last_epochs", lambda a: _saves(a) and not getattr(a, "no_epoch_checkpoints", False),
+                "it keeps the last N checkpointEPOCH.pt files, which --no-epoch-checkpoints / --no-save turn off",
+                commands=("train",))
+for _dest in ("keep_best_checkpoints", "save_interval", "no_epoch_checkpoints", "no_last_checkpoints"):
+    add_option_need(_dest, _saves, "--no-save writes no checkpoint", commands=("train",))

@@ -134,6 +134,37 @@ ROWS = {
     "core_frequent_from": ("fairseq-train", ["--arch", "core_copy", "--core-num-frequent", "0",
                                              "--core-frequent-from", "target"], "--core-frequent-from does nothing",
                            ["--arch", "core_copy", "--core-num-frequent", "5", "--core-frequent-from", "target"]),
+    # precision: fairseq-train's --amp on the CPU (float32), the inference commands' bfloat16/AMP (they read --fp16)
+    "amp": ("fairseq-train", ["--amp"], "--amp does nothing here", ["--amp"]),
+    "bf16": ("fairseq-generate", ["--bf16"], "--bf16 does nothing here", None),
+    "memory_efficient_bf16": ("fairseq-validate", ["--memory-efficient-bf16"],
+                              "--memory-efficient-bf16 does nothing here", None),
+    **{dest: ("fairseq-train", argv, "--{} does nothing here".format(dest.replace("_", "-")), ["--fp16"] + argv)
+       for dest, argv in (("fp16_no_flatten_grads", ["--fp16-no-flatten-grads"]),
+                          ("fp16_init_scale", ["--fp16-init-scale", "64"]),
+                          ("fp16_scale_window", ["--fp16-scale-window", "100"]),
+                          ("fp16_scale_tolerance", ["--fp16-scale-tolerance", "0.1"]),
+                          ("min_loss_scale", ["--min-loss-scale", "0.001"]),
+                          ("threshold_loss_scale", ["--threshold-loss-scale", "4"]))},
+    **{dest: ("fairseq-train", argv, "--{} does nothing here".format(dest.replace("_", "-")), ["--amp"] + argv)
+       for dest, argv in (("amp_batch_retries", ["--amp-batch-retries", "3"]),
+                          ("amp_init_scale", ["--amp-init-scale", "64"]),
+                          ("amp_scale_window", ["--amp-scale-window", "100"]))},
+    # checkpoints: the keep-* options without the files they keep, and what --no-save turns off
+    "keep_interval_updates": ("fairseq-train", ["--keep-interval-updates", "2"],
+                              "--keep-interval-updates does nothing here",
+                              ["--keep-interval-updates", "2", "--save-interval-updates", "10"]),
+    "keep_interval_updates_pattern": ("fairseq-train", ["--keep-interval-updates-pattern", "5"],
+                                      "--keep-interval-updates-pattern does nothing here",
+                                      ["--keep-interval-updates-pattern", "5", "--keep-interval-updates", "2",
+                                       "--save-interval-updates", "10"]),
+    "keep_last_epochs": ("fairseq-train", ["--no-epoch-checkpoints", "--keep-last-epochs", "2"],
+                         "--keep-last-epochs does nothing here", ["--keep-last-epochs", "2"]),
+    **{dest: ("fairseq-train", ["--no-save"] + argv, "--{} does nothing here".format(dest.replace("_", "-")), argv)
+       for dest, argv in (("keep_best_checkpoints", ["--keep-best-checkpoints", "2"]),
+                          ("save_interval", ["--save-interval", "2"]),
+                          ("no_epoch_checkpoints", ["--no-epoch-checkpoints"]),
+                          ("no_last_checkpoints", ["--no-last-checkpoints"]))},
     # acts only in a --save-dir with checkpoint_best.pt and no checkpoint_last.pt: tests/test_training_bounds.py
     "overwrite_best_checkpoint": ("fairseq-train", ["--task", "translation_with_metrics", "--overwrite-best-checkpoint"],
                                   "--overwrite-best-checkpoint does nothing here", None),
@@ -173,87 +204,76 @@ def test_every_row_is_tried():
     assert set(ROWS) == ours, set(ROWS) ^ ours
 
 
+# rows whose acting form needs a CUDA device (fairseq-train's half precision): tried with torch told it has one
+ACT_WITH_CUDA = {"amp", "amp_batch_retries", "amp_init_scale", "amp_scale_window", "fp16_no_flatten_grads",
+                 "fp16_init_scale", "fp16_scale_window", "fp16_scale_tolerance", "min_loss_scale",
+                 "threshold_loss_scale"}
+
+
 @pytest.mark.parametrize("dest", sorted(ROWS))
 def test_an_option_that_does_nothing_is_refused_and_acts_where_it_does(dest, tmp_path, monkeypatch, capsys):
+    import torch
+
     command, argv, message, acting = ROWS[dest]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     line = refused(command, argv, tmp_path, monkeypatch, capsys)
     assert line.startswith(command + ": error: " + message), line
     if acting is not None:
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: dest in ACT_WITH_CUDA)
         parse(command, acting, tmp_path, monkeypatch)
 
 
-def test_defaults_and_fairseqs_own_commands_stay_silent(tmp_path, monkeypatch):
-    # defaults (not written) are never refused; --gen-subset acts in fairseq-generate
-    parse("fairseq-generate", ["--gen-subset", "valid"], tmp_path, monkeypatch)
-    parse("fairseq-interactive", [], tmp_path, monkeypatch)
-    args = parse("fairseq-train", ["--arch", "core_copy", "--core-num-frequent", "0"], tmp_path, monkeypatch)
-    assert args.core_frequent_from == "joined"
-    # the value written equal to its default does nothing new either: not refused
-    parse("fairseq-generate", ["--diverse-beam-strength", "0.5"], tmp_path, monkeypatch)
+def common_and_checkpoint_fields():
+    """fairseq-train's precision options (CommonConfig) and every checkpoint option (CheckpointConfig)."""
+    from fairseq.dataclass.configs import CheckpointConfig, CommonConfig
+
+    precision = {f.name for f in dataclasses.fields(CommonConfig)
+                 if any(k in f.name for k in ("fp16", "bf16", "amp", "loss_scale", "precision"))}
+    return precision | {f.name for f in dataclasses.fields(CheckpointConfig) if f.name != "_name"}
 
 
-@pytest.mark.parametrize("command,argv,message", [
-    ("fairseq-generate", ["--beam", "5", "--diverse-beam-groups", "2"], "--diverse-beam-groups 2 must divide --beam 5"),
-    ("fairseq-interactive", ["--beam", "4", "--diverse-beam-groups", "3"], "--diverse-beam-groups 3 must divide"),
-    ("fairseq-generate", ["--diversity-rate", "-0.5"], "--diversity-rate -0.5 must be -1 (off) or at least 0"),
-    ("fairseq-generate", ["--diversity-rate", "-2"], "argument --diversity-rate: must be >= -1"),
-    ("fairseq-generate", ["--diverse-beam-groups", "5", "--diverse-beam-strength", "-1"],
-     "argument --diverse-beam-strength: must be >= 0"),
-    ("fairseq-interactive", ["--buffer-size", "0"], "argument --buffer-size: must be >= 1"),
-    ("fairseq-train", ["--optimizer-overrides", "{bad"], "--optimizer-overrides '{bad' is not a Python dict literal"),
-    ("fairseq-train", ["--optimizer-overrides", "[1]"], "--optimizer-overrides '[1]' must be a dict of option names"),
-    ("fairseq-generate", ["--model-overrides", "{bad"], "--model-overrides '{bad' is not a Python dict literal"),
-])
-def test_search_and_literal_options_are_one_line(command, argv, message, tmp_path, monkeypatch, capsys):
-    line = refused(command, argv, tmp_path, monkeypatch, capsys)
-    assert message in line, line
+# precision and checkpoint options that act whenever given, with why
+TRAIN_ALWAYS = {
+    "fp16": "refused on the CPU (option_rules.precision_problem), half precision on CUDA and in inference",
+    "memory_efficient_fp16": "sets --fp16", "on_cpu_convert_precision": "TPU/FSDP conversion (refused with --fp16 "
+    "on the CPU before it could matter)",
+    "save_dir": "where", "restore_file": "what is restored", "continue_once": "the plugin's resume rule",
+    "finetune_from_model": "what is restored", "reset_dataloader": "restore", "reset_lr_scheduler": "restore",
+    "reset_meters": "restore", "reset_optimizer": "restore", "optimizer_overrides": "restore",
+    "save_interval_updates": "also validates every N updates (fairseq's validate_and_save), with --no-save too",
+    "no_save": "saves nothing", "no_save_optimizer_state": "what is saved", "checkpoint_suffix": "also the "
+    "name restored", "checkpoint_shard_count": "loading", "load_checkpoint_on_all_dp_ranks": "loading",
+    "write_checkpoints_asynchronously": "how", "model_parallel_size": "fairseq's", "use_ema_weights_to_init_param":
+    "fairseq's EMA", "use_latest_weights_to_init_ema": "fairseq's EMA"
+}
 
 
-@pytest.mark.parametrize("argv", [["--beam", "6", "--diverse-beam-groups", "3"], ["--diversity-rate", "0.5"],
-                                  ["--diversity-rate", "-1"], ["--optimizer-overrides", "{'lr': 0.1}"]])
-def test_meaningful_search_and_literal_options_parse(argv, tmp_path, monkeypatch):
-    parse("fairseq-train" if "--optimizer-overrides" in argv else "fairseq-generate", argv, tmp_path, monkeypatch)
+def test_every_precision_and_checkpoint_option_acts_always_or_has_a_condition():
+    from fairseq_wean.patching import OPTION_NEEDS
+
+    names = common_and_checkpoint_fields()
+    assert {"amp", "bf16", "keep_last_epochs", "no_save"} <= names
+    missing = sorted(names - set(TRAIN_ALWAYS) - set(OPTION_NEEDS))
+    assert not missing, "options with neither a row nor a reason in TRAIN_ALWAYS: {}".format(missing)
+    assert not set(TRAIN_ALWAYS) & set(OPTION_NEEDS)
 
 
-def test_hub_keywords_use_the_same_rules():
-    from fairseq_wean.hub import generate_keywords, generation_kwargs_problem, unknown_keyword_problem
+@pytest.mark.parametrize("argv,named,needs", [
+    (["--fp16"], "--fp16", "needs a CUDA GPU"), (["--memory-efficient-fp16"], "--memory-efficient-fp16", "needs a CUDA"),
+    (["--bf16"], "--bf16", "is fairseq's bfloat16 training on a TPU"),
+    (["--memory-efficient-bf16"], "--memory-efficient-bf16", "is fairseq's bfloat16 training on a TPU")])
+def test_half_precision_training_where_it_cannot_run_is_one_line_at_parse(argv, named, needs, tmp_path, monkeypatch,
+                                                                           capsys):
+    """fairseq-train --fp16 on the CPU asserted CUDA, --bf16 (which sets --tpu) asked for a TPU device, both after
+    the model was built; --fp16 with CUDA and inference's --fp16 (model.half()) are taken."""
+    import torch
 
-    assert "diverse_beam_groups 2 must divide beam 5" in generation_kwargs_problem({"beam": 5, "diverse_beam_groups": 2})
-    assert generation_kwargs_problem({"diverse_beam_strength": -1}).startswith("diverse_beam_strength=-1")
-    assert "does nothing here" in generation_kwargs_problem({"sampling_topk": 3})
-    assert generation_kwargs_problem({"sampling_topk": 3, "sampling": True, "beam": 1, "nbest": 1}) is None
-    assert generation_kwargs_problem({"diverse_beam_strength": 0.5}) is None  # fairseq's default
-    line = unknown_keyword_problem({"beem": 5}, generate_keywords(), None)
-    assert line.startswith("keyword beem=5 does nothing there") and "did you mean beam" in line, line
-    assert unknown_keyword_problem({"print_gates": True}, generate_keywords(), None) is not None
-    assert unknown_keyword_problem({"beam": 2, "lenpen": 1.0}, generate_keywords(), None) is None
-
-
-# every read of an option's text as Python/JSON, in fairseq's code and the plugin's
-EVALUATED = re.compile(r"(?:literal_eval|\beval|json\.loads)\(\s*(?:getattr\(\s*\w+,\s*[\"'](\w+)[\"']|"
-                       r"[\w.]*?(?:cfg|args)[\w.]*\.(\w+))")
-# read and checked elsewhere: the task's own check of its JSON options
-CHECKED_ELSEWHERE = {"eval_bleu_args", "eval_bleu_detok_args"}
-
-
-def test_every_option_fairseq_evaluates_is_checked_at_parse():
-    import fairseq
-    import fairseq_cli
-
-    from fairseq_wean import patching
-
-    roots = [os.path.dirname(fairseq.__file__), os.path.dirname(fairseq_cli.__file__),
-             os.path.dirname(patching.__file__)]
-    found = set()
-    for root in roots:
-        for path in glob.glob(os.path.join(root, "**", "*.py"), recursive=True):
-            if os.sep + "examples" + os.sep in path or os.sep + "model_parallel" + os.sep in path:
-                continue
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                for match in EVALUATED.finditer(handle.read()):
-                    found.add(match.group(1) or match.group(2))
-    assert {"model_overrides", "optimizer_overrides", "eval_bleu_args"} <= found, found
-    # options of the commands this plugin serves; fairseq's speech/multilingual tasks' are not in their parsers
-    served = {"model_overrides", "optimizer_overrides", "eval_bleu_args", "eval_bleu_detok_args"}
-    assert found & served <= set(patching.LITERAL_OPTIONS) | CHECKED_ELSEWHERE
-    assert set(patching.LITERAL_OPTIONS) <= found
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    line = refused("fairseq-train", argv, tmp_path, monkeypatch, capsys)
+    assert line.startswith("fairseq-train: error: {} {}".format(named, needs)) and "--cpu-bf16" in line, line
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    if "fp16" in named:
+        parse("fairseq-train", argv, tmp_path, monkeypatch)
+    else:  # fairseq's --bf16 is the TPU's, CUDA or not
+        assert refused("fairseq-train", argv, tmp_path, monkeypatch, capsys).startswith("fairseq-train: error: " + named)
+    parse("fairseq-generate", ["--fp16"], tmp_path, monkeypatch)

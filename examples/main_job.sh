@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: a small real run of CoRe (core_copy) on CPU, about 10 minutes on 2 cores.
 #
-#   bash examples/main_job.sh [DATA_DIR] [--tiny] [--force]
+#   bash examples/main_job.sh [--tiny] [--force] [--] [DATA_DIR]
 #
 # Why core_copy on the word-pg vocabulary: in the 2-epoch simplification comparison
 # (docs/results/simplification.md, "Short budget (2 epochs)", TurkCorpus test, 2026-11-26) it is the
@@ -23,7 +23,8 @@
 # 4. prints SARI / BLEU / FKGL and stats (incl. invented words) against the 8 references next to
 #    copying the source, writes the HTML inspection report and prints a few source -> output
 #    examples (the first test sentences that had a rare word copied through a marker).
-# DATA_DIR defaults to ../shared/data next to the repository. --tiny: a few hundred sentences and
+# DATA_DIR defaults to ../shared/data next to the repository (a folder whose name begins with a dash:
+# after --). --tiny: a few hundred sentences and
 # one epoch (what CI runs). Outputs go to work_dirs/main_job (MAIN_JOB_OUT overrides); a folder that
 # holds a trained run (checkpoints/checkpoint_best.pt) is replaced only with --force, and one main
 # job at a time writes a folder (a lock, taken before any work).
@@ -38,12 +39,15 @@ DATA_DIR="$REPO/../shared/data"
 TINY=""
 TINY_ARGS=()
 FORCE=""
+OPTIONS_DONE=""
 for arg in "$@"; do
+  if [ -n "$OPTIONS_DONE" ]; then DATA_DIR="$arg"; continue; fi
   case "$arg" in
+    --) OPTIONS_DONE=1 ;;
     --tiny) TINY="--tiny"; TINY_ARGS=(--tiny) ;;
     --force) FORCE=1 ;;
-    --*) echo "fairseq-wean: error: unknown option $arg (known: --tiny, --force)" >&2; exit 2 ;;
     -h|--help) sed -n '2,/^set /p' "$0" | sed '$d'; exit 0 ;;
+    -*) echo "fairseq-wean: error: unknown option $arg (known: --tiny, --force); a DATA_DIR whose name begins with a dash goes after --" >&2; exit 2 ;;
     *) DATA_DIR="$arg" ;;
   esac
 done
@@ -51,8 +55,11 @@ if [ ! -d "$DATA_DIR" ]; then
   echo "fairseq-wean: error: data directory $DATA_DIR not found: give the data directory (see docs/data.md, 'Data and recipes')" >&2
   exit 1
 fi
-DATA_DIR="$(cd "$DATA_DIR" && pwd)"
+# The absolute path of an existing folder ("./" first: a name like -h or - is a folder, and CDPATH is not searched).
+absolute() { case "$1" in /*) (cd -- "$1" && pwd) ;; *) (cd -- "./$1" && pwd) ;; esac; }
+DATA_DIR="$(absolute "$DATA_DIR")"
 OUT="${MAIN_JOB_OUT:-$REPO/work_dirs/main_job${TINY:+-tiny}}"
+case "$OUT" in /*) ;; *) OUT="$PWD/$OUT" ;; esac  # the path the commands below get (the guard checks it)
 EPOCHS="${EPOCHS:-2}"
 # Adam 2e-3 (CoRe/WEAN used 1e-3): for a short budget it learns much faster (examples/compare.py,
 # RNN_OPTIM). Batches of up to 2000 tokens (about 75 sentences) go through about 1.7 times as many
@@ -72,16 +79,15 @@ PY="${PYTHON:-$( [ -x "$REPO/.venv/bin/python" ] && echo "$REPO/.venv/bin/python
 # planted at any of them (the shell's redirections would write through it) and a linked folder.
 OWN_FILES=(.main_job.lock align_table.log train.log generate-test.marked.log generate-test.err score.err scores.txt
            report.err)
-case "$OUT" in
-  *,*) echo "fairseq-wean: error: MAIN_JOB_OUT $OUT holds a comma, which would split the --eval-refs list: choose another folder" >&2; exit 1 ;;
-esac
-"$PY" "$REPO/examples/job_guard.py" "$OUT" --what MAIN_JOB_OUT --files "${OWN_FILES[@]}" \
-  --folders data data/valid-refs checkpoints
+# OUT's paths reach fairseq as the data folder and --path (split on ':'), as options (OmegaConf: '${') and in
+# comma lists (--eval-refs, fairseq-preprocess's --validpref): the guard refuses what would split them.
+"$PY" "$REPO/examples/job_guard.py" --what MAIN_JOB_OUT --used-as fairseq-path comma-list \
+  --files "${OWN_FILES[@]}" --folders data data/valid-refs checkpoints -- "$OUT"
 # Before any work: one main job per output folder, and a trained run is not replaced unasked (a
 # rerun deleted the previous run's checkpoints first thing). The lock is opened for appending (never
 # truncated) after the guard refused anything but a regular file of OUT's own there.
 mkdir -p -- "$OUT"
-OUT="$(cd "$OUT" && pwd)"  # absolute: the script works from the repository below
+OUT="$(absolute "$OUT")"  # absolute: the script works from the repository below
 if command -v flock > /dev/null; then
   exec 9>> "$OUT/.main_job.lock"
   if ! flock -n 9; then

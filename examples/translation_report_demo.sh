@@ -15,14 +15,19 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 [ $# -eq 2 ] || { echo "usage: bash examples/translation_report_demo.sh DATA OUT" >&2; exit 2; }
 [ -d "$1" ] || { echo "fairseq-wean: error: DATA $1 is not a folder: give the data/ of a translation comparison" >&2; exit 1; }
-DATA="$(cd "$1" && pwd)"; OUT="$2"
+# The absolute path of an existing folder ("./" first: a name like -h or - is a folder, and CDPATH is not searched).
+absolute() { case "$1" in /*) (cd -- "$1" && pwd) ;; *) (cd -- "./$1" && pwd) ;; esac; }
+DATA="$(absolute "$1")"; OUT="$2"
+case "$OUT" in /*) ;; *) OUT="$PWD/$OUT" ;; esac  # the path the commands below get (the guard checks it)
 [ -f "$DATA/word/dict.de.txt" ] || { echo "fairseq-wean: error: $DATA/word/dict.de.txt not found: give the data/ of a translation comparison" >&2; exit 1; }
 PY="${PYTHON:-$( [ -x "$REPO/.venv/bin/python" ] && echo "$REPO/.venv/bin/python" || command -v python3)}"
-# OUT must be new (nothing planted in it can be written through; examples/job_guard.py also refuses a
-# dangling link there and a path through a missing folder followed by ..), and every file the
+# DATA and OUT reach fairseq as the data folder and --path (split on ':'; OmegaConf reads '${'): refused
+# there. OUT must be new (nothing planted in it can be written through; examples/job_guard.py also refuses
+# a dangling link there and a path through a missing folder followed by ..), and every file the
 # script writes there is a new one (noclobber: the shell creates it, O_EXCL).
-"$PY" "$REPO/examples/job_guard.py" "$OUT" --new
-mkdir -p -- "$OUT"; OUT="$(cd "$OUT" && pwd)"
+"$PY" "$REPO/examples/job_guard.py" --what DATA --used-as fairseq-path -- "$DATA"
+"$PY" "$REPO/examples/job_guard.py" --new --used-as fairseq-path -- "$OUT"
+mkdir -p -- "$OUT"; OUT="$(absolute "$OUT")"
 set -o noclobber
 export PATH="$(dirname "$PY"):$PATH" OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 EPOCHS="${EPOCHS:-4}"
@@ -62,8 +67,10 @@ fairseq-wean-report --sys "$OUT"/gen.{lstm,wean_lstm,core_copy,word_attn_gated}.
   --names lstm wean_lstm core_copy word_attn_gated --orig "$DATA/text/test.de" --refs "$DATA/text/test.en" \
   --metrics bleu,chrf,stats --bleu-tokenize none --out "$OUT/report.html"
 if command -v chromium > /dev/null; then
+  # the page's URL with OUT percent-encoded: a '#', '?' or '%' in a folder name is not read as a URL's own
+  URL="$("$PY" -c 'import pathlib, sys; print(pathlib.Path(sys.argv[1]).as_uri())' "$OUT/report.html")"
   shot() { chromium --headless --no-sandbox --disable-gpu --no-first-run --hide-scrollbars --window-size="$2" \
-             --screenshot="$OUT/$1" "file://$OUT/report.html$3" > /dev/null 2>&1; }
+             --screenshot="$OUT/$1" "$URL$3" > /dev/null 2>&1; }
   shot report.png 1400,1600 ""
   shot report-table.png 1400,3200 "#sort=s2-bleu&order=desc"
   echo "screenshots: $OUT/report.png $OUT/report-table.png"

@@ -99,25 +99,35 @@ def script_code(script):
                      if not line.lstrip().startswith("#"))
 
 
-def guard_call(text):
-    """(--files, --folders, --new) of the script's examples/job_guard.py call, or None."""
-    m = re.search(r'job_guard\.py"?\s+(.*?)(?<!\\)\n', text.replace("\\\n", " "))
-    if m is None:
-        return None
+def guard_calls(text):
+    """The script's examples/job_guard.py calls, each a dict: files, folders, new, what, used_as (the options'
+    values, arrays expanded) and paths (the words after ``--``; None without ``--``)."""
     arrays = dict(re.findall(r'^([A-Z_]+)=\(([^)]*)\)', text, re.M))
-    words = []
-    for word in shlex.split(m.group(1)):
-        ref = re.fullmatch(r'\$\{([A-Z_]+)\[@\]\}', word)
-        words += shlex.split(arrays[ref.group(1)]) if ref else [word]
-    files, folders, key = [], [], None
-    for word in words:
-        if word.startswith("--"):
-            key = word
-        elif key == "--files":
-            files.append(word)
-        elif key == "--folders":
-            folders.append(word)
-    return files, folders, "--new" in words
+    calls = []
+    for m in re.finditer(r'job_guard\.py"?\s+(.*?)(?<!\\)\n', text.replace("\\\n", " ")):
+        words = []
+        for word in shlex.split(m.group(1)):
+            ref = re.fullmatch(r'\$\{([A-Z_]+)\[@\]\}', word)
+            words += shlex.split(arrays[ref.group(1)]) if ref else [word]
+        paths = words[words.index("--") + 1:] if "--" in words else None
+        values, key = {"--files": [], "--folders": [], "--what": [], "--used-as": []}, None
+        for word in words[:words.index("--")] if "--" in words else words:
+            if word.startswith("--"):
+                key = word
+            elif key in values:
+                values[key].append(word)
+        calls.append({"files": values["--files"], "folders": values["--folders"], "new": "--new" in words,
+                      "what": (values["--what"] or ["OUT"])[0], "used_as": values["--used-as"], "paths": paths,
+                      "words": words})
+    return calls
+
+
+def guard_call(text):
+    """(--files, --folders, --new) of the script's examples/job_guard.py call of "$OUT", or None."""
+    for call in guard_calls(text):
+        if call["words"][-1:] == ["$OUT"]:
+            return call["files"], call["folders"], call["new"]
+    return None
 
 
 @pytest.mark.parametrize("script", SHELL_SCRIPTS)
@@ -168,7 +178,7 @@ def test_main_job_guard_refuses_a_planted_file(name, kind, tmp_path):
     plant(kind, out / name, tmp_path / "victim")
     before = sorted(os.listdir(out))
     with pytest.raises(FairseqWeanError) as e:
-        guard.main([str(out), "--what", "MAIN_JOB_OUT", "--files", *files, "--folders", *folders])
+        guard.main(["--what", "MAIN_JOB_OUT", "--files", *files, "--folders", *folders, "--", str(out)])
     assert str(e.value).startswith("MAIN_JOB_OUT {} ".format(out / name)) and "refused" in str(e.value)
     assert (tmp_path / "victim").read_bytes() == VICTIM and sorted(os.listdir(out)) == before
 
@@ -187,7 +197,7 @@ def test_main_job_guard_refuses_a_planted_folder(name, kind, tmp_path):
     else:
         (out / name).write_bytes(VICTIM)
     with pytest.raises(FairseqWeanError) as e:
-        guard.main([str(out), "--what", "MAIN_JOB_OUT", "--files", *files, "--folders", *folders])
+        guard.main(["--what", "MAIN_JOB_OUT", "--files", *files, "--folders", *folders, "--", str(out)])
     assert str(e.value).startswith("MAIN_JOB_OUT {} is ".format(out / name)) and "not a folder" in str(e.value)
     assert os.listdir(elsewhere) == []
 
@@ -198,9 +208,9 @@ def test_guard_of_a_new_folder(tmp_path):
     for out, expected in ((tmp_path / "dangling", "exists: give a new folder"),
                           (tmp_path / "nodir" / ".." / "new", "cannot be followed through its '..'")):
         with pytest.raises(FairseqWeanError, match=re.escape(expected)):
-            guard.main([str(out), "--new"])
+            guard.main(["--new", "--", str(out)])
     assert not (tmp_path / "nodir").exists() and not (tmp_path / "nowhere").exists()
-    guard.main([str(tmp_path / "new")])  # nothing planted: accepted, nothing made
+    guard.main(["--", str(tmp_path / "new")])  # nothing planted: accepted, nothing made
     assert not (tmp_path / "new").exists()
 
 
@@ -208,7 +218,8 @@ def test_guard_of_a_new_folder(tmp_path):
 STUB_PYTHON = r"""#!/usr/bin/env bash
 case "${1:-}" in
   *job_guard.py) exec "$REAL_PYTHON" "$@" ;;
-  -c) if [ "${2:-}" = 'import sys; print(sys.executable)' ]; then echo "$0"; exit 0; fi ;;
+  -c) if [ "${2:-}" = 'import sys; print(sys.executable)' ]; then echo "$0"; exit 0; fi
+      case "${2:-}" in *as_uri*) exec "$REAL_PYTHON" "$@" ;; esac ;;
 esac
 { printf '%s' python; for a in "$@"; do printf '\037%s' "$a"; done; printf '\n'; } >> "$STUB_LOG"
 [ "${1:-}" = -m ] && [ "${2:-}" = preprocess.prepare_simplification ] && exit 97
@@ -277,10 +288,6 @@ def test_main_job_with_spaces_reaches_its_work_with_each_path_one_argument(tmp_p
     assert calls() == [["python", "-m", "preprocess.prepare_simplification", "--data-dir", str(data), "--out",
                         str(out / "data"), "--variants", "word-pg", "--tiny"]]
     assert sorted(os.listdir(out)) == [".main_job.lock"]
-    comma = bash("main_job.sh", data, env=dict(env, MAIN_JOB_OUT=str(tmp_path / "a,b")), cwd=tmp_path)
-    assert comma.returncode == 1 and comma.stderr.strip().splitlines() == [
-        "fairseq-wean: error: MAIN_JOB_OUT {} holds a comma, which would split the --eval-refs list: choose "
-        "another folder".format(tmp_path / "a,b")] and not (tmp_path / "a,b").exists()
 
 
 def test_translation_report_demo_with_spaces_passes_each_path_as_one_argument(tmp_path, stubs):
@@ -308,6 +315,8 @@ def test_translation_report_demo_with_spaces_passes_each_path_as_one_argument(tm
                                                          ("lstm", "wean_lstm", "core_copy", "word_attn_gated")]
     report = next(c for c in made if c[0] == "fairseq-wean-report")
     assert report[report.index("--out") + 1] == str(out / "report.html")
+    shots = [c[-1] for c in made if c[0] == "chromium"]  # the page's URL, OUT percent-encoded
+    assert shots == [(out / "report.html").as_uri(), (out / "report.html").as_uri() + "#sort=s2-bleu&order=desc"]
 
 
 def test_compare_sh_passes_its_arguments_whole(tmp_path, stubs):
@@ -317,6 +326,118 @@ def test_compare_sh_passes_its_arguments_whole(tmp_path, stubs):
     assert proc.returncode == 0, proc.stderr
     assert calls() == [["python", "-m", "fairseq_wean.compare", "translation", str(tmp_path / "data dir"), "--out",
                         str(tmp_path / "cmp out")]]
+
+
+# ------------------------------------------------------------------------------------------ folder names
+# Every folder a shell example names in its examples/job_guard.py calls (script, --what), and what a later
+# command would split on or misread in it (the paths it hands on): main_job.sh's OUT reaches fairseq as the
+# data folder and --path (':'), through OmegaConf ('${') and in comma lists (--eval-refs, fairseq-preprocess's
+# --validpref); translation_report_demo.sh's DATA is fairseq's data folder, its OUT holds the --path.
+FOLDER_RULES = {
+    ("main_job.sh", "MAIN_JOB_OUT"): (":", ",", "${"),
+    ("translation_report_demo.sh", "DATA"): (":", "${"),
+    ("translation_report_demo.sh", "OUT"): (":", "${"),
+}
+# scripts with no guard of their own, and why
+NO_GUARD = {"compare.sh": "exec's fairseq-wean-compare with its arguments, which checks its own --out"}
+FOLDER_NAMES = ["-h", "--help", "-dashdir", "a:b", "a,b", "x${HOME}y", "with space"]
+
+
+@pytest.mark.parametrize("script", SHELL_SCRIPTS)
+def test_every_guard_call_puts_its_folder_after_a_double_dash(script):
+    """A folder named like an option (-h, --new) is a folder: every call names it after ``--`` (the guard
+    refuses a call without), and each folder the scripts guard has its row in FOLDER_RULES."""
+    calls = guard_calls(script_code(script))
+    if script in NO_GUARD:
+        assert not calls and re.search(r'^exec "\$PY" -m \S+ "\$@"$', script_code(script), re.M)
+        return
+    assert calls, "{}: no examples/job_guard.py call".format(script)
+    for call in calls:
+        assert call["paths"] is not None and len(call["paths"]) == 1, "{}: {}".format(script, call)
+    assert sorted((script, c["what"]) for c in calls) == sorted(k for k in FOLDER_RULES if k[0] == script)
+    for call in calls:
+        refused = {text for use in call["used_as"] for text, _ in load("examples/job_guard.py").PATH_RULES[use]}
+        assert refused == set(FOLDER_RULES[script, call["what"]]), (script, call["what"])
+
+
+def refused_in(script, what, name):
+    return [text for text in FOLDER_RULES[script, what] if text in name]
+
+
+@pytest.mark.parametrize("name", FOLDER_NAMES)
+@pytest.mark.parametrize("script,what", sorted(FOLDER_RULES))
+def test_guard_refuses_a_folder_name_later_commands_would_split(script, what, name, tmp_path):
+    """The guard called exactly as the script calls it (its words, the folder as the script hands it on:
+    absolute): a name holding what fairseq would split or misread is refused in one line (C93: data were
+    prepared first, then fairseq-train split the path on ':'); a name like an option (C50, C56: '-h' made
+    the guard print its help and exit 0, unchecked) or with a space is checked and accepted. Nothing made."""
+    guard = load("examples/job_guard.py")
+    call = next(c for c in guard_calls(script_code(script)) if c["what"] == what)
+    folder = tmp_path / name
+    if not call["new"] and what == "DATA":
+        folder.mkdir()
+    argv = [str(folder) if word == call["paths"][0] else word for word in call["words"]]
+    before = sorted(os.listdir(tmp_path))
+    refused = refused_in(script, what, name)
+    if refused:
+        with pytest.raises(FairseqWeanError) as e:
+            guard.main(argv)
+        line = str(e.value)
+        assert "\n" not in line and line.startswith("{} {} holds '{}': ".format(what, folder, refused[0])) and \
+            line.endswith(": choose another folder"), line
+    else:
+        guard.main(argv)
+    assert sorted(os.listdir(tmp_path)) == before
+
+
+@pytest.mark.parametrize("argv", [["{out}"], ["{out}", "--new"], ["-h"], ["--help"], ["--", "-h", "--new"],
+                                  ["--used-as", "nosuch", "--", "{out}"]])
+def test_guard_never_exits_0_without_checking(argv, tmp_path, capsys):
+    """A call without ``--`` before the folder, a help request or an unknown form fails (non-zero):
+    never an exit 0 that checked nothing."""
+    guard = load("examples/job_guard.py")
+    with pytest.raises(SystemExit) as e:
+        guard.main([a.format(out=tmp_path / "o") for a in argv])
+    assert e.value.code not in (0, None)
+    assert not (tmp_path / "o").exists()
+
+
+# (script, --what) -> the folder name to run the script with end to end (the others: the folders' defaults)
+END_TO_END = [("main_job.sh", "MAIN_JOB_OUT", "-h"), ("main_job.sh", "MAIN_JOB_OUT", "a:b"),
+              ("translation_report_demo.sh", "DATA", "a:b"), ("translation_report_demo.sh", "OUT", "-h")]
+
+
+@pytest.mark.parametrize("script,what,name", END_TO_END)
+def test_shell_example_folder_names_end_to_end(script, what, name, tmp_path, stubs):
+    """The scripts themselves, their work stubbed: a refused name stops them in one line, exit 1, before
+    anything is made; a name like an option reaches the work whole (the folder made as itself)."""
+    env, calls = stubs
+    data = tmp_path / (name if what == "DATA" else "-dashdir")  # the demo's DATA: a dash too
+    (data / "word").mkdir(parents=True)
+    (data / "word" / "dict.de.txt").write_text("w 1\n")
+    if script == "main_job.sh":
+        out = tmp_path / name
+        proc = bash(script, data, env=dict(env, MAIN_JOB_OUT=name), cwd=tmp_path)
+    else:
+        out = tmp_path / (name if what == "OUT" else "demo out")
+        proc = bash(script, data.name, out.name, env=dict(env, EPOCHS="1"), cwd=tmp_path)
+    refused = refused_in(script, what, name)
+    if refused:
+        assert proc.returncode == 1 and proc.stdout == "", proc.stderr
+        assert proc.stderr.splitlines() == ["fairseq-wean: error: {} {} holds '{}': {}: choose another folder".format(
+            what, tmp_path / name, refused[0], dict(load("examples/job_guard.py").PATH_RULES["fairseq-path"])[":"])]
+        assert calls() == [] and not out.exists() and sorted(os.listdir(tmp_path)) == sorted(["stub bin", data.name])
+        return
+    assert proc.returncode == (97 if script == "main_job.sh" else 0), proc.stderr
+    first = calls()[0]
+    if script == "main_job.sh":
+        assert first[first.index("--out") + 1] == str(out / "data") and first[first.index("--data-dir") + 1] == str(
+            data)
+    else:
+        assert first[first.index("--out") + 1] == str(out / "align.table")
+        trains = [c for c in calls() if c[0] == "fairseq-train"]
+        assert len(trains) == 4 and all(c[1] == str(data / "word") for c in trains)
+    assert out.is_dir()
 
 
 # ------------------------------------------------------------------------------------------ numbers have ranges

@@ -149,3 +149,29 @@ add_option_need("keep_last_epochs", lambda a: _saves(a) and not getattr(a, "no_e
                 commands=("train",))
 for _dest in ("keep_best_checkpoints", "save_interval", "no_epoch_checkpoints", "no_last_checkpoints"):
     add_option_need(_dest, _saves, "--no-save writes no checkpoint", commands=("train",))
+
+
+def restored_checkpoint(args):
+    """The checkpoint fairseq-train restores (``checkpoint_utils.load_checkpoint``'s choice: --save-dir's
+    checkpoint_last{suffix}.pt, else --continue-once; an explicit --restore-file with the suffix), or None where
+    it restores none; --finetune-from-model is not a restore (fairseq resets everything itself)."""
+    import os
+
+    suffix = getattr(args, "checkpoint_suffix", "") or ""
+    restore = getattr(args, "restore_file", "checkpoint_last.pt")
+    if restore == "checkpoint_last.pt":
+        last = os.path.join(getattr(args, "save_dir", "checkpoints"), "checkpoint_last{}.pt".format(suffix))
+        path = last if os.path.exists(last) else getattr(args, "continue_once", None)
+    else:
+        path = restore.replace(".pt", suffix + ".pt") if suffix else restore
+    return path if path and os.path.exists(path) else None
+
+
+for _dest in ("reset_optimizer", "reset_lr_scheduler", "reset_meters", "reset_dataloader"):
+    add_option_need(_dest, lambda a: not getattr(a, "finetune_from_model", None) and restored_checkpoint(a) is not None,
+                    "it resets what a restored checkpoint holds, and this run restores none (no checkpoint_last.pt "
+                    "in --save-dir, no --restore-file or --continue-once); --finetune-from-model resets it itself "
+                    "(fairseq refuses the two together after the model is built)", commands=("train",))
+add_option_need("score_reference", lambda a: False, "fairseq-interactive reads no references (a KeyError 'target' "
+                "after the model is loaded): score them with fairseq-generate --score-reference",
+                commands=("interactive",))

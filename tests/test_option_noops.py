@@ -33,7 +33,7 @@ ALWAYS = {
     "prefix_size": "the forced prefix", "print_alignment": "prints alignments",
     "quiet": "the output", "replace_unk": "the output's unknown words",
     "retain_dropout": "dropout at inference",
-    "sacrebleu": "the score", "sampling": "the search", "score_reference": "scores the reference",
+    "sacrebleu": "the score", "sampling": "the search",
     "temperature": "divides the scores", "unkpen": "the unknown word's score",
     # the plugin's generation options
     "print_gates": "the condition is the checkpoint's model (a gate): refused before the first batch is decoded "
@@ -165,6 +165,11 @@ ROWS = {
                           ("save_interval", ["--save-interval", "2"]),
                           ("no_epoch_checkpoints", ["--no-epoch-checkpoints"]),
                           ("no_last_checkpoints", ["--no-last-checkpoints"]))},
+    # what a restored checkpoint holds, where nothing is restored (acting: --restore-file of a checkpoint, planted)
+    **{dest: ("fairseq-train", [flag], flag + " does nothing here", [flag, "--restore-file", "{tmp}/ck.pt"])
+       for dest, flag in (("reset_optimizer", "--reset-optimizer"), ("reset_lr_scheduler", "--reset-lr-scheduler"),
+                          ("reset_meters", "--reset-meters"), ("reset_dataloader", "--reset-dataloader"))},
+    "score_reference": ("fairseq-interactive", ["--score-reference"], "--score-reference does nothing here", None),
     # acts only in a --save-dir with checkpoint_best.pt and no checkpoint_last.pt: tests/test_training_bounds.py
     "overwrite_best_checkpoint": ("fairseq-train", ["--task", "translation_with_metrics", "--overwrite-best-checkpoint"],
                                   "--overwrite-best-checkpoint does nothing here", None),
@@ -220,7 +225,9 @@ def test_an_option_that_does_nothing_is_refused_and_acts_where_it_does(dest, tmp
     assert line.startswith(command + ": error: " + message), line
     if acting is not None:
         monkeypatch.setattr(torch.cuda, "is_available", lambda: dest in ACT_WITH_CUDA)
-        parse(command, acting, tmp_path, monkeypatch)
+        if "{tmp}/ck.pt" in acting:  # a checkpoint to restore
+            torch.save({"model": {}, "args": None, "cfg": None}, str(tmp_path / "ck.pt"))
+        parse(command, [a.replace("{tmp}", str(tmp_path)) for a in acting], tmp_path, monkeypatch)
 
 
 def common_and_checkpoint_fields():
@@ -238,8 +245,7 @@ TRAIN_ALWAYS = {
     "memory_efficient_fp16": "sets --fp16", "on_cpu_convert_precision": "TPU/FSDP conversion (refused with --fp16 "
     "on the CPU before it could matter)",
     "save_dir": "where", "restore_file": "what is restored", "continue_once": "the plugin's resume rule",
-    "finetune_from_model": "what is restored", "reset_dataloader": "restore", "reset_lr_scheduler": "restore",
-    "reset_meters": "restore", "reset_optimizer": "restore", "optimizer_overrides": "restore",
+    "finetune_from_model": "what is restored", "optimizer_overrides": "restore",
     "save_interval_updates": "also validates every N updates (fairseq's validate_and_save), with --no-save too",
     "no_save": "saves nothing", "no_save_optimizer_state": "what is saved", "checkpoint_suffix": "also the "
     "name restored", "checkpoint_shard_count": "loading", "load_checkpoint_on_all_dp_ranks": "loading",
@@ -277,3 +283,15 @@ def test_half_precision_training_where_it_cannot_run_is_one_line_at_parse(argv, 
     else:  # fairseq's --bf16 is the TPU's, CUDA or not
         assert refused("fairseq-train", argv, tmp_path, monkeypatch, capsys).startswith("fairseq-train: error: " + named)
     parse("fairseq-generate", ["--fp16"], tmp_path, monkeypatch)
+
+
+def test_reset_options_with_finetune_from_model_are_one_line_at_parse(tmp_path, monkeypatch, capsys):
+    """fairseq resets everything itself for --finetune-from-model and raised a ValueError for the two together
+    after the model was built; the restore a reset acts on exists here, so only finetune makes it do nothing."""
+    import torch
+
+    torch.save({"model": {}}, str(tmp_path / "pre.pt"))
+    torch.save({"model": {}}, str(tmp_path / "ck.pt"))
+    line = refused("fairseq-train", ["--finetune-from-model", str(tmp_path / "pre.pt"), "--restore-file",
+                                     str(tmp_path / "ck.pt"), "--reset-meters"], tmp_path, monkeypatch, capsys)
+    assert line.startswith("fairseq-train: error: --reset-meters does nothing here") and "--finetune-from-model" in line

@@ -150,8 +150,31 @@ class CutFileError(FairseqWeanError):
     """A text file whose last line has no final newline: it was cut (read with ``complete=True``)."""
 
 
-def _decoded_lines(binary, path, what, complete=False):
+# what ends a line for some reader of a text file besides its "\n": "\r" for Python's text mode (universal
+# newlines: fairseq-preprocess, fairseq-interactive), the rest for str.splitlines; all whitespace to fairseq's
+# tokenize_line, Moses and str.split
+OTHER_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_TO_SPACE = {ord(c): " " for c in OTHER_BREAKS}
+
+
+def _carriage_return(raw, path, what, number):
+    """``strict``: a line (bytes, with its end) holding a ``\\r`` other than that of its ``\\r\\n`` end: a line break
+    to Python's text mode (fairseq-preprocess), not to this reader; checked before the cut and UTF-8 checks (an
+    old Mac file, ``\\r`` line ends only, is one long line with no newline)."""
+    body = raw[:-1] if raw.endswith(b"\n") else raw
+    body = body[:-1] if body.endswith(b"\r") else body
+    if b"\r" in body:
+        raise FairseqWeanError(
+            "{} {} line {} holds a carriage return (\\r) inside the line (byte {} of the line): fairseq-preprocess and "
+            "every text-mode reader take it for a line break, so they would count one sentence more than the lines "
+            "here; remove it (tr -d '\\r'), or, if the file has old Mac line ends, convert them (tr '\\r' "
+            "'\\n')".format(what, path, number, body.index(b"\r")))
+
+
+def _decoded_lines(binary, path, what, complete=False, strict=False):
     for number, raw in enumerate(binary, start=1):
+        if strict:
+            _carriage_return(raw, path, what, number)
         if complete and not raw.endswith(b"\n"):
             raise CutFileError(
                 "{} {} ends inside a line (no newline after its last line, line {}): it looks cut (an interrupted "
@@ -160,34 +183,39 @@ def _decoded_lines(binary, path, what, complete=False):
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
         try:
-            yield raw.decode("utf-8").rstrip("\r\n")
+            text = raw.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError as exc:
             raise FairseqWeanError(
                 "{} {} line {} is not UTF-8 text (byte {} of the line): re-encode the file as "
                 "UTF-8".format(what, path, number, exc.start)
             ) from None
+        yield text.translate(_TO_SPACE) if strict else text
 
 
-def iter_lines(path, what="input", folder=None, complete=False):
+def iter_lines(path, what="input", folder=None, complete=False, strict=False):
     """Yield the lines of a UTF-8 text file without their line ends (``\\n``, ``\\r\\n``).
     ``folder``: the file was found in that folder, not named by the user (:func:`open_in_folder`).
     ``complete``: a last line with no final newline, the mark of a cut file, is a one-line
-    :class:`CutFileError` when it is reached (streamed: a pipe or standard input too)."""
+    :class:`CutFileError` when it is reached (streamed: a pipe or standard input too). ``strict``: the lines
+    every reader of the file sees, so that a count of them is fairseq-preprocess's count: a ``\\r`` other than
+    that of a ``\\r\\n`` line end (a line break to Python's text mode) is a one-line error naming file and
+    line; the other characters ``str.splitlines`` breaks at (:data:`OTHER_BREAKS`, whitespace to fairseq's
+    tokenize_line) become a space."""
     if folder is not None:
         with open_in_folder(path, "rb", folder, what) as binary:
-            yield from _decoded_lines(binary, path, what, complete)
+            yield from _decoded_lines(binary, path, what, complete, strict)
         return
     check_input(path, what)
     if path == "-":
-        yield from _decoded_lines(sys.stdin.buffer, "standard input", what, complete)
+        yield from _decoded_lines(sys.stdin.buffer, "standard input", what, complete, strict)
         return
     with open(path, "rb") as binary:
-        yield from _decoded_lines(binary, path, what, complete)
+        yield from _decoded_lines(binary, path, what, complete, strict)
 
 
-def read_lines(path, what="input", folder=None, complete=False):
+def read_lines(path, what="input", folder=None, complete=False, strict=False):
     """All lines of a UTF-8 text file (see ``iter_lines``), as a list."""
-    return list(iter_lines(path, what, folder, complete))
+    return list(iter_lines(path, what, folder, complete, strict))
 
 
 def same_file(a, b):

@@ -183,20 +183,23 @@ def data_dir_or(parser, args, option):
 
 
 def read_complete_lines(path, folder=None, what="data file"):
-    """The lines of ``path`` through ``fairseq_wean.textio.read_lines`` with ``complete=True``: with ``folder``, a
-    file found in that folder (``textio.open_in_folder``: a symbolic link, a pipe, a folder or a hard link refused
-    in one line); without, a file the user named. Not UTF-8, or a last line with no newline (a cut file: an
-    interrupted download or copy): one line naming the file."""
+    """The lines of ``path`` through ``fairseq_wean.textio.read_lines`` with ``complete=True`` and ``strict=True``:
+    with ``folder``, a file found in that folder (``textio.open_in_folder``: a symbolic link, a pipe, a folder or a
+    hard link refused in one line); without, a file the user named. Not UTF-8, a last line with no newline (a cut
+    file: an interrupted download or copy), or a ``\\r`` inside a line (a line break to fairseq-preprocess, not
+    here): one line naming the file; the other line separators of Unicode become a space (whitespace to fairseq),
+    so every reader of the text written from these lines counts the lines counted here."""
     from fairseq_wean import textio
 
-    return textio.read_lines(path, what, folder=folder, complete=True)
+    return textio.read_lines(path, what, folder=folder, complete=True, strict=True)
 
 
 class RawData:
     """The raw benchmark files a recipe reads from its data folder (--data-dir, --sumdata, --raw), all read
     before any work, each through :func:`read_complete_lines` (the one reader of found data files): first
     every file must be there, then each is read (a regular file of the folder, complete), then every group of
-    parallel files (one line per example each) must have equal line counts."""
+    parallel files (one line per example each) must have equal line counts and no empty line (an empty source
+    or reference: fairseq-preprocess would binarize it as a lone </s>, trained on or scored silently)."""
 
     def __init__(self, folder, files, groups=()):
         """``files``: {path: where to get it}, every file the recipe will read; ``groups``: tuples of paths."""
@@ -209,6 +212,13 @@ class RawData:
             if len(set(counts)) > 1:
                 raise RecipeError("parallel files differ in line count: {}".format(
                     ", ".join("{} {}".format(p, n) for p, n in zip(group, counts))))
+            for path in group:
+                empty = next((n for n, line in enumerate(self._lines[path], 1) if not line.strip()), None)
+                if empty is not None:
+                    raise RecipeError("{} line {} is empty: each of its lines is one example, paired with that line "
+                                      "of {}, and an empty one would be binarized as a lone </s> and trained on or "
+                                      "scored; remove the line from each of these files, or give it its text".format(
+                                          path, empty, ", ".join(p for p in group if p != path)))
 
     def lines(self, path, strip=True):
         lines = self._lines[path]
@@ -489,6 +499,33 @@ def build_variants(out, text_dir, src, tgt, prefixes, variants, threshold=2, spm
         fairseq_preprocess(vtext, dest, src, tgt, threshold=thr, workers=workers, srcdict=srcdict, **prefixes)
         entries[variant] = info
     return entries
+
+
+def check_bpe_codes(lines, path, what="--bpe-codes"):
+    """The lines of subword-nmt BPE codes (``apply_bpe.BPE``'s format), checked before any work (subword-nmt
+    itself fails only when the codes are applied, after the text was written): an optional first line
+    ``#version: X.Y``, then at least one merge, one per line: two subword units separated by one space. A fastBPE
+    codes file (``a b COUNT``) is named as such. One line naming the file and line (RecipeError); returns ``lines``."""
+    import re
+
+    header = bool(lines) and lines[0].startswith("#version:")
+    if header and not re.fullmatch(r"#version:\s+[0-9]+(\.[0-9]+)*\s*", lines[0]):
+        raise RecipeError("{} {} line 1 ({!r}) is no subword-nmt version header (#version: 0.2)".format(
+            what, path, lines[0]))
+    if len(lines) == header:
+        raise RecipeError("{} {} holds no merge{}: subword-nmt codes are one merge per line, two subword units "
+                          "separated by a space (as subword-nmt learn-bpe writes them)".format(
+                              what, path, "" if lines else " (it is empty)"))
+    for number, line in enumerate(lines[header:], 1 + header):
+        units = line.strip(" ").split(" ")  # as apply_bpe.BPE splits a line
+        if len(units) != 2 or not all(units) or line.startswith("#version:") or any(
+                c.isspace() for unit in units for c in unit):
+            hint = (": these are fastBPE codes (a b COUNT); convert them with python -m preprocess.fastbpe_codes"
+                    if len(units) == 3 and units[2].isdigit() else
+                    " (subword-nmt codes: an optional #version: header on line 1, then one merge per line)")
+            raise RecipeError("{} {} line {} ({!r}) is not a merge of two subword units separated by one "
+                              "space{}".format(what, path, number, line, hint))
+    return lines
 
 
 def learn_joint_bpe(inputs, codes_path, merges):

@@ -169,15 +169,18 @@ def main(argv=None):
     recipe = common.prepared(out, args, "IWSLT'14")
     if recipe is not None:
         return recipe
-    codes = common.read_complete_lines(args.bpe_codes, what="--bpe-codes") if args.bpe_codes else None
+    if args.bpe_codes:  # a file the user named, checked before any work as the staged codes are
+        codes = common.check_bpe_codes(common.read_complete_lines(args.bpe_codes, what="--bpe-codes"), args.bpe_codes)
     data = common.RawData(*data_files(args))
+    staged_codes = os.path.join(args.data_dir or "", "translation", "iwslt14_deen", "bpe10k", "code")
+    if not args.bpe_codes:  # learned in the full recipe (--raw), the staged codes here
+        codes = common.check_bpe_codes(data.lines(staged_codes, False), staged_codes, "data file") \
+            if staged_codes in data.files else None
     text_dir = os.path.join(out, "text")
     if args.raw:
         train, valid, test, smoke = full_recipe(args, data)
     else:
         train, valid, test, smoke = staged_recipe(args, data)
-        if codes is None:
-            codes = data.lines(os.path.join(args.data_dir, "translation", "iwslt14_deen", "bpe10k", "code"), False)
     common.note_sample(args, len(train))
     train = [train[i] for i in common.sample_indices(len(train), args.max_sentences, args.seed)]
     if args.max_eval:

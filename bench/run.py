@@ -667,6 +667,9 @@ def main(argv=None):
     except FairseqWeanError as exc:
         get_parser().error(str(exc))
     cfg.workdir = os.path.abspath(cfg.workdir)  # handed to training children that run in another cwd
+    problem = textio.path_problem(cfg.workdir, ("fairseq-path",), "--workdir")  # its data and checkpoints: fairseq's
+    if problem:
+        get_parser().error(problem)
     planted = planted_entry(cfg.workdir)
     if planted:
         get_parser().error("--workdir {}: {} is a symbolic link, named pipe or device, or a hard link: the "

@@ -18,7 +18,7 @@ refused by the shell (``O_EXCL``), never written through. ``tests/test_example_s
 every redirection of every examples/*.sh names a file of its guard's list.
 
 A path the script hands to a later command must reach it as one path: ``--used-as`` names how the
-commands read it (:data:`PATH_RULES`: a fairseq data folder or ``--path``, split on ':', and read
+commands read it (``fairseq_wean.textio.PATH_RULES``: a fairseq data folder or ``--path``, split on ':', and read
 through OmegaConf, where '${' is an interpolation; a comma list), and a path holding what such a
 command would split on or misread is refused before any work (checked as the script will hand it on:
 absolute). OUT comes after ``--``, so a folder named like an option (``-h``, ``--new``) is a folder;
@@ -31,41 +31,21 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROG = "python examples/job_guard.py"
 
-# How a later command reads a path the script hands it (--used-as) -> what the path must not hold, and why.
-PATH_RULES = {
-    "fairseq-path": ((":", "fairseq splits a data folder and --path on ':' (shards; an ensemble's checkpoints)"),
-                     ("${", "fairseq reads its options through OmegaConf, which takes '${' for an interpolation")),
-    "comma-list": ((",", "the script joins paths in it into a comma list (--eval-refs; fairseq-preprocess's "
-                         "--validpref)"),),
-}
-
-
 def get_parser():
     if REPO not in sys.path:
         sys.path.insert(0, REPO)
+    from fairseq_wean import textio
     from fairseq_wean.cli import options
 
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0], add_help=False, allow_abbrev=False)
     p.add_argument("out", help="the script's output folder (after --)")
     p.add_argument("--what", default="OUT", help="how the messages name the folder (default: OUT)")
     p.add_argument("--new", action="store_true", help="the folder must not exist yet")
-    p.add_argument("--used-as", nargs="*", default=[], choices=sorted(PATH_RULES),
+    p.add_argument("--used-as", nargs="*", default=[], choices=sorted(textio.PATH_RULES),
                    help="how later commands read the folder's paths (the characters they would split on are refused)")
     p.add_argument("--files", nargs="*", default=[], help="the files the script writes itself in OUT")
     p.add_argument("--folders", nargs="*", default=[], help="the folders it makes in OUT, parents first")
     return options.once(p)
-
-
-def path_problem(path, used_as, what="OUT"):
-    """The one line for a ``path`` that a command reading it as each of ``used_as`` (keys of
-    :data:`PATH_RULES`) would split or misread, or None. ``path`` is checked absolute, normalized as
-    the scripts' ``cd "$OUT" && pwd`` hands it on (a parent folder's name counts too)."""
-    handed_on = os.path.abspath(path)
-    for use in used_as:
-        for text, why in PATH_RULES[use]:
-            if text in handed_on:
-                return "{} {} holds '{}': {}: choose another folder".format(what, handed_on, text, why)
-    return None
 
 
 def check(out, files=(), folders=(), new=False, what="OUT", used_as=()):
@@ -74,7 +54,7 @@ def check(out, files=(), folders=(), new=False, what="OUT", used_as=()):
     from fairseq_wean import textio
     from fairseq_wean.errors import FairseqWeanError
 
-    problem = path_problem(out, used_as, what)
+    problem = textio.path_problem(out, used_as, what)
     if problem:
         raise FairseqWeanError(problem)
     textio.check_resolvable(out, what)

@@ -14,7 +14,8 @@ import sys
 from fairseq_wean import errors
 
 STANDALONE_COMMANDS = ("fairseq-wean-score", "fairseq-wean-report", "fairseq-wean-align-table",
-                       "fairseq-wean-train-cpu-dist")  # the launcher: its ranks run fairseq-train
+                       "fairseq-wean-train-cpu-dist",  # the launcher: its ranks run fairseq-train
+                       "job_guard.py")  # examples/job_guard.py, the example scripts' folder check
 
 errors.install_excepthook()
 

@@ -473,3 +473,25 @@ def check_resolvable(path, what):
     if missing is not None:
         raise FairseqWeanError("{} {}: the folder {} does not exist, so the path cannot be followed through its "
                                "'..'; give the path without it or create the folder first".format(what, path, missing))
+
+
+# How a later command reads a path a tool hands it -> what the path must not hold, and why (examples/job_guard.py,
+# fairseq-wean-compare --out, bench --workdir: folders whose paths become fairseq data folders and checkpoints).
+PATH_RULES = {
+    "fairseq-path": ((":", "fairseq splits a data folder and --path on ':' (shards; an ensemble's checkpoints)"),
+                     ("${", "fairseq reads its options through OmegaConf, which takes '${' for an interpolation")),
+    "comma-list": ((",", "the script joins paths in it into a comma list (--eval-refs; fairseq-preprocess's "
+                         "--validpref)"),),
+}
+
+
+def path_problem(path, used_as, what="OUT"):
+    """The one line for a ``path`` that a command reading it as each of ``used_as`` (keys of :data:`PATH_RULES`)
+    would split or misread, or None. ``path`` is checked absolute, as it is handed on (a parent folder's name
+    counts too)."""
+    handed_on = os.path.abspath(path)
+    for use in used_as:
+        for text, why in PATH_RULES[use]:
+            if text in handed_on:
+                return "{} {} holds '{}': {}: choose another folder".format(what, handed_on, text, why)
+    return None

@@ -290,3 +290,22 @@ def test_the_bf16_benchmark_drops_every_option_that_acts_only_through_validation
         argv += ["--" + name.replace("_", "-")] + (["v{}".format(i)] if i % 2 else [])
     assert without_validation(argv + ["--seed", "3"]) == ["data-bin", "--arch", "wean_lstm", "--max-tokens", "100",
                                                           "--seed", "3"]
+
+
+@pytest.mark.parametrize("name", ["a:b", "x${HOME}y"])
+@pytest.mark.parametrize("tool", ["compare --out", "bench --workdir"])
+def test_a_folder_fairseq_would_split_or_interpolate_is_refused_before_any_work(tool, name, tmp_path, capsys):
+    """The tools whose folder becomes fairseq data folders and checkpoints (textio.PATH_RULES, as
+    examples/job_guard.py): a ':' (fairseq splits data folders and --path on it) or '${' (OmegaConf) in it was
+    refused by fairseq-train only after the data were prepared."""
+    folder = tmp_path / name
+    with pytest.raises(SystemExit) as info:
+        if tool.startswith("compare"):
+            from fairseq_wean.compare import cli as compare_cli
+
+            compare_cli.parse_args(compare_argv([], tmp_path) + ["--out", str(folder)])
+        else:
+            importlib.import_module("bench.run").main(["--workdir", str(folder), "--quick"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert info.value.code == 2 and "holds '{}'".format(":" if ":" in name else "${") in err, err
+    assert tool.split()[1] in err and not folder.exists()

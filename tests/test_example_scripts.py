@@ -34,6 +34,12 @@ SHELL_SCRIPTS = sorted(n for n in os.listdir(EXAMPLES) if n.endswith(".sh"))
 VICTIM = b"IMPORTANT victim\n"
 
 
+def textio_rules():
+    from fairseq_wean.textio import PATH_RULES
+
+    return PATH_RULES
+
+
 def load(rel):
     spec = importlib.util.spec_from_file_location("_example_scripts_" + os.path.basename(rel)[:-3],
                                                   os.path.join(REPO, rel))
@@ -356,7 +362,7 @@ def test_every_guard_call_puts_its_folder_after_a_double_dash(script):
         assert call["paths"] is not None and len(call["paths"]) == 1, "{}: {}".format(script, call)
     assert sorted((script, c["what"]) for c in calls) == sorted(k for k in FOLDER_RULES if k[0] == script)
     for call in calls:
-        refused = {text for use in call["used_as"] for text, _ in load("examples/job_guard.py").PATH_RULES[use]}
+        refused = {text for use in call["used_as"] for text, _ in textio_rules()[use]}
         assert refused == set(FOLDER_RULES[script, call["what"]]), (script, call["what"])
 
 
@@ -425,7 +431,7 @@ def test_shell_example_folder_names_end_to_end(script, what, name, tmp_path, stu
     if refused:
         assert proc.returncode == 1 and proc.stdout == "", proc.stderr
         assert proc.stderr.splitlines() == ["fairseq-wean: error: {} {} holds '{}': {}: choose another folder".format(
-            what, tmp_path / name, refused[0], dict(load("examples/job_guard.py").PATH_RULES["fairseq-path"])[":"])]
+            what, tmp_path / name, refused[0], dict(textio_rules()["fairseq-path"])[":"])]
         assert calls() == [] and not out.exists() and sorted(os.listdir(tmp_path)) == sorted(["stub bin", data.name])
         return
     assert proc.returncode == (97 if script == "main_job.sh" else 0), proc.stderr

@@ -197,6 +197,9 @@ def parse_args(argv=None):
         args.out = os.path.join(REPO, "work_dirs", "compare-{}{}{}".format(
             name, "-converged" if args.budget == "converged" else "", "-tiny" if args.tiny else ""))
     args.out = os.path.abspath(args.out)
+    problem = textio.path_problem(args.out, ("fairseq-path",), "--out")  # its data/ and runs/ go to fairseq-train
+    if problem:
+        p.error(problem)
     if args.results_dir is None:
         args.results_dir = os.path.join(args.out, "results") if args.tiny else os.path.join(
             REPO, "docs", "results", name + ("" if args.budget == "converged" else "-short"))

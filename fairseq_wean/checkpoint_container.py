@@ -12,10 +12,22 @@ every loader (``safe_load`` is the ``torch.load`` of fairseq's checkpoint readin
   file of 530 KB asked for 700 MB (a decompression bomb); torch.save never compresses a member. Only
   the central directory and each member's local header are read (nothing is decompressed), and a
   stored member must fit in the file;
+* a zip archive whose storage records do not match its pickle (:func:`_records_problem`): torch 1.13
+  builds a tensor over a record shorter than the size the pickle declares without checking it (its
+  weights then read process memory past the record: wrong results, or a crash), torch 2.x raises a
+  traceback. The pickle's storage declarations are read by an unpickler that builds nothing
+  (:class:`_ScanUnpickler`: every global an inert stand-in, nothing imported or called); each
+  declared ``numel x element size`` must be the record's size, every record must be declared;
+* a member ``constants.pkl``, which makes torch read the file as a TorchScript archive
+  (``torch.jit.load``): a real one (it has ``code/``) or a checkpoint with that member added;
 * any other bytes (not a checkpoint torch can read: the damaged-file line).
+
+torch's legacy (non-zip) format is left to torch: it reads each storage's size from the file and
+checks it against the declared one, and stops at the file's end ("unexpected EOF").
 
 Also the zip checks after a load (:func:`archive_problem`: every member's CRC; torch checks none).
 """
+import io
 import pickle
 import tarfile
 import zipfile
@@ -44,16 +56,28 @@ def _is_tar(f):
 
 def _zip_problem(f, size):
     """Why the zip archive ``f`` (``size`` bytes) is not one torch.save writes, or None: a member that is
-    compressed (by its central directory entry or its local header) or runs past the end of the file."""
-    import struct
-
+    compressed (by its central directory entry or its local header) or runs past the end of the file, or
+    whose storage records do not match its pickle (:func:`_records_problem`)."""
     try:
         with zipfile.ZipFile(f) as archive:
             members = archive.infolist()
+            problem = _members_problem(f, size, members)
+            return problem or _records_problem(archive, members)
     except (zipfile.BadZipFile, EOFError, ValueError, OSError, NotImplementedError) as exc:
         return "damaged", "not a complete zip archive: {}".format(exc)
-    if any(info.filename.split("/")[-1] == "constants.pkl" for info in members):
-        return "torchscript", None  # torch.load's own test (_is_torchscript_zip): torch.jit.save compresses code
+
+
+def _members_problem(f, size, members):
+    """The container problems of the zip's ``members`` (see :func:`_zip_problem`), or None."""
+    import struct
+
+    if not members:
+        return "damaged", "an empty zip archive"
+    prefix = members[0].filename.split("/")[0] + "/"  # torch's reader: the first member's folder
+    names = [info.filename for info in members]
+    if prefix + "constants.pkl" in names:  # torch.load's own test (_is_torchscript_zip)
+        # torch.jit.save writes code/ (compressed: checked first); without it, a member added to a checkpoint
+        return "torchscript", None if any(n.startswith(prefix + "code/") for n in names) else prefix + "constants.pkl"
     for info in members:
         if info.compress_type != zipfile.ZIP_STORED:
             return "compressed", (info.filename, COMPRESSION_NAMES.get(info.compress_type, "method {}".format(
@@ -70,10 +94,124 @@ def _zip_problem(f, size):
     return None
 
 
+class _Inert:
+    """What :class:`_ScanUnpickler` makes of every global, and of every call or build of one: nothing."""
+
+    def __new__(cls, *args, **kwargs):
+        return object.__new__(cls)
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __call__(self, *args, **kwargs):
+        return _Inert()
+
+    def __setstate__(self, state):
+        pass
+
+    def append(self, item):
+        pass
+
+    def extend(self, items):
+        pass
+
+    def add(self, item):
+        pass
+
+    def __setitem__(self, key, value):
+        pass
+
+
+class _ScanUnpickler(pickle.Unpickler):
+    """Reads a checkpoint's pickle for its storage declarations only: every global is an inert class
+    (nothing imported, nothing called: REDUCE, NEWOBJ and BUILD make inert objects) and every persistent
+    id is recorded (``storages``: (module, name) of its storage type, key, numel), never loaded."""
+
+    def __init__(self, data):
+        super().__init__(io.BytesIO(data), encoding="utf-8")  # torch.load's default encoding
+        self.storages, self._globals = [], {}
+
+    def find_class(self, module, name):
+        key = (module, name)
+        if key not in self._globals:
+            self._globals[key] = type("Global", (_Inert,), {"pickled_name": key})
+        return self._globals[key]
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] in ("storage", b"storage")):
+            raise pickle.UnpicklingError("a persistent id that is no storage (a {})".format(type(pid).__name__))
+        self.storages.append((getattr(pid[1], "pickled_name", None), pid[2], pid[4]))
+        return _Inert()
+
+
+def _element_size(type_name):
+    """Bytes per element of the storage type ``(module, name)`` as torch's reader resolves it (any name
+    holding "Storage" is looked up by name; ``UntypedStorage``: bytes), or None when torch knows none."""
+    import torch
+
+    module, name = type_name if isinstance(type_name, tuple) else (None, None)
+    if not isinstance(name, str) or "Storage" not in name:
+        return None
+    try:
+        dtype = torch.serialization._get_dtype_from_pickle_storage_type(name)
+    except KeyError:
+        if name != "UntypedStorage" or module not in ("torch", "torch.storage"):
+            return None  # torch's unpickler refuses it (a global off the allow-list)
+        dtype = torch.uint8
+    return torch._utils._element_size(dtype)
+
+
+def _records_problem(archive, members):
+    """``("damaged", why)`` unless every storage the pickle (``PREFIX/data.pkl``) declares has its record
+    ``PREFIX/data/KEY`` of exactly ``numel x element size`` bytes and every record is declared, checked
+    before torch builds a tensor over a record (torch 1.13 never compares the sizes). Member names are
+    unique (readers differ in which of two they take)."""
+    prefix = members[0].filename.split("/")[0] + "/"
+    sizes = {}
+    for info in members:
+        if info.filename in sizes:
+            return "damaged", "member {} appears twice".format(info.filename)
+        sizes[info.filename] = info.file_size
+    if prefix + "data.pkl" not in sizes:
+        return "damaged", "no member {}data.pkl (the checkpoint's pickle)".format(prefix)
+    scan = _ScanUnpickler(archive.read(prefix + "data.pkl"))
+    try:
+        scan.load()
+    except Exception as exc:  # a pickle that no unpickler reads: torch's would fail on it too
+        return "damaged", "{}data.pkl is no pickle torch can read: {}: {}".format(
+            prefix, type(exc).__name__, (str(exc).splitlines() or [""])[0][:120])
+    used = set()
+    for type_name, key, numel in scan.storages:
+        if type(key) is not str:  # torch.save's keys; torch's record name f"data/{key}" of another is none
+            return "damaged", "its pickle names a storage by a {}, not by a record name".format(type(key).__name__)
+        element = _element_size(type_name)
+        name = "{}data/{}".format(prefix, key)  # torch's record name
+        used.add(name)
+        if type_name is None:  # torch would ask its .dtype
+            return "damaged", "its pickle gives storage {} no storage type".format(key)[:200]
+        if element is None:
+            continue  # no storage type torch knows: its own unpickler refuses the global
+        if type(numel) is not int or not 0 <= numel < 2 ** 63:
+            return "damaged", "its pickle declares an impossible element count ({}) for storage {}".format(
+                type(numel).__name__ if type(numel) is not int else "negative" if numel < 0 else "over 2^63", key)[:200]
+        if name not in sizes:
+            return "damaged", "no record {} for the storage of {} bytes its pickle declares".format(
+                name, numel * element)
+        if sizes[name] != numel * element:
+            return "damaged", "record {} holds {} bytes, its pickle declares {} ({} elements of {} bytes)".format(
+                name, sizes[name], numel * element, numel, element)
+    unused = sorted(name for name in sizes if name.startswith(prefix + "data/") and name not in used)
+    if unused:
+        return "damaged", "record {} is used by no storage of its pickle".format(unused[0])
+    return None
+
+
 def container_problem(f):
     """``(kind, detail)`` when the open binary file ``f`` is no container torch.save writes (see the
     module docstring), else None; ``kind``: ``"tar"``, ``"compressed"`` (detail: member, method) or
-    ``"damaged"`` or ``"torchscript"`` (a torch.jit.save archive). Reads headers only; ``f`` is back at its start."""
+    ``"damaged"`` or ``"torchscript"`` (detail: None for a torch.jit.save archive, else the member
+    ``constants.pkl`` that makes torch take it for one). Reads headers and the pickle (never run, see
+    :class:`_ScanUnpickler`), no tensor data; ``f`` is back at its start."""
     f.seek(0, 2)
     size = f.tell()
     f.seek(0)
@@ -99,8 +237,12 @@ def check_container(f, path, damaged_error, torchscript_error):
     if found is None:
         return
     kind, detail = found
-    if kind == "torchscript":
+    if kind == "torchscript" and detail is None:
         raise torchscript_error(path)
+    if kind == "torchscript":
+        raise FairseqWeanError(
+            "refusing to load checkpoint {}: it holds a member {}, which torch.save never writes and which makes "
+            "torch read the file as a TorchScript archive (torch.jit.load); nothing was read".format(path, detail))
     if kind == "tar":
         raise FairseqWeanError(
             "refusing to load checkpoint {}: it is a tar archive (torch's oldest format, whose members torch "

@@ -160,7 +160,8 @@ def safe_load(f, map_location=None, *args, **kwargs):
     if isinstance(f, (str, bytes)) or hasattr(f, "__fspath__"):
         with open(f, "rb") as opened:
             return safe_load(opened, map_location, **kwargs)
-    # the container first (checkpoint_container): a tar (unpacked to disk by torch 1.13), a compressed zip member
+    # the container first (checkpoint_container): a tar (unpacked to disk by torch 1.13), a compressed zip member,
+    # a storage record of another size than its pickle declares (torch 1.13 reads past it), a stray constants.pkl
     check_container(f, getattr(f, "name", f), damaged_error, lambda path: refused_error(path, TORCHSCRIPT))
     if loading_mechanism() == "weights_only":
         return torch.load(f, map_location, weights_only=True, **kwargs)
@@ -407,7 +408,11 @@ def damaged_error(path, problem):
 
 DAMAGED_MESSAGES = ("PytorchStreamReader", "Ran out of input", "zip archive", "unexpected EOF",
                     "invalid load key", "central directory", "Invalid magic number", "could not find MARK",
-                    "pickle data was truncated")
+                    "pickle data was truncated",
+                    # a storage record whose size is not the one its pickle declares (torch >= 2: "record size
+                    # (N bytes) does not match expected size"; checkpoint_container refuses it first), a tensor
+                    # larger than its storage (torch checks it itself)
+                    "record size", "Trying to resize storage that is not resizable")
 
 
 def _atomic_checkpoint_copies():

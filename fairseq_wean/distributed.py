@@ -117,6 +117,37 @@ def install():
     wrap_once(distributed_utils, "_infer_torch_distributed_launch_init", _wrap_torch_distributed_launch_init)
     if os.environ.get(DUMP_ENV):
         wrap_once(checkpoint_utils, "save_checkpoint", _wrap_save_checkpoint)
+    from fairseq_wean.patching import add_option_check
+
+    add_option_check(spawn_problem)
+
+
+TORCHRUN_ENV = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")
+
+
+def spawn_problem(args):
+    """fairseq-train --distributed-world-size N where fairseq would spawn one worker per CUDA device (no
+    --distributed-init-method, not under torchrun or Slurm) and the machine has fewer than N: fairseq asserts
+    "world size is N but have M available devices" (a traceback); one line at parse naming the launcher, or
+    None."""
+    import torch
+
+    from fairseq_wean.patching import running_command
+
+    world = getattr(args, "distributed_world_size", 1)
+    if running_command() != "train" or not isinstance(world, int) or world <= 1 \
+            or getattr(args, "distributed_init_method", None) is not None or getattr(args, "tpu", False) \
+            or all(key in os.environ for key in TORCHRUN_ENV) \
+            or os.environ.get("SLURM_STEP_NODELIST") or os.environ.get("SLURM_JOB_NODELIST"):
+        return None
+    devices = torch.cuda.device_count() if torch.cuda.is_available() and not getattr(args, "cpu", False) else 0
+    if world <= devices:
+        return None
+    return ("--distributed-world-size {} makes fairseq-train start one worker per CUDA device, and this run has {}: "
+            "on the CPU run the ranks with fairseq-wean-train-cpu-dist --nproc-per-node {} (it starts one process "
+            "per rank), or give --distributed-init-method".format(world, devices if devices else
+                                                                  "none" + (" (--cpu)" if getattr(args, "cpu", False)
+                                                                            else ""), world))
 
 
 def _wrap_torch_distributed_launch_init(original):

@@ -186,16 +186,17 @@ def test_fairseq_commands_refuse_a_repeat_before_any_work(tool, argv, option, tm
 
 
 @pytest.mark.parametrize("option,argv", [
-    ("-s/--source-lang", ["--source-lang", "src", "-s", "tgt", "--target-lang", "tgt"]),
+    ("-s/--source-lang", ["--source-lang", "src", "-s", "tgt", "--target-lang", "tgt", "--destdir", "{out}"]),
     ("--destdir", ["--source-lang", "src", "--target-lang", "tgt", "--destdir", "{out}", "--destdir", "{out}2"]),
-    ("--workers", ["--source-lang", "src", "--target-lang", "tgt", "--workers", "1", "--workers", "2"]),
+    ("--workers", ["--source-lang", "src", "--target-lang", "tgt", "--workers", "1", "--workers", "2",
+                   "--destdir", "{out}"]),
 ])
 def test_fairseq_preprocess_refuses_a_repeat_before_any_work(option, argv, raw_dir, tmp_path):
     """fairseq-preprocess parses with its own parser.parse_args(), not parse_args_and_arch: its options get the
     once rule where the plugin's import can reach them (options.add_preprocess_args, compat)."""
     out = tmp_path / "out"
     proc = cli("fairseq-preprocess", "--user-dir", USER_DIR, "--trainpref", raw_dir / "train",
-               *[a.format(out=out) for a in argv], check=False)
+               *[a.format(out=out) for a in argv], check=False)  # every case names --destdir: a mutant writes no data-bin/ here
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines()[-1] == (
         "fairseq-preprocess: error: argument {}: given more than once: give each option once (argparse would keep "

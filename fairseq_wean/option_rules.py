@@ -175,3 +175,8 @@ for _dest in ("reset_optimizer", "reset_lr_scheduler", "reset_meters", "reset_da
 add_option_need("score_reference", lambda a: False, "fairseq-interactive reads no references (a KeyError 'target' "
                 "after the model is loaded): score them with fairseq-generate --score-reference",
                 commands=("interactive",))
+
+for _dest, _why in (("combine_valid_subsets", "fairseq-train alone combines valid, valid1, ...; this command loads "
+                     "each subset it names on its own"),
+                    ("ignore_unused_valid_subsets", "fairseq-train alone looks for unused validation shards")):
+    add_option_need(_dest, lambda a: False, _why, commands=_INFERENCE)

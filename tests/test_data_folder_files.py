@@ -148,10 +148,13 @@ def test_every_subset_option_of_every_command_names_a_subset_of_the_folder(tmp_p
     of every command that loads one (``SUBSET_OPTIONS``) and every task that reads SPLIT.* files."""
     from fairseq_wean.data.folder_files import folder_subsets, subset_problem
 
-    for name in ("dict.src.txt", "dict.tgt.txt", "train.src-tgt.src.idx", "train.src-tgt.src.bin",
-                 "valid.src-tgt.src.idx", "valid.src-tgt.src.bin", "test.src-tgt.src.idx", "test.src-tgt.src.bin",
-                 "train1.src-tgt.src.idx", "train1.src-tgt.src.bin"):
-        (tmp_path / name).write_bytes(b"x")
+    # each subset complete as fairseq's loaders need it (both sides, .idx with fairseq's mmap header and .bin;
+    # tests/test_split_files.py: every incomplete form)
+    sides = ["{}.idx", "{}.bin"] if task == "language_modeling" else [
+        "{}.src-tgt." + lang + ext for lang in ("src", "tgt") for ext in (".idx", ".bin")]
+    for name in ["dict.src.txt", "dict.tgt.txt"] + [side.format(split) for split in ("train", "valid", "test", "train1")
+                                                    for side in sides]:
+        (tmp_path / name).write_bytes(b"MMIDIDX\x00\x00" if name.endswith(".idx") else b"x")
     assert folder_subsets(str(tmp_path)) == ["test", "train", "train1", "valid"]
     assert subset_problem(_subset_args(tmp_path, task), command) is None
     problem = subset_problem(_subset_args(tmp_path, task, **{dest: "nosuch"}), command)

@@ -170,6 +170,10 @@ ROWS = {
        for dest, flag in (("reset_optimizer", "--reset-optimizer"), ("reset_lr_scheduler", "--reset-lr-scheduler"),
                           ("reset_meters", "--reset-meters"), ("reset_dataloader", "--reset-dataloader"))},
     "score_reference": ("fairseq-interactive", ["--score-reference"], "--score-reference does nothing here", None),
+    "combine_valid_subsets": ("fairseq-validate", ["--combine-valid-subsets"],
+                              "--combine-valid-subsets does nothing here", None),
+    "ignore_unused_valid_subsets": ("fairseq-generate", ["--ignore-unused-valid-subsets"],
+                                    "--ignore-unused-valid-subsets does nothing here", None),
     # acts only in a --save-dir with checkpoint_best.pt and no checkpoint_last.pt: tests/test_training_bounds.py
     "overwrite_best_checkpoint": ("fairseq-train", ["--task", "translation_with_metrics", "--overwrite-best-checkpoint"],
                                   "--overwrite-best-checkpoint does nothing here", None),

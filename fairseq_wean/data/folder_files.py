@@ -17,10 +17,14 @@ carry), a link to nothing (fairseq then silently decodes without references), a 
 blocks forever), a socket, a device or a folder is refused in one line, before anything is read. An error
 about the content of such a file never quotes it (``data.dictionary``).
 :func:`data_folder_problem` applies it to every such name of every data folder of a parsed command,
-before any work. Imports neither fairseq nor torch.
+before any work, and then :func:`subset_problem`: every subset the command loads, decided as fairseq's loaders
+(``load_langpair_dataset``'s ``split_exists``, ``load_indexed_dataset``, ``infer_dataset_impl`` and the index
+headers its readers assert, fairseq-train's check of unused validation shards) will decide it, for every task
+whose class loads ``SPLIT.*`` files. Imports fairseq only to look a task's class up (:func:`split_reader`).
 """
 import fnmatch
 import os
+import re
 
 from fairseq_wean import textio
 from fairseq_wean.errors import FairseqWeanError
@@ -101,9 +105,6 @@ def check_data_folder(folder, raw=False):
             check_folder_file(path, what, folder)
 
 
-# the tasks that read a subset SPLIT as files SPLIT.* of the data folder (SPLIT.SRC-TGT.LANG.idx/.bin, raw
-# SPLIT.SRC-TGT.LANG, language modelling's SPLIT.idx/.bin); other tasks name their files their own way
-SUBSET_TASKS = ("translation", "translation_with_metrics", "language_modeling")
 # command -> the subset options it loads from the data folder: (dest, where: "first" folder or "every" one)
 SUBSET_OPTIONS = {
     "train": (("train_subset", "every"), ("valid_subset", "first")),
@@ -111,6 +112,14 @@ SUBSET_OPTIONS = {
     "generate": (("gen_subset", "first"),),
     "eval_lm": (("gen_subset", "first"),),
 }
+# the readers of a split (fairseq.data.indexed_dataset): --dataset-impl -> the files its exists() needs beside
+# the split's prefix, and the index header its reader asserts (``Index file doesn't match expected format``)
+IMPL_FILES = {"raw": ("",), "mmap": (".idx", ".bin"), "lazy": (".idx", ".bin"), "cached": (".idx", ".bin"),
+              "huffman": (".idx", ".bin", ".vocab"), "fasta": (".fasta",)}
+INDEX_HEADERS = {"cached": b"TNTIDX\x00\x00", "mmap": b"MMIDIDX\x00\x00", "huffman": b"HUFFIDX\x00\x00"}
+IMPL_HEADER = {"lazy": "cached", "cached": "cached", "mmap": "mmap", "huffman": "huffman"}
+# fairseq-train's raise_if_valid_subsets_unintentionally_ignored: the names of other validation shards
+EXTRA_VALID = re.compile("valid*[0-9].*")
 
 
 def folder_subsets(folder):
@@ -119,22 +128,253 @@ def folder_subsets(folder):
                    if what != "dictionary"})
 
 
+def split_reader(task):
+    """How the registered task ``task`` loads a subset: ``"pair"`` (fairseq's ``load_langpair_dataset``:
+    ``SPLIT.SRC-TGT.LANG``, translation and every subclass that loads through it: translation_lev,
+    translation_from_pretrained_bart, the plugin's translation_with_metrics...), ``"lm"`` (language_modeling
+    and its subclasses that keep its loader: ``SPLIT``), or None (a task that names its files its own way,
+    online_backtranslation's too). Decided by the class and the loader it runs, never by the name."""
+    from fairseq.tasks import TASK_REGISTRY
+    from fairseq.tasks.language_modeling import LanguageModelingTask
+    from fairseq.tasks.translation import TranslationTask
+
+    cls = TASK_REGISTRY.get(task)
+    if not isinstance(cls, type):
+        return None
+    for base, kind, loader in ((TranslationTask, "pair", "load_langpair_dataset"),
+                               (LanguageModelingTask, "lm", "load_indexed_dataset")):
+        if not issubclass(cls, base):
+            continue
+        for owner in cls.__mro__:  # the load_dataset that runs, through super().load_dataset(...) calls
+            code = owner.__dict__.get("load_dataset")
+            if code is None:
+                continue
+            if owner is base or loader in code.__code__.co_names:
+                return kind
+            if not {"super", "load_dataset"} <= set(code.__code__.co_names):
+                return None
+    return None
+
+
+def _index_header(path, folder):
+    """The first 9 bytes of the index file ``path`` of ``folder`` (read as what a link in the folder names)."""
+    with textio.open_in_folder(os.path.realpath(path), "rb", folder=folder, what="index file") as f:
+        return f.read(9)
+
+
+def _impl_exists(prefix, impl):
+    """fairseq's ``indexed_dataset.dataset_exists(prefix, impl)`` (what ``split_exists`` asks)."""
+    return all(os.path.exists(prefix + ext) for ext in IMPL_FILES.get(impl, (".idx", ".bin")))
+
+
+def side_problem(prefix, impl, folder):
+    """What ``data_utils.load_indexed_dataset(prefix, dict, impl)`` will do: ``(form, problem)``, form the
+    reader it picks (None: it finds nothing there) and problem the one line of a side it would fail on or
+    read wrongly: an index whose header is not the reader's (fairseq's AssertionError after the model was
+    loaded) and, without --dataset-impl, the raw text and the binarized files of one side (fairseq's
+    ``infer_dataset_impl`` reads the raw text and silently ignores the rest)."""
+    name = os.path.basename(prefix)
+    binarized = [prefix + ext for ext in (".idx", ".bin") if os.path.exists(prefix + ext)]
+    if impl is None:
+        if os.path.exists(prefix) and binarized:
+            return None, ("{} (raw text) and {} (binarized) are two forms of one side in {}: fairseq reads the raw "
+                          "text, whatever the binarized files hold; remove one, or give --dataset-impl".format(
+                              name, " and ".join(map(os.path.basename, binarized)), folder))
+        if os.path.exists(prefix):
+            return "raw", None
+        if len(binarized) < 2:
+            return ("fasta" if os.path.exists(prefix + ".fasta") else None), None
+    elif not _impl_exists(prefix, impl):
+        return None, None
+    if impl in (None, "lazy", "cached", "mmap", "huffman"):
+        header = _index_header(prefix + ".idx", folder)
+        kind = next((k for k, magic in INDEX_HEADERS.items() if header[:8] == magic[:8]), None)
+        wanted = IMPL_HEADER.get(impl, kind)
+        if kind is None or header[:len(INDEX_HEADERS[kind])] != INDEX_HEADERS[kind]:
+            return None, "{}.idx is not an index fairseq writes (its header is {!r}): rebuild it with " \
+                         "fairseq-preprocess".format(name, header)
+        if kind != wanted:
+            return None, ("{}.idx is {} index (its header): --dataset-impl {} reads only {} one; give "
+                          "--dataset-impl {} or leave it out".format(name, _a(kind), impl, _a(wanted), kind))
+        if kind == "huffman" and not os.path.exists(prefix + ".vocab"):
+            return None, "{}.idx is a huffman index without its {}.vocab".format(name, name)
+        return impl or kind, None
+    return impl, None
+
+
+def _a(kind):
+    return ("an " if kind == "mmap" else "a ") + kind
+
+
+def _present(folder, names):
+    return [name for name in names if os.path.lexists(os.path.join(folder, name))]
+
+
+def _split_names(split, reader, langs):
+    """The names fairseq may read for the subset ``split`` (raw and binarized, both orders of the pair)."""
+    if reader == "lm":
+        stems = [split]
+    else:
+        src, tgt = langs
+        stems = ["{}.{}-{}.{}".format(split, a, b, lang) for a, b in ((src, tgt), (tgt, src)) for lang in (src, tgt)]
+    return [stem + ext for stem in stems for ext in ("", ".idx", ".bin")]
+
+
+def _needs(impl, reader):
+    if impl == "raw":
+        return "its raw text, {} without .idx/.bin".format("SPLIT" if reader == "lm" else "SPLIT.SRC-TGT.LANG")
+    what = " and ".join(IMPL_FILES.get(impl, (".idx", ".bin")))
+    if impl is None and reader == "lm":
+        return "its raw text SPLIT, or else its .idx and .bin"
+    return what + (" of the source side (either order of the pair)" if reader == "pair" else "")
+
+
+def _split_exists(prefix, impl):
+    """fairseq's ``indexed_dataset.dataset_exists(prefix, impl)`` (``split_exists``: --dataset-impl fasta too
+    asks for the .idx and .bin there)."""
+    return _impl_exists(prefix, impl if impl != "fasta" else None)
+
+
+def _has_target(folder, split, langs):
+    src, tgt = langs
+    return bool(_present(folder, ["{}.{}-{}.{}{}".format(split, a, b, tgt, ext) for a, b in ((src, tgt), (tgt, src))
+                                  for ext in ("", ".idx", ".bin")]))
+
+
+def split_problem(folder, split, reader, langs, impl, needs_target=True):
+    """Whether fairseq's loader of ``reader`` (:func:`split_reader`) finds subset ``split`` of ``folder`` as it
+    will: ``(found, problem)``. Not found with files of it there (only .bin, only .idx, raw text under
+    --dataset-impl mmap, binarized files under --dataset-impl raw, one side only) is a problem; so is a side
+    :func:`side_problem` refuses and, for a translation subset, a source side without its target side (fairseq
+    then trains or validates on nothing, or decodes without references; ``needs_target`` False: a folder of
+    source-only subsets, fairseq's back-translation layout, is generated from)."""
+    impl_said = "--dataset-impl {}".format(impl) if impl else "no --dataset-impl"
+    found, problem, sides = None, None, []
+    if reader == "lm":
+        found, problem = side_problem(os.path.join(folder, split), impl, folder)
+    else:
+        src, tgt = langs
+        for a, b in ((src, tgt), (tgt, src)):
+            prefix = os.path.join(folder, "{}.{}-{}.".format(split, a, b))
+            if _split_exists(prefix + src, impl):  # split_exists(): the source side, in either order of the pair
+                found, problem = side_problem(prefix + src, impl, folder)
+                sides = [prefix + tgt]
+                break
+    if problem is not None:
+        return False, "subset '{}': {}".format(split, problem)
+    held = _present(folder, _split_names(split, reader, langs))
+    if found is None:
+        if not held:
+            return False, None
+        return False, ("the data folder {} holds subset '{}' only as {}, which fairseq does not load ({}: it reads "
+                       "{}); complete it, or give the --dataset-impl its files were written with".format(
+                           folder, split, ", ".join(held), impl_said, _needs(impl, reader)))
+    for prefix in sides:
+        target, problem = side_problem(prefix, impl, folder)
+        if problem is not None:
+            return True, "subset '{}': {}".format(split, problem)
+        if target is None and needs_target:
+            return True, ("the data folder {} holds subset '{}' without its target side {}.* ({}; held: {}): fairseq "
+                          "would go on without references".format(folder, split, os.path.basename(prefix), impl_said,
+                                                                   ", ".join(held)))
+    return True, None
+
+
+def _shards(folder, split):
+    """The shard numbers k >= 1 of ``split`` (``split1``, ``split2``...) any name of ``folder`` has."""
+    pattern = re.compile(r"^{}([1-9][0-9]*)\.".format(re.escape(split)))
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted({int(m.group(1)) for m in map(pattern.match, names) if m})
+
+
+def _loaded(folder, split, reader, langs, impl, combine, needs_target):
+    """The problem of loading ``split`` (and with ``combine`` its shards, which fairseq reads until the first
+    one it does not find: an incomplete or later shard would be silently left out), or None; whether found."""
+    found, problem = split_problem(folder, split, reader, langs, impl, needs_target)
+    if problem is not None or not found or not combine:
+        return found, problem
+    shards = _shards(folder, split)
+    for k in range(1, max(shards, default=0) + 1):
+        found_k, problem = split_problem(folder, "{}{}".format(split, k), reader, langs, impl, needs_target)
+        if problem is not None:
+            return True, problem
+        if not found_k:
+            return True, ("the data folder {} holds shards {} of subset '{}' after the missing shard {}{}: fairseq "
+                          "stops at the first shard it does not find and would leave them out".format(
+                              folder, ", ".join("{}{}".format(split, j) for j in shards if j > k), split, split, k))
+    return True, None
+
+
+def valid_shards_problem(args, folders):
+    """fairseq-train's ``raise_if_valid_subsets_unintentionally_ignored`` (a ValueError traceback after the model
+    was built), as fairseq decides it: a name ``valid*[0-9].*`` of a data folder whose name less its last
+    extension --valid-subset does not list, without --combine-valid-subsets, --ignore-unused-valid-subsets or
+    --disable-validation."""
+    if any(getattr(args, dest, False) for dest in ("ignore_unused_valid_subsets", "combine_valid_subsets",
+                                                   "disable_validation")):
+        return None
+    named = str(getattr(args, "valid_subset", "")).split(",")
+    for folder in folders:
+        unused = sorted(name for name in os.listdir(folder)
+                        if EXTRA_VALID.match(name) and os.path.splitext(name)[0] not in named)
+        if unused:
+            note = "" if not set(named) & {name.split(".", 1)[0] for name in unused} else (
+                "; naming a shard in --valid-subset does not count: fairseq compares each file's name less its "
+                "last extension")
+            return ("the data folder {} holds validation files that --valid-subset {} leaves unused ({}), and "
+                    "fairseq-train stops on them after building the model: add --combine-valid-subsets (validate on "
+                    "valid, valid1, ... combined) or --ignore-unused-valid-subsets (validate on --valid-subset only)"
+                    "{}".format(folder, getattr(args, "valid_subset", None),
+                                ", ".join(unused[:4] + (["..."] if len(unused) > 4 else [])), note))
+    return None
+
+
+def _train_only_problem(args, command):
+    if command == "train":
+        if getattr(args, "combine_valid_subsets", False) and not getattr(args, "disable_validation", False) \
+                and getattr(args, "valid_subset", "valid") != "valid":
+            return ("--valid-subset {} does nothing with --combine-valid-subsets: fairseq-train then validates on "
+                    "valid, valid1, ... combined; leave one of them out".format(args.valid_subset))
+        return None
+    return None  # in the other commands they do nothing: option_rules' rows (patching.OPTION_NEEDS)
+
+
 def subset_problem(args, command=None):
-    """A subset option of ``command`` (default: this process's) naming a subset its data folder does not hold
-    (fairseq's ``FileNotFoundError: Dataset not found`` traceback, after the model was built), or one subset
-    named twice in --valid-subset's list (``--valid-subset valid,valid``: validated twice, reported twice): the one line, or
-    None. For :data:`SUBSET_TASKS` only; checked before any work."""
+    """Every subset a command loads (``SUBSET_OPTIONS``; fairseq-train's shards) checked as fairseq's loaders will
+    find it, before any work (fairseq: a ``Dataset not found`` FileNotFoundError, an AssertionError on an index
+    header or a ValueError on unused validation shards, after the model was built; or a silent wrong reading):
+    a subset the data folder does not hold, one named twice in --valid-subset's list, a subset with files fairseq
+    will not load for this --dataset-impl (:func:`split_problem`), two forms of one side, a translation subset
+    without its target side, an unused validation shard (:func:`valid_shards_problem`); and the options of the
+    splits that only fairseq-train reads, given to another command. The one line, or None. For the tasks whose
+    class loads ``SPLIT.*`` files (:func:`split_reader`)."""
     from fairseq_wean.patching import running_command
 
     command = command or running_command()
+    if command in SUBSET_OPTIONS or command == "interactive":
+        problem = _train_only_problem(args, command)
+        if problem is not None:
+            return problem
     data = getattr(args, "data", None)
-    if getattr(args, "task", None) not in SUBSET_TASKS or not isinstance(data, str) or "://" in data:
+    if command not in SUBSET_OPTIONS or not isinstance(data, str) or "://" in data:
         return None
     folders = [path for path in data.split(os.pathsep) if path]
     if not folders or not all(os.path.isdir(folder) for folder in folders):
         return None  # the data option's own check
-    for dest, where in SUBSET_OPTIONS.get(command, ()):
-        if command == "train" and dest == "valid_subset" and getattr(args, "disable_validation", False):
+    reader = split_reader(getattr(args, "task", None))
+    langs = (getattr(args, "source_lang", None), getattr(args, "target_lang", None))
+    if reader == "pair" and None in langs:
+        langs = next((name.split(".")[1].split("-") for name in os.listdir(folders[0])
+                      if len(name.split(".")) >= 3 and len(name.split(".")[1].split("-")) == 2), None)
+        if langs is None:
+            return None  # fairseq's own "Could not infer language pair"
+    impl = getattr(args, "dataset_impl", None)
+    validates = not (command == "train" and getattr(args, "disable_validation", False))
+    for dest, where in SUBSET_OPTIONS[command]:
+        if dest == "valid_subset" and not validates:
             continue
         value = getattr(args, dest, None)
         if not isinstance(value, str):
@@ -144,14 +384,27 @@ def subset_problem(args, command=None):
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:
             return "{} {} names {} twice: give each subset once".format(option, value, ", ".join(map(repr, twice)))
+        combine = dest == "train_subset"
+        if command == "train" and dest == "valid_subset" and getattr(args, "combine_valid_subsets", False):
+            names, combine = ["valid"], True  # what fairseq-train loads then
+        if reader is None:
+            continue
         for folder in folders if where == "every" else folders[:1]:
             held = folder_subsets(folder)
             if not held:
                 continue  # no data file at all: fairseq's own missing-dictionary error names the folder
+            # fairseq-generate decodes a folder of source-only subsets (fairseq's back-translation layout)
+            needs_target = command != "generate" or reader == "pair" and any(
+                _has_target(folder, other, langs) for other in held if other not in names)
             for name in names:
-                if name not in held:
-                    return "{} {}: the data folder {} holds no subset {!r} (it holds: {}): refused before any work".format(
-                        option, value, folder, name, ", ".join(held))
+                found, problem = _loaded(folder, name, reader, langs, impl, combine, needs_target)
+                if problem is not None:
+                    return "{} {}: {}: refused before any work".format(option, value, problem)
+                if not found:
+                    return ("{} {}: the data folder {} holds no subset {!r} (it holds: {}): refused before any "
+                            "work".format(option, value, folder, name, ", ".join(held)))
+    if command == "train" and validates:
+        return valid_shards_problem(args, folders)
     return None
 
 

@@ -278,6 +278,8 @@ def build_report(systems, orig, refs, metrics=DEFAULT_METRICS, sari_mode="defaul
     columns = sentence_columns(metrics)
     view = choose_view(view, orig, refs)
     opts = dict(sari_mode=sari_mode, rouge_chars=rouge_chars, rouge_stemmer=rouge_stemmer, bleu_tokenize=bleu_tokenize)
+    M.check_input_size(dict.fromkeys(list(metrics) + [c for c in columns if c in M.METRICS] + ["bleu"]),
+                       systems[0].sentences, refs, orig, rouge_chars, systems=len(systems))  # before any runs
     corpus, statistics = corpus_scores(metrics, systems, orig, refs, bootstrap_samples=bootstrap_samples,
                                        with_statistics=True, **opts)
     sentences = []

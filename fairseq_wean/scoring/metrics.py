@@ -211,19 +211,29 @@ def check_english(metric, texts, what="the output"):
                 metric, 100 * (1 - share), what, example[:40]))
 
 
-# Metrics whose cost for one sentence grows with the product of its length and its reference's:
-# ROUGE-L (rouge-score's LCS table) and TER (sacrebleu's edit distance, for every shift candidate); every
-# other metric is linear in the input (FKGL: check_english). Before they run, a line of more tokens than
-# MAX_LINE_TOKENS is refused (4,000 tokens took about 2 s and 300 MB per sentence pair), and so is an input
-# whose total work (``metric_work``) is over MAX_WORK[metric], whatever its number of lines: ROUGE-L's
-# LCS cells (about 2.7 million a second on one core here: 50 million is ~20 s); TER's estimate, the
-# first shift search's candidates (at most 1,000 a line) x the beam's edit distance (hyp x min(ref, 51)):
-# measured 0.5 us a unit on TurkCorpus' test (6.1 million units, 3 s) and up to 9 us on repetitive text
-# (a 3,990-token line is 2e8 units: minutes; TurkCorpus with its 8 references 6.7e7). TER_*:
-# sacrebleu lib_ter's candidates, 2 x beam + 1, distance.
+# Every metric's work on a whole input (all sentences x all references x all systems scored) is bounded
+# by MAX_WORK[metric] (``input_work``), checked by :func:`check_line_lengths` BEFORE any metric runs.
+# ROUGE-L and TER grow with the product of a sentence's length and its reference's: their unit is
+# ROUGE-L's LCS cells (about 2.7 million a second on one core: 50 million is ~20 s) and TER's estimate,
+# the first shift search's candidates (at most 1,000 a line) x the beam's edit distance (hyp x min(ref,
+# 51)): 0.5 us a unit on TurkCorpus' test (6.1 million, 3 s), up to 9 us on repetitive text; a line of
+# more tokens than MAX_LINE_TOKENS is refused for them too (4,000 tokens: 2 s and 300 MB a pair).
+# Every other metric is linear: its unit is a character read, once per (sentence, reference) pair
+# (BLEU, chrF, ROUGE-1/2: output + reference; SARI and stats: + source; FKGL: the output alone).
+# Measured on 2 loaded cores, ASSET's valid set (2,000 sentences x 10 references, 4.3 million units):
+# chrF 16.6 s, BLEU 5.3 s, SARI 7.8 s, sentence BLEU 3.2 s, stats 0.2 s; FKGL ~8 us a character.
+# chrF also keeps every reference's n-gram statistics at once: ~340 bytes a reference character
+# (ASSET valid 672 MB, 60 references x 2,000 lines 1.3 GB), bounded by MAX_CHRF_BYTES.
 QUADRATIC_METRICS = ("rougeL", "ter")
 MAX_LINE_TOKENS = 4000
-MAX_WORK = {"rougeL": 5 * 10 ** 7, "ter": 10 ** 8}
+LINEAR_WORK = 2 * 10 ** 7
+MAX_WORK = {"rougeL": 5 * 10 ** 7, "ter": 10 ** 8, "fkgl": 4 * 10 ** 6, "bleu": LINEAR_WORK, "chrf": LINEAR_WORK,
+            "sari": LINEAR_WORK, "rouge1": LINEAR_WORK, "rouge2": LINEAR_WORK, "stats": LINEAR_WORK}
+WORK_UNITS = {"rougeL": "sentence x reference lengths", "ter": "sentence x reference lengths, x TER's shift "
+              "candidates", "fkgl": "characters of the output"}
+READS_SOURCES = ("sari", "stats")
+PAIR_UNITS = 20  # what a (sentence, reference) pair costs whatever its length, in every unit (~10-20 us)
+CHRF_BYTES_PER_CHARACTER, MAX_CHRF_BYTES = 340, 1500 * 2 ** 20
 TER_CANDIDATES, TER_BEAM, TER_SHIFT_DIST = 1000, 51, 50
 
 
@@ -237,26 +247,57 @@ def ter_line_work(hyp, ref):
         candidates += sum(abs(i - j) <= TER_SHIFT_DIST for j in where.get(word, ()))
         if candidates >= TER_CANDIDATES:
             break
-    return len(hyp) * min(len(ref) + 1, TER_BEAM) * min(candidates, TER_CANDIDATES)
+    return len(hyp) * min(len(ref) + 1, TER_BEAM) * min(max(candidates, 1), TER_CANDIDATES)  # 1: no shift, one beam
 
 
-def metric_work(metric, sys_tokens, refs_tokens):
+def metric_work(metric, sys_tokens, refs_tokens, limit=None):
     """The total work of ``metric`` (one of :data:`QUADRATIC_METRICS`) on token lists, summed over the
-    lines and references."""
-    if metric == "ter":
-        return sum(ter_line_work(h, stream[i]) for stream in refs_tokens for i, h in enumerate(sys_tokens))
-    return sum(len(h) * len(stream[i]) for stream in refs_tokens for i, h in enumerate(sys_tokens))
+    lines and references (``refs_tokens``: a list of streams, or an iterable and its ``len``). Past
+    ``limit`` the rest is not counted: the streams counted so far are extrapolated to all of them."""
+    work = done = 0
+    for done, stream in enumerate(refs_tokens, 1):
+        if metric == "ter":
+            work += sum(ter_line_work(h, stream[i]) for i, h in enumerate(sys_tokens))
+        else:
+            work += sum(len(h) * len(stream[i]) for i, h in enumerate(sys_tokens))
+        if limit is not None and work > limit[0]:
+            return work * limit[1] // done
+    return work
 
 
-def check_line_lengths(metric, sys_sents, refs_streams, chars=False):
-    """Refuse (FairseqWeanError) ``metric``, one of :data:`QUADRATIC_METRICS`, on a line longer than
-    :data:`MAX_LINE_TOKENS` (naming the side, the line and the limit) or an input whose total work is over
-    :data:`MAX_WORK`, before any of it is computed. Every entry point computes these metrics through
-    :func:`rouge_sentence_scores` and :func:`bleu_sentence_stats`, which call this first."""
+def input_work(metric, sys_sents, refs_streams, orig_sents=None, chars=False, systems=1):
+    """``metric``'s work on one system's input, in its unit (see :data:`MAX_WORK`); once over the
+    bound for ``systems`` outputs, an extrapolation (see :func:`metric_work`)."""
+    refs_streams = refs_streams or []
+    pairs = len(sys_sents) * (1 if metric == "fkgl" else max(1, len(refs_streams)))
+    if metric in QUADRATIC_METRICS:
+        split = character_tokens if chars else str.split
+        return PAIR_UNITS * pairs + metric_work(metric, [split(h) for h in sys_sents], (
+            [split(r) for r in s] for s in refs_streams), (MAX_WORK[metric] // systems, len(refs_streams)))
+    own = sum(map(len, sys_sents)) + (sum(map(len, orig_sents)) if metric in READS_SOURCES and orig_sents else 0)
+    if metric == "fkgl":
+        return PAIR_UNITS * pairs + own
+    return PAIR_UNITS * pairs + own * max(1, len(refs_streams)) + sum(sum(map(len, stream)) for stream in refs_streams)
+
+
+def check_input_size(names, sys_sents, refs_streams, orig_sents=None, chars=False, systems=1):
+    """:func:`check_line_lengths` for every metric of ``names``: the one bound on work, before any runs."""
+    for name in names:
+        check_line_lengths(name, sys_sents, refs_streams, chars and name == "rougeL", orig_sents, systems)
+
+
+def check_line_lengths(metric, sys_sents, refs_streams, chars=False, orig_sents=None, systems=1):
+    """Refuse (FairseqWeanError) ``metric`` on an input whose total work (``systems`` outputs scored
+    against every reference) is over :data:`MAX_WORK` or, for chrF, whose reference statistics would
+    need more than :data:`MAX_CHRF_BYTES`, and a :data:`QUADRATIC_METRICS` one on a line longer than
+    :data:`MAX_LINE_TOKENS` (naming the side, the line and the limit), before any of it is computed.
+    Every entry point computes the metrics through :func:`build_metrics`, :func:`rouge_sentence_scores`
+    and :func:`bleu_sentence_stats`, which call this first (the report and ``sentence_scores`` too)."""
+    refs_streams = refs_streams or []
     count = (lambda text: len(character_tokens(text))) if chars else (lambda text: len(text.split()))
     sides = [("the output", sys_sents)] + [("reference {}".format(k + 1) if len(refs_streams) > 1 else "the reference",
                                            stream) for k, stream in enumerate(refs_streams)]
-    for side, sentences in sides:
+    for side, sentences in sides if metric in QUADRATIC_METRICS else ():
         for i, text in enumerate(sentences, 1):
             if len(text) > MAX_LINE_TOKENS and count(text) > MAX_LINE_TOKENS:
                 raise FairseqWeanError(
@@ -264,14 +305,23 @@ def check_line_lengths(metric, sys_sents, refs_streams, chars=False):
                     "token of a sentence with every token of its reference: time and memory grow with their "
                     "product); split the text into sentences, or score without {}".format(
                         metric, i, side, count(text), MAX_LINE_TOKENS, metric))
-    split = character_tokens if chars else str.split
-    work = metric_work(metric, [split(h) for h in sys_sents], [[split(r) for r in s] for s in refs_streams])
+    work = systems * input_work(metric, sys_sents, refs_streams, orig_sents, chars, systems)
+    shape = "{:,} sentences{}{}".format(len(sys_sents), " x {} references".format(len(refs_streams))
+                                        if len(refs_streams) > 1 and metric != "fkgl" else "",
+                                        " x {} systems".format(systems) if systems > 1 else "")
+    fewer = "score fewer or shorter sentences{}, or score without {}".format(
+        ", fewer references" if len(refs_streams) > 1 and metric != "fkgl" else "", metric)
     if work > MAX_WORK[metric]:
         raise FairseqWeanError(
-            "{}: these {:,} sentences need about {:,} units of work (sentence x reference lengths{}), more than the "
-            "{:,} this metric takes on one input (it would run for minutes); score fewer or shorter sentences, or "
-            "score without {}".format(metric, len(sys_sents), work, ", x TER's shift candidates" if metric == "ter"
-                                      else "", MAX_WORK[metric], metric))
+            "{}: these {} need about {:,} units of work ({}), more than the {:,} this metric takes on one input "
+            "(it would run for minutes); {}".format(metric, shape, work, WORK_UNITS.get(
+                metric, "characters read per sentence and reference"), MAX_WORK[metric], fewer))
+    memory = CHRF_BYTES_PER_CHARACTER * sum(sum(map(len, stream)) for stream in refs_streams)
+    if metric == "chrf" and memory > MAX_CHRF_BYTES:
+        raise FairseqWeanError(
+            "chrf: these {} need about {:,} MB for the references' n-gram statistics (~{} bytes a reference "
+            "character), more than the {:,} MB this metric takes; {}".format(
+                shape, memory >> 20, CHRF_BYTES_PER_CHARACTER, MAX_CHRF_BYTES >> 20, fewer))
 
 
 def rouge_sentence_scores(sys_sents, refs_streams, types=ROUGE_TYPES, chars=False, stemmer=True,
@@ -283,8 +333,7 @@ def rouge_sentence_scores(sys_sents, refs_streams, types=ROUGE_TYPES, chars=Fals
         check_rouge_unit(refs_streams, chars, unit_option)
         if not chars:
             check_rouge_words(sys_sents, "output", unit_option)
-    if "rougeL" in types:
-        check_line_lengths("rougeL", sys_sents, refs_streams, chars)
+    check_input_size(types, sys_sents, refs_streams, chars=chars)
     scorer = rouge_scorer(types, chars, stemmer)
     out = {t: np.zeros(len(sys_sents)) for t in types}
     for i, hyp in enumerate(sys_sents):
@@ -313,8 +362,7 @@ def bleu_sentence_stats(sys_sents, refs_streams, name="bleu", bleu_tokenize=BLEU
         check_bleu_tokenize(refs_streams, bleu_tokenize)
     elif name == "ter":
         check_word_boundaries("TER", [r for stream in refs_streams for r in stream], SEGMENT)
-    if name in QUADRATIC_METRICS:
-        check_line_lengths(name, sys_sents, refs_streams)
+    check_line_lengths(name, sys_sents, refs_streams)
     metric = sacrebleu_metric(name, bleu_tokenize)
     stats = metric._extract_corpus_statistics(sys_sents, refs_streams)
     return metric, np.asarray(stats, dtype=float)
@@ -478,6 +526,7 @@ def build_metrics(names, sys_sents, orig_sents, refs_streams, sari_mode="default
     """{name: CorpusMetric} for every requested metric except ``stats``. The text's script is checked
     for every requested metric first (the same checks each metric's code makes), so that nothing is
     computed for a call that is refused."""
+    check_input_size(names, sys_sents, refs_streams, orig_sents, rouge_chars)  # the bound on work, first
     refs_text = [r for stream in refs_streams or [] for r in stream]
     if "bleu" in names:
         check_bleu_tokenize(refs_streams, bleu_tokenize)
@@ -494,9 +543,6 @@ def build_metrics(names, sys_sents, orig_sents, refs_streams, sari_mode="default
         check_english("FKGL", sys_sents)
     if any(t in names for t in ROUGE_TYPES):
         check_rouge_unit(refs_streams, rouge_chars)
-    for name in QUADRATIC_METRICS:  # the bounds on work, before any metric runs
-        if name in names:
-            check_line_lengths(name, sys_sents, refs_streams, chars=rouge_chars and name == "rougeL")
     out = {}
     n = len(sys_sents)
     for name in SACREBLEU_METRICS:

@@ -95,11 +95,13 @@ def score_with_statistics(hyps, *, sources=None, references=None, metrics, sari_
     bootstrap_samples = M.check_bootstrap(bootstrap_samples, len(hyps), compared=compare_to is not None)
     if compare_to is not None:
         _check_inputs(compare_to, sources, references, names, what="compare_to")
-        if "bleu" in names:  # two BLEUs of 0 by construction would get p = 1
-            M.check_bleu_ngrams(M.sacrebleu_metric("bleu", bleu_tokenize), references, bleu_tokenize)
         if len(compare_to) != len(hyps):
             raise FairseqWeanError("compare_to has {} sentences but hyps has {}: compare outputs of the same "
                                    "test set".format(len(compare_to), len(hyps)))
+    # the bound on the work of every metric for both systems, before any is computed
+    M.check_input_size(names, hyps, references, sources, rouge_chars, systems=1 + (compare_to is not None))
+    if compare_to is not None and "bleu" in names:  # two BLEUs of 0 by construction would get p = 1
+        M.check_bleu_ngrams(M.sacrebleu_metric("bleu", bleu_tokenize), references, bleu_tokenize)
     options = dict(sari_mode=sari_mode, rouge_chars=rouge_chars, rouge_stemmer=rouge_stemmer,
                    bleu_tokenize=bleu_tokenize)
     corpus, values = _system_scores(names, hyps, sources, references, **options)
@@ -183,6 +185,7 @@ def sentence_scores(hyps, *, sources=None, references, metric="sari", sari_mode=
     check_rouge_options(rouge_chars, rouge_stemmer)
     M.check_bleu_tokenizer(bleu_tokenize, "bleu_tokenize")
     _check_inputs(hyps, sources, references, [m for m in (metric, "bleu") if m])
+    M.check_input_size([m for m in (metric, "bleu") if m], hyps, references, sources, rouge_chars)  # before any
     from sacrebleu.metrics import BLEU
 
     statistics = statistics or {}

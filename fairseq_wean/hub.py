@@ -69,8 +69,10 @@ def from_pretrained(checkpoint_dir, checkpoint_file="checkpoint_best.pt", data_n
     problem = generation_kwargs_problem(kwargs)
     if problem is not None:
         raise FairseqWeanError("from_pretrained: {}".format(problem))
-    # the BPE/tokenizer given (its package, its files), any BPE/tokenizer file given: before any work
-    tokenizer_files.tokenizer_files_problem(kwargs, keywords=True, unset_ok=True)
+    # the BPE/tokenizer given (its package, its files, built on a sentence) with the files fairseq's hub takes
+    # from the folder, any BPE/tokenizer file given: before any work (a stored one: read_checked_cfg)
+    tokenizer_files.tokenizer_files_problem(dict(kwargs, **folder_keyword_files(checkpoint_dir)), keywords=True,
+                                            unset_ok=True)
     problem = tokenizer_files.path_keyword_problem(kwargs)
     if problem is not None:
         raise FairseqWeanError(problem)
@@ -106,7 +108,7 @@ def from_pretrained(checkpoint_dir, checkpoint_file="checkpoint_best.pt", data_n
                 name, option, path = found
                 with open_dict(cfg):
                     cfg.bpe = {"_name": name, option: path}
-    # the BPE and tokenizer the hub builds now (stored, given, or found in the folder): files and packages
+    # the BPE and tokenizer the hub builds now (stored, given, or found in the folder): files, packages, built
     tokenizer_files.tokenizer_files_problem(tokenizer_files.cfg_values(cfg), keywords=True, unset_ok=True)
     try:
         return hub_utils.GeneratorHubInterface(cfg, loaded["task"], loaded["models"])
@@ -209,6 +211,41 @@ def hub_folder_files():
     return found
 
 
+def folder_keyword_files(checkpoint_dir):
+    """{option: path} of the files fairseq's ``hub_utils.from_pretrained`` puts in its keyword arguments from a
+    model folder (:func:`hub_folder_files`, in fairseq's order: a later one of an option wins)."""
+    found = {}
+    for name, option in hub_folder_files().items():
+        path = os.path.join(checkpoint_dir, name)
+        if os.path.exists(path):
+            found[option] = path
+    return found
+
+
+# hub loads under way in this process (fairseq's hub_utils.from_pretrained, any route): while one is, the
+# configuration of each checkpoint read is checked before its model is built (_wrapped_load_checkpoint_to_cpu)
+_HUB_LOADING = [0]
+
+
+def _wrapped_load_checkpoint_to_cpu(original):
+    def load_checkpoint_to_cpu(path, arg_overrides=None, *args, **kwargs):
+        """fairseq's; in a hub load, the BPE and tokenizer of the configuration read (the checkpoint's, with the
+        keyword arguments and the folder's files over it) are checked as the keywords are
+        (:func:`fairseq_wean.tokenizer_files.tokenizer_files_problem`: an unknown stored name, its package,
+        its files, built on a sentence) before the model is built. Only files the caller gives are read: a
+        path stored in the checkpoint is never opened."""
+        state = original(path, arg_overrides, *args, **kwargs)
+        cfg = state.get("cfg") if isinstance(state, dict) else None
+        if _HUB_LOADING[0] and cfg is not None:
+            given = dict(arg_overrides or {})
+            values = tokenizer_files.cfg_values(cfg, given)
+            stored = [s for s in tokenizer_files.SECTIONS if values.get(s) is not None and given.get(s) != values[s]]
+            tokenizer_files.tokenizer_files_problem(values, keywords=True, unset_ok=True, stored=stored)
+        return state
+
+    return load_checkpoint_to_cpu
+
+
 def check_folder_files(checkpoint_dir, data_name_or_path=None, checkpoint_file=None):
     """One line (FairseqWeanError), before anything is opened, for any file fairseq's hub would take by
     name from ``checkpoint_dir`` (:func:`hub_folder_files`; the checkpoints ``checkpoint_file`` names, several
@@ -303,7 +340,8 @@ def unknown_keyword_problem(kwargs, known, where):
         return None
     close = difflib.get_close_matches(unknown[0], sorted(known), n=3)
     return "{}keyword {}={!r} does nothing there (not an option it reads){}".format(
-        where + ": " if where else "", unknown[0], kwargs[unknown[0]], ": did you mean {}?".format(", ".join(close)) if close else "")
+        where + ": " if where else "", unknown[0], kwargs[unknown[0]],
+        ": did you mean {}?".format(", ".join(close)) if close else "")
 
 
 def generation_kwargs_problem(kwargs, base=None):
@@ -425,7 +463,11 @@ def _wrapped_hub_utils_from_pretrained(original):
         route to it (``fairseq_wean.hub.from_pretrained``, a model class's ``from_pretrained``) is checked."""
         if isinstance(model_name_or_path, str) and os.path.isdir(model_name_or_path):
             check_folder_files(model_name_or_path, data_name_or_path, checkpoint_file)
-        return original(model_name_or_path, checkpoint_file, data_name_or_path, *args, **kwargs)
+        _HUB_LOADING[0] += 1
+        try:
+            return original(model_name_or_path, checkpoint_file, data_name_or_path, *args, **kwargs)
+        finally:
+            _HUB_LOADING[0] -= 1
 
     return from_pretrained
 
@@ -520,18 +562,13 @@ def _wrapped_hub_binarize(original):
         """fairseq's, except that a control symbol typed in the text (``</s>``, ``<pad>``, ``<s>``) is
         a word the model does not know (``<unk>``), not the control token: ``"a </s> b"`` was cut
         short at ``</s>``, and ``<pad>`` masked. Only the end-of-sentence that encode_line appends
-        stays ``</s>``."""
+        stays ``</s>``. Text in another form than the source dictionary (pieces to a word model, words to a
+        model of pieces without its BPE) is one line before anything is decoded (``input_form``)."""
+        from fairseq_wean.input_form import check_hub_input
+
+        check_hub_input(self, sentence)
         tokens = original(self, sentence)
         d = self.src_dict
-        words = tokens[:-1]
-        if (getattr(self, "bpe", None) is None and len(words) >= 3 and 2 * int((words == d.unk()).sum()) > len(words)
-                and not getattr(self, "_warned_unk", False)):  # no BPE, and most words unknown: one was needed?
-            self._warned_unk = True
-            logger.warning(
-                "most words of %r are unknown to the model's dictionary: if it was trained on subword or character "
-                "data, pass the BPE to from_pretrained (bpe='subword_nmt', bpe_codes=...; bpe='sentencepiece', "
-                "sentencepiece_model=...) or split the text as the training data was (python -m "
-                "preprocess.split_characters for Chinese)", sentence[:60])
         controls = {d.pad(), d.bos(), d.eos()}
         body = tokens[:-1] if len(tokens) and int(tokens[-1]) == d.eos() else tokens
         typed = [i for i, t in enumerate(body.tolist()) if t in controls]
@@ -546,13 +583,14 @@ def _wrapped_hub_binarize(original):
 def install():
     """Patch the hub (fairseq's from_pretrained: the folder's files checked; sample, generate, translate,
     binarize) and the task's BPE builder (called when the plugin is imported)."""
-    from fairseq import file_utils, hub_utils
+    from fairseq import checkpoint_utils, file_utils, hub_utils
     from fairseq.hub_utils import GeneratorHubInterface
     from fairseq.tasks import FairseqTask
 
     same_code("hub (the Python API)", "GeneratorHubInterface encodes control symbols typed in the input "
               "as themselves and knows no --bpe unk_markers")
     wrap_once(hub_utils, "from_pretrained", _wrapped_hub_utils_from_pretrained)
+    wrap_once(checkpoint_utils, "load_checkpoint_to_cpu", _wrapped_load_checkpoint_to_cpu)
     wrap_once(file_utils, "load_archive_file", _wrapped_load_archive_file)
     wrap_once(GeneratorHubInterface, "__init__", _wrapped_hub_init)
     wrap_once(GeneratorHubInterface, "sample", _wrapped_hub_sample)

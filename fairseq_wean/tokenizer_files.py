@@ -16,8 +16,21 @@ sentencepiece, sacremoses, subword_nmt, transformers, tokenizers, regex, nltk), 
 them. :func:`tokenizer_files_problem` checks the chosen components of a parsed command (registered with
 ``patching.add_option_check`` by ``compat.apply()``: every fairseq command, at parse); the hub
 (``fairseq_wean.hub``) calls it for its keywords before loading and for the merged configuration before
-building the BPE. A URL is left to fairseq, which downloads it into its cache (``--bpe gpt2``'s defaults). Refusals are one line
-(``FairseqWeanError``) naming the option, its value and what is wrong.
+building the BPE. Refusals are one line (``FairseqWeanError``) naming the option, its value and what is wrong.
+
+A file of the right kind may still be no file the component can read (empty, another BPE's format, not UTF-8),
+and a component may need more than its package (nltk's punkt data): :func:`build_problem` builds the chosen
+component as fairseq does (``fairseq.data.encoders.build_bpe``/``build_tokenizer``) and encodes and decodes
+:data:`PROBE_TEXT`; any failure (an exception, subword_nmt's message and ``sys.exit``) is the one line, with
+the component's own first error line (cached per component and values). A URL is accepted only where fairseq
+downloads it (an option the component passes to ``file_utils.cached_path``: :func:`download_fields`) with a
+scheme fairseq fetches (:data:`SCHEME_PACKAGES`), and then the packages that download needs must be installed;
+any other ``://`` value is a path. A name no component is registered under (the hub's keywords, a
+checkpoint's configuration) is one line listing the registered ones. On fairseq's command line a component
+registered without a dataclass (``--bpe characters``, ``bytes``) is refused: fairseq 0.12 composes the
+command's configuration from the component's dataclass and fails (hydra's ``Could not load bpe/characters``);
+the hub builds it from its name. A field of the component that is not Optional and whose option (shared with
+the task: moses' ``--source-lang``) is unset is refused too: fairseq overrides it with null and fails.
 """
 import argparse
 import re
@@ -28,8 +41,8 @@ from fairseq_wean.errors import FairseqWeanError
 SECTIONS = ("bpe", "tokenizer")
 PATH_SUFFIXES = ("_model", "_codes", "_vocab", "_json", "_dict", "_path", "_file")
 PATH_HELP = re.compile(r"\bpath\b|\bfile\b", re.I)
-UNSET = (None, "???", "")
-DEPENDENCIES = ("fairseq", "fairseq_wean", "omegaconf", "torch", "numpy")  # what the plugin runs on  # "???": fairseq's value of a required field that was not given
+UNSET = (None, "???", "")  # "???": fairseq's value of a required field that was not given
+DEPENDENCIES = ("fairseq", "fairseq_wean", "omegaconf", "torch", "numpy")  # what the plugin runs on
 
 
 def registered(section):
@@ -118,11 +131,60 @@ def missing_packages(cls):
     return missing
 
 
-def file_problem(path):
-    """Why ``path`` (links followed: the user named it) is no file a BPE or tokenizer can read, or None."""
-    if "://" in path:
-        return None  # fairseq downloads it into its cache (--bpe gpt2's defaults): its own business, kept
+# what fairseq's file_utils.cached_path fetches, by URL scheme, and the packages it imports to do it
+SCHEME_PACKAGES = {"http": ("requests", "tqdm"), "https": ("requests", "tqdm"), "s3": ("boto3", "botocore")}
+PROBE_TEXT = "Hello world , 12 ."  # what a built component must encode and decode
+_BUILT = {}  # (section, name, values, file stamps) -> the problem of building it, or None
+TRIAL_STATE = (("fairseq_wean.unk_replacement", "_STATE"),)  # process state a trial build must leave unchanged
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def download_fields(cls):
+    """The options the component class ``cls`` passes to fairseq's ``file_utils.cached_path`` (which downloads
+    an http(s)/s3 URL into fairseq's cache): ``cached_path(cfg.X)`` in its module, sorted."""
+    import ast
+    import sys
+
+    found = set()
+    tree = _tree(sys.modules[cls.__module__])
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Attribute) and \
+                (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) == "cached_path":
+            found.add(node.args[0].attr)
+    return sorted(found)
+
+
+def url_scheme(value):
+    """The scheme of ``value`` when it is written as a URL (``scheme://...``), else None."""
+    match = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", value)
+    return match.group(1).lower() if match else None
+
+
+def file_problem(path, downloads=False):
+    """Why ``path`` (links followed: the user named it) is no file a BPE or tokenizer can read, or None.
+    ``downloads``: the option goes through fairseq's ``cached_path``, which fetches http(s)/s3 URLs (those are
+    :func:`url_problem`'s); any other value is a path (``file://x`` too: fairseq takes it as a path)."""
+    scheme = url_scheme(path)
+    if scheme is not None and downloads and scheme in SCHEME_PACKAGES:
+        return None
+    if scheme is not None and downloads:
+        return "a {}:// URL, which fairseq does not download (it fetches only {} URLs): give the file's path".format(
+            scheme, ", ".join(sorted(s + "://" for s in SCHEME_PACKAGES)))
     return textio.named_file_problem(path)
+
+
+def url_problem(value):
+    """For a URL fairseq will download: the package the download needs that is not installed, or None."""
+    import importlib.util
+
+    for package in SCHEME_PACKAGES.get(url_scheme(value) or "", ()):
+        try:
+            found = importlib.util.find_spec(package) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            return package
+    return None
 
 
 def _name(dest, keywords):
@@ -133,44 +195,172 @@ def _shown(dest, value, keywords):
     return "{}={!r}".format(dest, value) if keywords else "--{} {}".format(dest.replace("_", "-"), value)
 
 
-def component_problem(section, name, values, keywords=False, unset_ok=False):
+def _optional(field):
+    import typing
+
+    kind = field.type
+    return kind is typing.Any or type(None) in typing.get_args(kind) or (isinstance(kind, str) and "Optional" in kind)
+
+
+def unknown_problem(section, name, keywords, stored):
+    """The one line for a component name that is registered nowhere in ``section``."""
+    known = sorted(registered(section))
+    other = [s for s in SECTIONS if s != section and name in registered(s)]
+    what = section.replace("bpe", "BPE")
+    chosen = "the checkpoint's {}={!r}".format(section, name) if stored else _shown(section, name, keywords)
+    return "{} is no registered {} (registered: {}){}: refused before any work".format(
+        chosen, what, ", ".join(known), "; it is a {}: give {}".format(
+            other[0].replace("bpe", "BPE"), _shown(other[0], name, keywords)) if other else "")
+
+
+def component_problem(section, name, values, keywords=False, unset_ok=False, stored=False):
     """The one line for the component ``name`` of ``section`` with option values ``values`` (a mapping; a
-    dest it lacks is unset), or None: a package it imports that is not installed, a required path option
-    unset (``unset_ok``: the hub fills it from the model's folder), a path that is no regular file."""
+    dest it lacks is unset), or None: an unknown name (``keywords``: the hub's, where nothing else checks it;
+    ``stored``: read from the checkpoint), a component fairseq's command line cannot compose, a package it
+    imports that is not installed, a required path option unset (``unset_ok``: the hub fills it from the
+    model's folder), a path that is no regular file, a URL fairseq cannot fetch, and what building it and
+    encoding :data:`PROBE_TEXT` raise (:func:`build_problem`)."""
     components = registered(section)
-    if not isinstance(name, str) or name not in components:
-        return None  # not chosen, or unknown (fairseq's own choices error)
+    if not isinstance(name, str) or name in UNSET:
+        return None  # not chosen
+    if name not in components:
+        return unknown_problem(section, name, keywords, stored) if keywords or stored else None
     from fairseq.registry import REGISTRIES
 
     cls = REGISTRIES[section]["registry"][name]
-    chosen = _shown(section, name, keywords)
+    chosen = "the checkpoint's {}={!r}".format(section, name) if stored else _shown(section, name, keywords)
+    if components[name] is None and not keywords:
+        return ("{} cannot be given on fairseq's command line: fairseq 0.12 composes the command's configuration "
+                "from a {}'s dataclass and {} is registered without one (hydra: Could not load {}/{}); the hub "
+                "builds it (from_pretrained(..., {}={!r})): refused before any work".format(
+                    chosen, section.replace("bpe", "BPE"), name, section, name, section, name))
     missing = missing_packages(cls)
     if missing:
         return "{} needs the Python package {}, which is not installed (pip install {}): refused before any " \
                "work".format(chosen, missing[0], missing[0])
-    for field in path_fields(components[name]):
-        value = values.get(field.name)
-        if value in UNSET:
-            if not unset_ok and field.default == "???":
+    fields = path_fields(components[name])
+    if not keywords:  # fairseq overrides a shared option left unset with null: a hydra error for a str field
+        import dataclasses
+
+        unset = [f.name for f in dataclasses.fields(components[name]) if f.name != "_name" and f not in fields
+                 and f.name in values and values[f.name] is None and not _optional(f)]
+        if unset:
+            return ("{} needs {} given: fairseq passes the command's own to it and cannot compose its configuration "
+                    "while unset (it does not take them from the data folder): refused before any work".format(
+                        chosen, " and ".join(_name(n, False) for n in unset)))
+    downloads, buildable, files, urls = download_fields(cls), True, [], []
+    for field in fields:
+        value = values.get(field.name, field.default)
+        if value in UNSET or not isinstance(value, str):
+            buildable = False
+            if value in UNSET and not unset_ok and field.default == "???":
                 return "{} needs {} FILE ({}): refused before any work".format(
                     chosen, _name(field.name, keywords), (field.metadata or {}).get("help") or "its file")
             continue
-        if not isinstance(value, str):
-            continue
-        problem = file_problem(value)
+        problem = file_problem(value, field.name in downloads)
         if problem is not None:
             return "{} (read by {}): {}; refused before any work".format(
                 _shown(field.name, value, keywords), chosen, problem)
-    return None
+        if url_scheme(value) is not None:
+            buildable = False  # fairseq downloads it when it builds the component
+            urls.append((field.name, value))
+        files.append(_shown(field.name, value, keywords))
+    for dest, value in urls:
+        package = url_problem(value)
+        if package is not None:
+            return ("{} (read by {}): fairseq downloads it with the Python package {}, which is not installed "
+                    "(pip install {}; or give the file's path): refused before any work".format(
+                        _shown(dest, value, keywords), chosen, package, package))
+    problem = build_problem(section, name, values) if buildable else None
+    if problem is None:
+        return None
+    if files:
+        return "{} (read by {}): building the {} from {} failed ({}); refused before any work".format(
+            ", ".join(files), chosen, section.replace("bpe", "BPE"), "it" if len(files) == 1 else "them", problem)
+    return "{} cannot be used: building it and encoding a sentence failed ({}); refused before any work".format(
+        chosen, problem)
 
 
-def tokenizer_files_problem(args, keywords=False, unset_ok=False):
+def _stamp(value):
+    import os
+
+    try:
+        stat = os.stat(value)
+    except (OSError, TypeError, ValueError):
+        return None
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+def _cut(line, most=400):
+    return line if len(line) <= most else line[:most] + "..."
+
+
+def _first_line(exc, output):
+    """The component's own first error line: its exception's message (its type named), or what it printed
+    before ``sys.exit`` (subword_nmt)."""
+    text = str(exc if not isinstance(exc, SystemExit) else "")
+    lines = [ANSI.sub("", line).strip(" *") for line in text.splitlines()]
+    lines = [_cut(line) for line in lines if re.search(r"\w", line)]
+    if lines:
+        return lines[0] if isinstance(exc, FairseqWeanError) else "{}: {}".format(type(exc).__name__, lines[0])
+    printed = [_cut(ANSI.sub("", line).strip()) for line in output.splitlines() if re.search(r"\w", line)]
+    if printed:
+        return printed[0]
+    return "{} (exit status {})".format(type(exc).__name__, exc.code) if isinstance(exc, SystemExit) \
+        else type(exc).__name__
+
+
+def build_problem(section, name, values):
+    """Build the component ``name`` of ``section`` from ``values`` as fairseq does (``encoders.build_bpe`` /
+    ``build_tokenizer``: from its dataclass filled from the values, or from the name alone when it has none, as
+    the hub builds it) and encode and decode :data:`PROBE_TEXT`: the component's own first error line, or None.
+    Cached per component, values and the files' identity."""
+    import contextlib
+    import dataclasses
+    import importlib
+    import io
+
+    from fairseq.data import encoders
+
+    config = registered(section)[name]
+    names = [f.name for f in dataclasses.fields(config) if f.name != "_name"] if config is not None else []
+    kept = {k: values[k] for k in names if k in values and values[k] != "???"}
+    key = (section, name, tuple(sorted((k, repr(v)) for k, v in kept.items())),
+           tuple(_stamp(v) for _, v in sorted(kept.items()) if isinstance(v, str)))
+    if key in _BUILT:
+        return _BUILT[key]
+    saved = [(importlib.import_module(m), a) for m, a in TRIAL_STATE]
+    saved = [(getattr(m, a), dict(getattr(m, a))) for m, a in saved]
+    output, problem = io.StringIO(), None
+    try:
+        with contextlib.redirect_stderr(output), contextlib.redirect_stdout(output):
+            target = argparse.Namespace(**{section: name}, **kept) if config is not None else name
+            built = getattr(encoders, "build_" + section)(target)
+            if getattr(built, "vocabulary", True) is None and hasattr(built, "set_dictionary"):
+                from fairseq.data import Dictionary  # unk_markers: the model's dictionary, set later
+
+                built.set_dictionary(Dictionary())
+            built.decode(built.encode(PROBE_TEXT))
+    except (Exception, SystemExit) as exc:  # noqa: B902  (whatever the component raises, subword_nmt's exit)
+        problem = _first_line(exc, output.getvalue())
+    finally:
+        for state, copy in saved:
+            state.clear()
+            state.update(copy)
+    _BUILT[key] = problem
+    return problem
+
+
+def tokenizer_files_problem(args, keywords=False, unset_ok=False, stored=()):
     """The option check of a parsed command (``patching.add_option_check``; also the hub's, ``keywords``:
-    named as keywords): raises the one-line ``FairseqWeanError`` of :func:`component_problem` for the chosen
-    ``--bpe`` and ``--tokenizer``; returns None."""
+    named as keywords; ``stored``: the sections whose component the checkpoint names): raises the one-line
+    ``FairseqWeanError`` of :func:`component_problem` for the chosen ``--bpe`` and ``--tokenizer``; returns None."""
+    import os
+
     values = vars(args) if isinstance(args, argparse.Namespace) else dict(args)
+    values = {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in values.items()}
     for section in SECTIONS:
-        problem = component_problem(section, values.get(section), values, keywords, unset_ok)
+        problem = component_problem(section, values.get(section), values, keywords, unset_ok, section in stored)
         if problem is not None:
             raise FairseqWeanError(("from_pretrained: " if keywords else "") + problem)
     tokenize = values.get("sacrebleu_tokenizer")
@@ -188,35 +378,51 @@ def tokenizer_files_problem(args, keywords=False, unset_ok=False):
 def path_keyword_problem(kwargs):
     """For the hub before loading: any keyword that is a path option of some registered BPE or tokenizer
     (the stored configuration may choose the component) naming no regular file: the one line, or None."""
+    import os
+
+    from fairseq.registry import REGISTRIES
+
     for section in SECTIONS:
         for name, config in sorted(registered(section).items()):
+            downloads = download_fields(REGISTRIES[section]["registry"][name])
             for field in path_fields(config):
                 value = kwargs.get(field.name)
+                value = os.fspath(value) if isinstance(value, os.PathLike) else value
                 if isinstance(value, str) and value not in UNSET:
-                    problem = file_problem(value)
+                    problem = file_problem(value, field.name in downloads)
                     if problem is not None:
                         return "from_pretrained: {} (a file the {} reads): {}; refused before any work".format(
                             _shown(field.name, value, True), section.replace("bpe", "BPE"), problem)
     return None
 
 
-def cfg_values(cfg):
+def cfg_values(cfg, given=None):
     """``{option: value}`` of the ``bpe`` and ``tokenizer`` sections of a loaded configuration (the hub's),
-    with each section's component under its section's name."""
+    with each section's component under its section's name (a section stored as a plain string: a component
+    registered without a dataclass, ``bpe='characters'``). ``given``: the hub's keyword arguments; a path option
+    of a component that they do not give is unset (a path stored in a checkpoint is never opened)."""
     values = {}
     for section in SECTIONS:
         part = cfg.get(section) if hasattr(cfg, "get") else None
         if part is None:
             continue
-        keys = list(part.keys()) if hasattr(part, "keys") else list(vars(part))
+        if isinstance(part, str):
+            values[section] = part
+            continue
+        keys = list(part.keys()) if hasattr(part, "keys") else list(vars(part)) if hasattr(part, "__dict__") else []
         for key in keys:
             try:
                 values[key] = part.get(key) if hasattr(part, "get") else getattr(part, key)
             except Exception:  # omegaconf's MissingMandatoryValue for "???": unset
                 values[key] = None
         values[section] = values.pop("_name", None)
+    if given is not None:
+        for section in SECTIONS:
+            for config in registered(section).values():
+                for field in path_fields(config):
+                    if field.name in values and field.name not in given:
+                        values[field.name] = None
     return values
-
 
 
 def install():

@@ -10,13 +10,21 @@ from fairseq_wean.patching import found, note, replace_method_once, same_code, w
 
 
 def install_interactive_input_reader():
-    """fairseq-interactive ``--input``: every line before a non-UTF-8 line gets its hypothesis.
+    """fairseq-interactive's input: every line before a non-UTF-8 line, or before a line in another form
+    than the model's source dictionary, gets its hypothesis; then a one-line error names the line.
 
     fairseq reads the input through a text decoder that decodes ahead of the lines it hands
     out, so a non-UTF-8 byte raises ``UnicodeDecodeError`` before the valid lines before it
     are translated. Lines are decoded one at a time instead (:func:`fairseq_wean.textio.iter_lines`);
     at the bad line, the lines read so far are translated, then a one-line error names the
-    file and the line. Only patched inside fairseq-interactive.
+    file and the line.
+
+    Each line, after ``--tokenizer`` and ``--bpe`` (what ``encode_line`` receives), is checked against the
+    source dictionary's form (:func:`fairseq_wean.input_form.form_problem`: sentencepiece or subword-nmt
+    pieces given to a model of words, words to a model of pieces without ``--bpe``): fairseq read such a line
+    as ``<unk>`` and translated it, exit 0. ``make_batches`` checks its lines before encoding them
+    into batches; at the first mismatching line it keeps the lines before it (they are translated and
+    printed) and the reader raises the error before reading on. Only patched inside fairseq-interactive.
     """
     import sys
 
@@ -27,27 +35,64 @@ def install_interactive_input_reader():
         return
     from fairseq_wean.textio import iter_lines
 
+    # the run's reader: lines handed out before the current buffer, and the error of a line make_batches
+    # found in it (raised by the reader, after the lines before it were translated)
+    state = {"read": 0, "pending": None}
+
     def wrap_buffered_read(original):
         def buffered_read(input, buffer_size):
             buffer = []
+            state.update(read=0, pending=None)
+
+            def hand_out(lines):
+                yield lines
+                if state["pending"] is not None:
+                    raise state["pending"]
+                state["read"] += len(lines)
+
             try:
                 for line in iter_lines(input, "fairseq-interactive --input"):
                     buffer.append(line.strip())
                     if len(buffer) >= buffer_size:
-                        yield buffer
+                        yield from hand_out(buffer)
                         buffer = []
-            except FairseqWeanError:
-                if buffer:
-                    yield buffer
+            except FairseqWeanError as exc:
+                if buffer and exc is not state["pending"]:
+                    yield from hand_out(buffer)
                 raise
             if buffer:
-                yield buffer
+                yield from hand_out(buffer)
 
         return buffered_read
 
-    note(name, True, "fairseq-interactive's buffered_read raises "
-              "UnicodeDecodeError before decoding the lines read")
+    def wrap_make_batches(original):
+        def make_batches(lines, cfg, task, max_positions, encode_fn):
+            from fairseq_wean.input_form import bpe_name, form_problem
+
+            encoded, dictionary = {}, task.source_dictionary
+            bpe, constraints = bpe_name(cfg), cfg.generation.constraints
+            for i, line in enumerate(lines if dictionary is not None else ()):
+                source = line.split("\t")[0] if constraints else line
+                encoded.setdefault(source, encode_fn(source))
+                problem = form_problem(dictionary, encoded[source], bpe, "fairseq-interactive",
+                                       "fairseq-interactive input line {}".format(state["read"] + i + 1))
+                if problem is None:
+                    continue
+                error = FairseqWeanError(problem)
+                if i == 0:
+                    raise error
+                state["pending"] = error
+                del lines[i:]  # main's list: the lines before are translated, printed and counted
+                break
+            yield from original(lines, cfg, task, max_positions,
+                                lambda x: encoded[x] if x in encoded else encode_fn(x))
+
+        return make_batches
+
+    note(name, True, "fairseq-interactive's buffered_read raises UnicodeDecodeError before decoding the lines "
+              "read, and reads a line in another form than the source dictionary as <unk>")
     wrap_once(interactive, "buffered_read", wrap_buffered_read)
+    wrap_once(interactive, "make_batches", wrap_make_batches)
 
 
 def install_diverse_beam_search_fixes():

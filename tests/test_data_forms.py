@@ -247,7 +247,7 @@ def test_the_hub_reads_raw_text_of_a_subword_checkpoint(trained, tmp_path, caplo
     """from_pretrained(...).translate(raw text): the dictionary is pieces and their model lies in the
     checkpoint's folder under the name fairseq's hub reads (bpecodes, sentencepiece.bpe.model), so
     raw text is encoded without <unk> and the output decoded to words; without the file, a warning
-    names the arguments."""
+    names the arguments, and raw words are refused in one line."""
     import logging
     import shutil
 
@@ -262,11 +262,10 @@ def test_the_hub_reads_raw_text_of_a_subword_checkpoint(trained, tmp_path, caplo
     with caplog.at_level(logging.WARNING):
         bare = from_pretrained(str(folder), checkpoint_file="checkpoint_last.pt", data_name_or_path=str(data))
     assert "pass bpe='{}'".format(post_process) in caplog.text
-    raw_line = read(sources)[0]
-    assert bare.encode(raw_line).eq(bare.src_dict.unk()).any()  # raw words unknown without the BPE
-    with caplog.at_level(logging.WARNING):
-        bare.encode("w3700 w3400 w800 w2300")  # every word unknown: a BPE was needed?
-    assert "most words of" in caplog.text and "bpe='subword_nmt', bpe_codes=" in caplog.text
+    from fairseq_wean.errors import FairseqWeanError
+
+    with pytest.raises(FairseqWeanError, match=r"^hub input .* is in words, and the model's source dictionary is of "):
+        bare.encode("w3700 w3400 w800 w2300")  # raw words to a model of pieces, without its BPE: input_form
     model_file = decodings["bpe"][-1]  # the codes / the sentencepiece model
     shutil.copy(model_file, folder / ("bpecodes" if form == "subword_nmt" else "sentencepiece.bpe.model"))
     hub = from_pretrained(str(folder), checkpoint_file="checkpoint_last.pt", data_name_or_path=str(data))

@@ -171,16 +171,24 @@ SCRIPT_SAMPLE = 10000
 PIECE_DICTIONARY_SHARE = 0.5
 
 
-def dictionary_kind(words):
-    """(kind, share, example): the piece kind most entries of a dictionary (``words``) have, when
-    at least :data:`PIECE_DICTIONARY_SHARE` of them do (a dictionary of pieces); (None, share, None)
-    for a dictionary of words."""
+def piece_entries(words):
+    """{kind: [the entries of ``words`` that are pieces of that kind]}, each entry's kind by
+    :func:`piece_kind` (the count behind :func:`dictionary_kind`; fairseq_wean.input_form applies it
+    to the tokens of one line)."""
     kinds = {}
     for word in words:
         if any(mark in word for mark in PIECE_MARKS):
             kind = piece_kind([word])[0]
             if kind is not None:
                 kinds.setdefault(kind, []).append(word)
+    return kinds
+
+
+def dictionary_kind(words):
+    """(kind, share, example): the piece kind most entries of a dictionary (``words``) have, when
+    at least :data:`PIECE_DICTIONARY_SHARE` of them do (a dictionary of pieces); (None, share, None)
+    for a dictionary of words."""
+    kinds = piece_entries(words)
     kind, found = max(kinds.items(), key=lambda kv: len(kv[1]), default=(None, []))
     share = len(found) / len(words) if words else 0.0
     return (kind, share, found[0]) if share >= PIECE_DICTIONARY_SHARE else (None, share, None)

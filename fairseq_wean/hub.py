@@ -487,10 +487,22 @@ def _wrapped_load_archive_file(original):
     return load_archive_file
 
 
+def _refuse_nbest(kwargs):
+    """``nbest=N`` (N > 1) in the hub does nothing: translate() and sample() return each sentence's best
+    hypothesis, and generate() every hypothesis of the beam (fairseq's CLIs alone print --nbest of them)."""
+    nbest = kwargs.get("nbest")
+    if isinstance(nbest, int) and not isinstance(nbest, bool) and nbest > 1:
+        raise FairseqWeanError(
+            "hub generation: keyword nbest={} does nothing in translate(), sample() or generate(): the first two "
+            "return each sentence's best hypothesis, generate([hub.encode(s)], beam) all beam hypotheses, best "
+            "first (take the first {})".format(nbest, nbest))
+
+
 def _wrapped_hub_generate(original):
     def generate(self, tokenized_sentences, *args, **kwargs):
         """fairseq's, after the checks of :func:`generation_kwargs_problem`: ``beam=0`` was a reshape
         traceback, ``lenpen=nan`` or ``max_len_a=-3`` decoded with no error."""
+        _refuse_nbest(kwargs)
         given = dict(kwargs)
         given["beam"] = args[0] if args else kwargs.get("beam", 5)
         problem = unknown_keyword_problem(kwargs, generate_keywords(), None) \
@@ -534,6 +546,7 @@ def _wrapped_hub_init(original):
 
 def _wrapped_hub_sample(original):
     def sample(self, sentences, beam=1, verbose=False, **kwargs):
+        _refuse_nbest(kwargs)  # (translate comes here too)
         if not isinstance(self.bpe, UnkMarkersBPE):
             return original(self, sentences, beam, verbose, **kwargs)
         if isinstance(sentences, str):

@@ -1,7 +1,8 @@
 """The rows of fairseq's own options in the plugin's parse-time tables (:mod:`fairseq_wean.patching`): decoding
 options that do nothing in the given combination (``add_option_need``) and fairseq-eval-lm's options that
 contradict each other (``add_option_check``). Other modules declare the rows of their own options (the task's
-validation options, CoRe's, fairseq-train's files, the CPU's precision). Imported by :func:`patching.install_option_ranges`."""
+validation options, CoRe's, fairseq-train's files, the data folder's subsets). Imported by
+:func:`patching.install_option_ranges`."""
 from fairseq_wean.patching import (_decodes, _number, add_option_check, add_option_need,  # noqa: F401
                                    running_command)
 

@@ -252,6 +252,9 @@ def _forget_in(section, name, paths, arg_overrides, top=True, forgotten=None, wh
     if top and name is None and not part.is_dict:  # old-style args: fairseq converts them to a config again
         required = _required_defaults(section)
         changes.update((key, required[key]) for key in changes if key in required)
+    elif top and name is not None:  # a section of cfg: fairseq builds its dataclass from it (omegaconf's types)
+        required = _section_required_defaults(name, part)
+        changes.update((key, required[key]) for key in changes if key in required)
     if top:
         for option, flag in BUILT_FROM_CHECKPOINT.items():
             if part.has(flag) or part.has(option):
@@ -279,6 +282,48 @@ def _required_defaults(args):
             default = field.default if factory is dataclasses.MISSING else factory()
             if default not in (None, dataclasses.MISSING) and type(None) not in typing.get_args(field.type):
                 required.setdefault(field.name, default)
+    return required
+
+
+def _section_required_defaults(name, part):
+    """{field: default} of the fields of the dataclass a ``cfg`` section ``name`` is built as (FairseqConfig's
+    sections; the task, model, criterion, ... of its ``_name``) that cannot be None: a forgotten one takes
+    fairseq's default (an ``II("common.x")`` default: common's), as if never given. LanguageModelingConfig's
+    ``plasma_path`` (a str) set to None made fairseq-validate and the hub an omegaconf ValidationError."""
+    import dataclasses
+    import typing
+
+    from fairseq.dataclass.configs import FairseqConfig
+
+    top = {field.name: field.type for field in dataclasses.fields(FairseqConfig)}
+    cls = top.get(name)
+    if not dataclasses.is_dataclass(cls):
+        from fairseq import registry
+
+        choice = part.get("_name") if part.has("_name") else None
+        cls = registry.REGISTRIES.get(name, {}).get("dataclass_registry", {}).get(choice) if choice else None
+        if cls is None and name == "model":
+            from fairseq.models import MODEL_DATACLASS_REGISTRY
+
+            cls = MODEL_DATACLASS_REGISTRY.get(choice)
+        if cls is None and name == "task":
+            from fairseq.tasks import TASK_DATACLASS_REGISTRY
+
+            cls = TASK_DATACLASS_REGISTRY.get(choice)
+    if not dataclasses.is_dataclass(cls):
+        return {}
+    required = {}
+    for field in dataclasses.fields(cls):
+        factory = field.default_factory
+        default = field.default if factory is dataclasses.MISSING else factory()
+        match = II_PATH.match(default) if isinstance(default, str) else None
+        if match:  # II("common.plasma_path"): the default of the field it names
+            owner, _, attr = match.group(1).partition(".")
+            target = top.get(owner)
+            default = next((f.default for f in dataclasses.fields(target) if f.name == attr), None) \
+                if dataclasses.is_dataclass(target) and "." not in attr else None
+        if default not in (None, dataclasses.MISSING) and type(None) not in typing.get_args(field.type):
+            required[field.name] = default
     return required
 
 

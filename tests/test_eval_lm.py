@@ -82,3 +82,19 @@ def test_eval_lm_options_it_cannot_use_are_one_line_before_any_work(lm, tmp_path
     assert message in proc.stderr.strip().splitlines()[-1]
     assert "Loss" not in proc.stdout + proc.stderr
     assert not os.path.exists(tmp_path / "r")
+
+
+def test_a_language_model_checkpoint_validates_and_loads_in_the_hub(lm):
+    """The stored-path rule forgot LanguageModelingConfig's plasma_path (a str field) as None: fairseq-validate
+    and the hub then failed with an omegaconf ValidationError when fairseq built the task from the checkpoint.
+    A forgotten field that cannot be None takes fairseq's default (stored_paths._section_required_defaults)."""
+    from fairseq.models.transformer_lm import TransformerLanguageModel
+
+    data, path = lm[0], lm[1]
+    proc = cli("fairseq-validate", data, "--user-dir", "fairseq_wean", "--task", "language_modeling", "--path", path,
+               "--valid-subset", "valid", "--max-tokens", "256", "--cpu", "--num-workers", "0")
+    assert "| valid on 'valid' subset | loss " in proc.stdout + proc.stderr, proc.stderr[-1500:]
+    hub = TransformerLanguageModel.from_pretrained(str(path.parent), checkpoint_file=path.name,
+                                                   data_name_or_path=str(data))
+    assert hub.cfg.task.plasma_path == "/tmp/plasma"  # fairseq's default, not the stored value
+    assert len(hub.encode("a b")) == 3

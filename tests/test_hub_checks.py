@@ -206,3 +206,19 @@ def test_a_keyword_the_hub_does_not_act_on_is_refused_with_close_names(hub_model
     with pytest.raises(FairseqWeanError, match=r"^from_pretrained: bpe='unk_markers' does nothing for this model"):
         from_pretrained(str(folder), bpe="unk_markers", **load)
     assert isinstance(hub.translate("w1 w2", beam=2, lenpen=1.0), str)
+
+
+@pytest.mark.parametrize("method", ["translate", "sample", "generate"])
+def test_nbest_in_the_hub_is_refused(hub_model, method):
+    """translate()/sample() keep only the best hypothesis and generate() returns the whole beam: nbest=2 returned
+    one string (or three hypotheses), silently."""
+    from fairseq_wean.hub import from_pretrained
+
+    folder, data = hub_model
+    hub = from_pretrained(str(folder), checkpoint_file="checkpoint_last.pt", data_name_or_path=str(data))
+    call = (lambda **k: hub.generate([hub.encode("w1 w2")], 3, **k)) if method == "generate" else \
+        (lambda **k: getattr(hub, method)("w1 w2", beam=3, **k))
+    with pytest.raises(FairseqWeanError, match=r"^hub generation: keyword nbest=2 does nothing in translate\(\)"):
+        call(nbest=2)
+    out = call(nbest=1)
+    assert isinstance(out, str) if method != "generate" else len(out[0]) == 3

@@ -69,12 +69,13 @@ def install_interactive_input_reader():
         def make_batches(lines, cfg, task, max_positions, encode_fn):
             from fairseq_wean.input_form import bpe_name, form_problem
 
-            encoded, dictionary = {}, task.source_dictionary
+            dictionary = task.source_dictionary
             bpe, constraints = bpe_name(cfg), cfg.generation.constraints
             for i, line in enumerate(lines if dictionary is not None else ()):
                 source = line.split("\t")[0] if constraints else line
-                encoded.setdefault(source, encode_fn(source))
-                problem = form_problem(dictionary, encoded[source], bpe, "fairseq-interactive",
+                # encoded here for the check only: fairseq encodes every line again, in its order (a BPE that
+                # keeps per-line state, --bpe unk_markers, ends as without the check)
+                problem = form_problem(dictionary, encode_fn(source), bpe, "fairseq-interactive",
                                        "fairseq-interactive input line {}".format(state["read"] + i + 1))
                 if problem is None:
                     continue
@@ -84,8 +85,7 @@ def install_interactive_input_reader():
                 state["pending"] = error
                 del lines[i:]  # main's list: the lines before are translated, printed and counted
                 break
-            yield from original(lines, cfg, task, max_positions,
-                                lambda x: encoded[x] if x in encoded else encode_fn(x))
+            yield from original(lines, cfg, task, max_positions, encode_fn)
 
         return make_batches
 

@@ -138,18 +138,41 @@ def data_bin_unjoined(raw_dir, tmp_path_factory):
 TRAIN_DEFAULTS = (("--cpu",), ("--optimizer", "adam"), ("--lr", "0.005"), ("--max-tokens", "2000"),
                   ("--seed", "1"), ("--log-format", "simple"), ("--log-interval", "1"), ("--num-workers", "0"),
                   ("--no-epoch-checkpoints",))
+# a default dropped where the caller's option makes it one that does nothing (refused by the plugin)
+DROPPED_BY = {"--no-save": ("--no-epoch-checkpoints",)}
 
 
-def without_given(defaults, extra):
-    """The options of ``defaults`` (tuples: flag and its value) that ``extra`` does not give itself (the plugin
-    refuses an option given twice, in fairseq's commands too): a caller's option replaces the default."""
-    given = {str(word).split("=", 1)[0] for word in extra if str(word).startswith("--")}
-    return [word for option in defaults if option[0] not in given for word in option]
+def _flag(word):
+    word = str(word)
+    return word.split("=", 1)[0] if word.startswith("--") or (len(word) == 2 and word[0] == "-" and
+                                                               word[1].isalpha()) else None
+
+
+def override(*word_lists):
+    """The words of ``word_lists`` in order, an option of a later list (or later in one list) replacing the
+    same option given before, with its values (the plugin refuses an option given twice, in fairseq's commands
+    too: test helpers that add a caller's options to their defaults use this). Positional words are kept."""
+    groups = []
+    for words in word_lists:
+        for word in words:
+            if _flag(word) is not None or not groups:
+                groups.append([word])
+            else:
+                groups[-1].append(word)
+    kept, seen = [], set()
+    for group in reversed(groups):
+        flag = _flag(group[0])
+        if flag is not None and flag in seen:
+            continue
+        seen.add(flag)
+        seen.update(DROPPED_BY.get(flag, ()))
+        kept.append(group)
+    return [word for group in reversed(kept) for word in group]
 
 
 def train_args(data, save_dir, arch, *extra, epochs=3):
-    return [data, "--user-dir", USER_DIR, "--arch", arch, "--max-epoch", epochs, "--save-dir", save_dir,
-            *without_given(TRAIN_DEFAULTS, extra), *extra]
+    return override([data, "--user-dir", USER_DIR, "--arch", arch, "--max-epoch", epochs, "--save-dir", save_dir],
+                    [w for option in TRAIN_DEFAULTS for w in option], extra)
 
 
 def generated_hypotheses(stdout):

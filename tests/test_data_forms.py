@@ -23,7 +23,7 @@ import re
 
 import pytest
 
-from conftest import USER_DIR, cli, write_parallel
+from conftest import USER_DIR, cli, override, write_parallel
 from fairseq_wean.scoring import score as library_score
 
 TINY_LSTM = ["--arch", "lstm", "--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "16",
@@ -146,9 +146,9 @@ def trained(request, raw, tmp_path_factory):
 def generate(trained, decoding, *extra):
     form, _, _, decodings, _, data, checkpoint, _ = trained
     scoring = ["--scoring", "rouge", "--rouge-chars"] if form == "characters" else ["--scoring", "sacrebleu"]
-    return cli("fairseq-generate", data, "--user-dir", USER_DIR, "--path", checkpoint, "--gen-subset", "test",
-               "--score-reference", "--batch-size", "4", "--required-batch-size-multiple", "1", *scoring,
-               *decodings[decoding], *extra).stdout
+    return cli("fairseq-generate", *override([data, "--user-dir", USER_DIR, "--path", checkpoint, "--gen-subset", "test",
+                                              "--score-reference", "--batch-size", "4", "--required-batch-size-multiple",
+                                              "1", *scoring], decodings[decoding], extra)).stdout
 
 
 def test_validation_in_fairseq_train_scores_the_references_at_the_top(trained):

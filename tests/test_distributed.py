@@ -20,7 +20,7 @@ import time
 import pytest
 import torch
 
-from conftest import BIN, REPO, USER_DIR, cli
+from conftest import BIN, REPO, USER_DIR, cli, override
 
 ARCH_SIZES = {
     "wean_lstm": ["--embed-dim", 16, "--encoder-hidden-size", 16, "--decoder-hidden-size", 16],
@@ -38,10 +38,10 @@ ENV = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
 
 
 def train_args(data, save_dir, arch, table, *extra):
-    args = [data, "--user-dir", USER_DIR, "--arch", arch, *ARCH_SIZES[arch], "--dropout", 0,
-            "--optimizer", "adam", "--lr", 0.005, "--batch-size", BATCH, "--max-epoch", 1, "--seed", 1,
-            "--log-format", "simple", "--log-interval", 1, "--num-workers", 0,
-            "--disable-validation", "--no-epoch-checkpoints", "--save-dir", save_dir, *extra]
+    args = override([data, "--user-dir", USER_DIR, "--arch", arch, *ARCH_SIZES[arch], "--dropout", 0,
+                     "--optimizer", "adam", "--lr", 0.005, "--batch-size", BATCH, "--max-epoch", 1, "--seed", 1,
+                     "--log-format", "simple", "--log-interval", 1, "--num-workers", 0,
+                     "--disable-validation", "--no-epoch-checkpoints", "--save-dir", save_dir], extra)
     if arch == "core_copy":
         args += ["--core-align-table", table]
     return [str(a) for a in args]

@@ -24,8 +24,8 @@ import struct
 import pytest
 import torch
 
-from conftest import (USER_DIR, WORDS, cli_concurrently, folder_locked_elsewhere, generated_hypotheses, read_text_lines,
-                      without_given)
+from conftest import (USER_DIR, WORDS, cli_concurrently, folder_locked_elsewhere, generated_hypotheses, override,
+                      read_text_lines)
 
 SMALL_WEAN = ["--arch", "wean_lstm", "--embed-dim", 32, "--encoder-hidden-size", 32, "--decoder-hidden-size", 32]
 SMALL_CORE = ["--arch", "core_copy", "--criterion", "core_mode_loss", "--embed-dim", 16,
@@ -39,8 +39,8 @@ def train_args(data, save_dir, model, *extra):
     defaults = (("--dropout", 0), ("--optimizer", "adam"), ("--lr", 0.02), ("--batch-size", 16),
                 ("--batch-size-valid", 4), ("--seed", 1), ("--log-format", "simple"), ("--log-interval", 1),
                 ("--num-workers", 0), ("--eval-bleu-args", json.dumps({"beam": BEAM})))
-    return [data, "--user-dir", USER_DIR, "--task", "translation_with_metrics", *model, "--save-dir", save_dir,
-            *without_given(defaults, list(model) + list(extra)), *extra]
+    return override([data, "--user-dir", USER_DIR, "--task", "translation_with_metrics", "--save-dir", save_dir],
+                    [w for option in defaults for w in option], model, extra)
 
 
 # a run without a metric that decodes takes no decoding options (train_args gives --eval-bleu-args)

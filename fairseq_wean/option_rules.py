@@ -181,3 +181,20 @@ for _dest, _why in (("combine_valid_subsets", "fairseq-train alone combines vali
                      "each subset it names on its own"),
                     ("ignore_unused_valid_subsets", "fairseq-train alone looks for unused validation shards")):
     add_option_need(_dest, lambda a: False, _why, commands=_INFERENCE)
+
+
+def interpolation_problem(args):
+    """A string option holding '${': fairseq hands every option to OmegaConf (convert_namespace_to_omegaconf), which
+    takes it for an interpolation (an InterpolationKeyError traceback, or a value resolved from the environment);
+    one line at parse naming the option, or None (textio.PATH_RULES: the same rule for the tools' folders)."""
+    for dest, value in sorted(vars(args).items()):
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for item in values:
+            if isinstance(item, str) and "${" in item:
+                return ("--{} {!r} holds '${{': fairseq reads its options through OmegaConf, which takes '${{' for an "
+                        "interpolation: rename it (a folder or file name) or drop the '${{'".format(
+                            dest.replace("_", "-"), item))
+    return None
+
+
+add_option_check(interpolation_problem)

@@ -299,3 +299,14 @@ def test_reset_options_with_finetune_from_model_are_one_line_at_parse(tmp_path, 
     line = refused("fairseq-train", ["--finetune-from-model", str(tmp_path / "pre.pt"), "--restore-file",
                                      str(tmp_path / "ck.pt"), "--reset-meters"], tmp_path, monkeypatch, capsys)
     assert line.startswith("fairseq-train: error: --reset-meters does nothing here") and "--finetune-from-model" in line
+
+
+@pytest.mark.parametrize("command,argv", [
+    ("fairseq-train", ["--save-dir", "s_${x}"]), ("fairseq-train", ["--tensorboard-logdir", "tb_${oc.env:HOME}"]),
+    ("fairseq-generate", ["--results-path", "r_${x}"]), ("fairseq-validate", ["--valid-subset", "valid_${x}"]),
+])
+def test_an_option_holding_an_interpolation_is_one_line_at_parse(command, argv, tmp_path, monkeypatch, capsys):
+    """fairseq hands every option to OmegaConf: '${x}' in any of them was an InterpolationKeyError traceback (and
+    '${oc.env:HOME}' a value read from the environment)."""
+    line = refused(command, argv, tmp_path, monkeypatch, capsys)
+    assert line.startswith("{}: error: --{} {!r} holds '${{'".format(command, argv[0][2:], argv[1])), line

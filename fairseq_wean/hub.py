@@ -460,7 +460,16 @@ def _wrapped_hub_utils_from_pretrained(original):
     @functools.wraps(original)
     def from_pretrained(model_name_or_path, checkpoint_file="model.pt", data_name_or_path=".", *args, **kwargs):
         """fairseq's, after :func:`check_folder_files` on a local model folder and its data folder: every
-        route to it (``fairseq_wean.hub.from_pretrained``, a model class's ``from_pretrained``) is checked."""
+        route to it (``fairseq_wean.hub.from_pretrained``, a model class's ``from_pretrained``) is checked. A text
+        argument holding '${' (fairseq hands them to OmegaConf: an interpolation, a TypeError traceback) is one
+        line first."""
+        named = dict(kwargs, model_name_or_path=model_name_or_path, checkpoint_file=checkpoint_file,
+                     data_name_or_path=data_name_or_path)
+        for key, value in sorted(named.items()):
+            if isinstance(value, (str, os.PathLike)) and "${" in os.fspath(value):
+                raise FairseqWeanError("from_pretrained: {}={!r} holds '${{': fairseq reads it through OmegaConf, "
+                                       "which takes '${{' for an interpolation: rename the folder or file".format(
+                                           key, os.fspath(value)))
         if isinstance(model_name_or_path, str) and os.path.isdir(model_name_or_path):
             check_folder_files(model_name_or_path, data_name_or_path, checkpoint_file)
         _HUB_LOADING[0] += 1

@@ -222,3 +222,18 @@ def test_nbest_in_the_hub_is_refused(hub_model, method):
         call(nbest=2)
     out = call(nbest=1)
     assert isinstance(out, str) if method != "generate" else len(out[0]) == 3
+
+
+@pytest.mark.parametrize("key", ["model_name_or_path", "checkpoint_file", "data_name_or_path", "bpe_codes"])
+def test_a_hub_argument_holding_an_interpolation_is_one_line(tmp_path, key):
+    """fairseq hands the hub's arguments to OmegaConf: 'd_${x}' was a TypeError traceback from its path splitting
+    (fairseq's route, a model class's from_pretrained; the plugin's own checks its files first)."""
+    import fairseq_wean  # noqa: F401
+    from fairseq.models.transformer import TransformerModel
+
+    odd = tmp_path / "d_${x}"
+    odd.mkdir()
+    args = dict(model_name_or_path=str(tmp_path), checkpoint_file="checkpoint_best.pt", data_name_or_path=str(tmp_path))
+    args[key] = str(odd)
+    with pytest.raises(FairseqWeanError, match=r"^from_pretrained: {}='.*d_\$\{{x\}}' holds '\$\{{'".format(key)):
+        TransformerModel.from_pretrained(**args)

@@ -322,9 +322,9 @@ def _section_required_defaults(name, part):
             target = top.get(owner)
             default = next((f.default for f in dataclasses.fields(target) if f.name == attr), None) \
                 if dataclasses.is_dataclass(target) and "." not in attr else None
-        if default not in (None, dataclasses.MISSING) and type(None) not in typing.get_args(field.type):
-            required[field.name] = default
-    return required
+        if default not in (None, dataclasses.MISSING, "???") and type(None) not in typing.get_args(field.type):
+            required[field.name] = default  # ("???": omegaconf's MISSING, a field the user must give: kept None,
+    return required                       # the hub then says which file to give)
 
 
 def forget_stored_paths(state, arg_overrides):

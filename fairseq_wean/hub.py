@@ -463,10 +463,12 @@ def _wrapped_hub_utils_from_pretrained(original):
         route to it (``fairseq_wean.hub.from_pretrained``, a model class's ``from_pretrained``) is checked. A text
         argument holding '${' (fairseq hands them to OmegaConf: an interpolation, a TypeError traceback) is one
         line first."""
+        from fairseq_wean.stored_paths import INTERPOLATION
+
         named = dict(kwargs, model_name_or_path=model_name_or_path, checkpoint_file=checkpoint_file,
                      data_name_or_path=data_name_or_path)
         for key, value in sorted(named.items()):
-            if isinstance(value, (str, os.PathLike)) and "${" in os.fspath(value):
+            if isinstance(value, (str, os.PathLike)) and INTERPOLATION in os.fspath(value):
                 raise FairseqWeanError("from_pretrained: {}={!r} holds '${{': fairseq reads it through OmegaConf, "
                                        "which takes '${{' for an interpolation: rename the folder or file".format(
                                            key, os.fspath(value)))

@@ -152,24 +152,20 @@ for _dest in ("keep_best_checkpoints", "save_interval", "no_epoch_checkpoints", 
     add_option_need(_dest, _saves, "--no-save writes no checkpoint", commands=("train",))
 
 
-def restored_checkpoint(args):
-    """The checkpoint fairseq-train restores (``checkpoint_utils.load_checkpoint``'s choice: --save-dir's
-    checkpoint_last{suffix}.pt, else --continue-once; an explicit --restore-file with the suffix), or None where
-    it restores none; --finetune-from-model is not a restore (fairseq resets everything itself)."""
-    import os
+def restores_a_checkpoint(args):
+    """Whether fairseq-train restores a checkpoint whose state the --reset-* options act on: metric_check's
+    start_checkpoint (fairseq's own choice: --save-dir's checkpoint_last{suffix}.pt, --restore-file,
+    --continue-once), not --finetune-from-model (fairseq resets everything itself, and refuses the two together)."""
+    import types
 
-    suffix = getattr(args, "checkpoint_suffix", "") or ""
-    restore = getattr(args, "restore_file", "checkpoint_last.pt")
-    if restore == "checkpoint_last.pt":
-        last = os.path.join(getattr(args, "save_dir", "checkpoints"), "checkpoint_last{}.pt".format(suffix))
-        path = last if os.path.exists(last) else getattr(args, "continue_once", None)
-    else:
-        path = restore.replace(".pt", suffix + ".pt") if suffix else restore
-    return path if path and os.path.exists(path) else None
+    from fairseq_wean.metric_check import start_checkpoint
+
+    return not getattr(args, "finetune_from_model", None) and \
+        start_checkpoint(types.SimpleNamespace(checkpoint=args)) is not None
 
 
 for _dest in ("reset_optimizer", "reset_lr_scheduler", "reset_meters", "reset_dataloader"):
-    add_option_need(_dest, lambda a: not getattr(a, "finetune_from_model", None) and restored_checkpoint(a) is not None,
+    add_option_need(_dest, restores_a_checkpoint,
                     "it resets what a restored checkpoint holds, and this run restores none (no checkpoint_last.pt "
                     "in --save-dir, no --restore-file or --continue-once); --finetune-from-model resets it itself "
                     "(fairseq refuses the two together after the model is built)", commands=("train",))
@@ -187,10 +183,12 @@ def interpolation_problem(args):
     """A string option holding '${': fairseq hands every option to OmegaConf (convert_namespace_to_omegaconf), which
     takes it for an interpolation (an InterpolationKeyError traceback, or a value resolved from the environment);
     one line at parse naming the option, or None (textio.PATH_RULES: the same rule for the tools' folders)."""
+    from fairseq_wean.stored_paths import INTERPOLATION
+
     for dest, value in sorted(vars(args).items()):
         values = value if isinstance(value, (list, tuple)) else [value]
         for item in values:
-            if isinstance(item, str) and "${" in item:
+            if isinstance(item, str) and INTERPOLATION in item:
                 return ("--{} {!r} holds '${{': fairseq reads its options through OmegaConf, which takes '${{' for an "
                         "interpolation: rename it (a folder or file name) or drop the '${{'".format(
                             dest.replace("_", "-"), item))

@@ -125,13 +125,22 @@ def install():
 TORCHRUN_ENV = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")
 
 
+def uses_cuda(args):
+    """Whether this run may use CUDA devices: torch sees CUDA and neither --cpu nor --tpu is given (fairseq's own
+    choice of device). The one home of the decision: :func:`cuda_devices`, and option_rules' precision rows."""
+    return torch.cuda.is_available() and not getattr(args, "cpu", False) and not getattr(args, "tpu", False)
+
+
+def cuda_devices(args):
+    """How many CUDA devices this run may use (0 where :func:`uses_cuda` is false)."""
+    return torch.cuda.device_count() if uses_cuda(args) else 0
+
+
 def spawn_problem(args):
     """fairseq-train --distributed-world-size N where fairseq would spawn one worker per CUDA device (no
     --distributed-init-method, not under torchrun or Slurm) and the machine has fewer than N: fairseq asserts
     "world size is N but have M available devices" (a traceback); one line at parse naming the launcher, or
     None."""
-    import torch
-
     from fairseq_wean.patching import running_command
 
     world = getattr(args, "distributed_world_size", 1)
@@ -140,7 +149,7 @@ def spawn_problem(args):
             or all(key in os.environ for key in TORCHRUN_ENV) \
             or os.environ.get("SLURM_STEP_NODELIST") or os.environ.get("SLURM_JOB_NODELIST"):
         return None
-    devices = torch.cuda.device_count() if torch.cuda.is_available() and not getattr(args, "cpu", False) else 0
+    devices = cuda_devices(args)
     if world <= devices:
         return None
     return ("--distributed-world-size {} makes fairseq-train start one worker per CUDA device, and this run has {}: "

@@ -225,6 +225,41 @@ def install_start_checkpoint_read_once():
 
     wrap_once(checkpoint_utils, "load_checkpoint_to_cpu", wrap_read)
     wrap_once(checkpoint_utils, "load_checkpoint", wrap_start)
+    from fairseq.trainer import Trainer
+
+    wrap_once(Trainer, "load_checkpoint", _wrap_parameters_that_do_not_fit)
+
+
+LOAD_FAILED = "Cannot load model parameters from checkpoint"
+
+
+def _wrap_parameters_that_do_not_fit(original):
+    """fairseq's "Cannot load model parameters from checkpoint" (a traceback at fairseq-train's start: the start
+    checkpoint's parameters do not fit the model --arch and its options build, e.g. another --encoder-embed-dim)
+    becomes one line naming the first parameter that does not fit (another --arch is refused before, by
+    metric_check.keep_the_stored_best; this is the same model built with other sizes)."""
+    def load_checkpoint(self, filename, *args, **kwargs):
+        from fairseq_wean.errors import FairseqWeanError
+
+        try:
+            return original(self, filename, *args, **kwargs)
+        except Exception as exc:
+            cause = exc.__cause__ or exc.__context__
+            if not str(exc).startswith(LOAD_FAILED) or cause is None:
+                raise
+            if isinstance(cause, FairseqWeanError):
+                raise cause from None
+            lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
+            fitting = ("size mismatch", "Missing key", "Unexpected key")
+            first = next((line for line in lines if line.startswith(fitting)),
+                         lines[0] if lines else type(cause).__name__)
+            raise FairseqWeanError(
+                "checkpoint {}: its parameters do not fit the model this run builds ({}); nothing was trained: give "
+                "the model options the checkpoint was trained with, or start without it".format(
+                    filename, first[:300])) from exc
+
+    load_checkpoint.__doc__ = original.__doc__
+    return load_checkpoint
 
 
 def install_upsample_primary_default():

@@ -90,9 +90,9 @@ CPU_BF16 = "bfloat16 on CPU is the plugin's --task translation_with_metrics --cp
 
 
 def _uses_cuda(args):
-    import torch
+    from fairseq_wean.distributed import uses_cuda
 
-    return torch.cuda.is_available() and not getattr(args, "cpu", False) and not getattr(args, "tpu", False)
+    return uses_cuda(args)
 
 
 def precision_problem(args):
@@ -196,3 +196,36 @@ def interpolation_problem(args):
 
 
 add_option_check(interpolation_problem)
+
+
+# ---- checkpoints whose kind matters (--lm-path a language model, --path the task's kind): read from their stored
+# configuration at parse, before any work
+from fairseq_wean.checkpoint_kind import checkpoint_kind_problem  # noqa: E402
+
+add_option_check(checkpoint_kind_problem)
+
+
+# ---- task options fairseq leaves None and the task cannot run without (each found in the task's code: a
+# traceback when the task is set up, after parse); tests/test_task_needs.py finds them and requires a row here
+_LANG_PAIRS = "the language pairs, e.g. --lang-pairs de-en,en-de"
+TASK_NEEDS = {
+    "translation_from_pretrained_bart": (("langs", "the languages of the pretrained mBART model in its order, "
+                                                   "e.g. --langs ar_AR,cs_CZ,de_DE,en_XX"),),
+    "multilingual_translation": (("lang_pairs", _LANG_PAIRS),),
+    "semisupervised_translation": (("lang_pairs", _LANG_PAIRS),),
+    "translation_multi_simple_epoch": (("lang_pairs", _LANG_PAIRS),),
+    "online_backtranslation": (("mono_langs", "the monolingual languages, e.g. --mono-langs de,en"),
+                               ("valid_lang_pairs", "the validation pairs, e.g. --valid-lang-pairs de-en")),
+}
+
+
+def task_needs_problem(args):
+    """An option of :data:`TASK_NEEDS` left unset (None) for its --task: fairseq fails when it sets the task up
+    (an AttributeError, assertion or ValueError traceback); one line at parse, or None."""
+    for dest, what in TASK_NEEDS.get(getattr(args, "task", None), ()):
+        if getattr(args, dest, None) is None:
+            return "--task {} needs --{}: {}".format(args.task, dest.replace("_", "-"), what)
+    return None
+
+
+add_option_check(task_needs_problem)

@@ -1,0 +1,144 @@
+"""The kind of model a checkpoint holds, read from its stored configuration when fairseq parses a command, before
+any work: an option that names a checkpoint whose kind matters gets a checkpoint of that kind, or one line.
+
+fairseq reads these checkpoints only after it has loaded the data and the other models, and then fails with a
+traceback: ``fairseq-generate --lm-path`` naming a translation model (a TypeError in the first decoding step:
+``forward() missing 'src_lengths'``); ``--path`` naming a language model for a translation task (a RuntimeError
+size mismatch, or the stored task's FileNotFoundError in fairseq-validate), or a translation model for a language
+modeling task (fairseq-eval-lm: an AttributeError). (fairseq-train's start checkpoint is checked at its start,
+before the first update: ``metric_check.keep_the_stored_best``, and ``fixes_training`` for other sizes.)
+
+The stored configuration is read without running anything and without reading the weights (:func:`stored_model`:
+the checkpoint's pickle only, every global on ``checkpoint_safety``'s allow-list built, any other one and every
+tensor an inert stand-in; torch's legacy format through ``checkpoint_safety.safe_load``). A file that is missing
+or no checkpoint is left to the loaders' own one-line errors.
+"""
+import os
+import pickle
+
+from fairseq_wean.checkpoint_container import _Inert, _ScanUnpickler
+
+
+class _ConfigUnpickler(_ScanUnpickler):
+    """``_ScanUnpickler`` (nothing of torch built, storages never loaded) that builds the allow-listed plain
+    classes a stored configuration is made of (``argparse.Namespace``, omegaconf containers, ...)."""
+
+    def __init__(self, data, allowed):
+        super().__init__(data)
+        self._allowed = allowed
+
+    def find_class(self, module, name):
+        if "{}.{}".format(module, name) in self._allowed and not module.startswith("torch"):
+            return pickle.Unpickler.find_class(self, module, name)  # the allow-list's plain class itself
+        return super().find_class(module, name)  # an inert stand-in
+
+
+def _read_state(path):
+    """The checkpoint's top-level dict with its stored configuration (tensors inert), or None when it cannot be
+    read so (the loaders then give their own line)."""
+    import zipfile
+
+    from fairseq_wean.checkpoint_container import container_problem
+    from fairseq_wean.checkpoint_safety import allowed_global_names, safe_load
+
+    try:
+        with open(path, "rb") as f:
+            if container_problem(f) is not None:
+                return None
+            if f.read(4) != b"PK\x03\x04":
+                return safe_load(f, map_location="cpu")  # torch's legacy format: no pickle-only reading
+            with zipfile.ZipFile(f) as archive:
+                prefix = archive.infolist()[0].filename.split("/")[0] + "/"
+                state = _ConfigUnpickler(archive.read(prefix + "data.pkl"), allowed_global_names()).load()
+    except Exception:  # unreadable: the loader's own error names it
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def stored_model(path):
+    """``(model class or None, arch, task name)`` stored in the checkpoint ``path``, or None when the file is no
+    checkpoint whose configuration names a model (a missing file, a URL: left to the loaders)."""
+    from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_REGISTRY
+
+    from fairseq_wean.metric_check import _arch, _entry
+
+    if not isinstance(path, str) or "://" in path or not os.path.isfile(path):
+        return None
+    state = _read_state(path)
+    if state is None:
+        return None
+    cfg, args = state.get("cfg"), state.get("args")
+    if isinstance(cfg, _Inert) or isinstance(args, _Inert):
+        return None
+    try:
+        arch = _arch(_entry(cfg, "model")) or _arch(args)
+        task = _entry(cfg, "task")
+        task = (_entry(task, "_name") if task is not None else None) or getattr(args, "task", None)
+    except Exception:
+        return None
+    if not isinstance(arch, str):
+        return None
+    return ARCH_MODEL_REGISTRY.get(arch) or MODEL_REGISTRY.get(arch), arch, task
+
+
+def is_language_model(cls):
+    """A decoder-only model: what fairseq's SequenceGenerator can call as ``--lm-path`` (``model(tokens)``) and
+    what fairseq's language modeling tasks build."""
+    from fairseq.models import FairseqLanguageModel
+
+    return isinstance(cls, type) and issubclass(cls, FairseqLanguageModel)
+
+
+def task_kind(name):
+    """``"lm"`` for a language modeling task, ``"pair"`` for a translation task (source and target), else None."""
+    from fairseq.tasks import TASK_REGISTRY
+    from fairseq.tasks.language_modeling import LanguageModelingTask
+    from fairseq.tasks.translation import TranslationTask
+
+    cls = TASK_REGISTRY.get(name)
+    if not isinstance(cls, type):
+        return None
+    if issubclass(cls, LanguageModelingTask) or cls.__name__ == "MultilingualLanguageModelingTask":
+        return "lm"
+    return "pair" if issubclass(cls, TranslationTask) else None
+
+
+def _described(found):
+    cls, arch, task = found
+    kind = "a language model" if is_language_model(cls) else "not a language model"
+    return "--arch {} ({}{})".format(arch, kind, ", --task {}".format(task) if task else "")
+
+
+def _paths(value):
+    """The checkpoints of ``--path A:B`` (fairseq's utils.split_paths)."""
+    return value.split(os.pathsep) if isinstance(value, str) and "://" not in value else [value]
+
+
+# (dest, commands): the options naming a checkpoint whose kind this module checks
+# (fairseq-train's start checkpoint of another --arch is refused at its start, before the first update:
+# metric_check.keep_the_stored_best, and fixes_training for the same model built with other sizes)
+CHECKED = (("lm_path", ("generate",)), ("path", ("generate", "interactive", "validate", "eval_lm")))
+
+
+def checkpoint_kind_problem(args, command=None):
+    """The one line for a checkpoint of the wrong kind named by an option of :data:`CHECKED`, or None."""
+    from fairseq_wean.patching import running_command
+
+    command = command or running_command()
+    if getattr(args, "lm_path", None) and command == "generate":
+        found = stored_model(args.lm_path)
+        if found is not None and found[0] is not None and not is_language_model(found[0]):
+            return ("--lm-path {}: its model is {}, and fairseq-generate's --lm-path needs a language model (a "
+                    "decoder-only model such as transformer_lm, trained with --task language_modeling) whose "
+                    "dictionary is the target's: name such a checkpoint, or leave --lm-path out".format(
+                        args.lm_path, _described(found)))
+    kind = task_kind(getattr(args, "task", None))
+    if command in ("generate", "interactive", "validate", "eval_lm") and kind is not None:
+        for path in _paths(getattr(args, "path", None)):
+            found = stored_model(path)
+            if found is None or found[0] is None or is_language_model(found[0]) == (kind == "lm"):
+                continue
+            needs = "a language model" if kind == "lm" else "a model with an encoder (a language model has none)"
+            return ("--path {}: its model is {}, and --task {} needs {}: name a checkpoint trained for that task, or "
+                    "give the task it was trained with".format(path, _described(found), args.task, needs))
+    return None

@@ -103,7 +103,7 @@ def from_pretrained(checkpoint_dir, checkpoint_file="checkpoint_best.pt", data_n
                 cfg.bpe = UnkMarkersBPEConfig()
                 cfg.bpe._name = "unk_markers"
         else:
-            found = subword_model_beside(checkpoint_dir, symbols)
+            found = subword_model_beside(checkpoint_dir, loaded["task"].source_dictionary)
             if found is not None:  # the dictionary is pieces, and their model lies beside the checkpoint
                 name, option, path = found
                 with open_dict(cfg):
@@ -152,22 +152,20 @@ SUBWORD_MODEL_FILES = {"subword_nmt": (("bpecodes", "code"), "bpe_codes"),
                        "sentencepiece": (("sentencepiece.bpe.model",), "sentencepiece_model")}
 
 
-def dictionary_pieces(symbols):
-    """``subword_nmt`` or ``sentencepiece`` when a dictionary's words are subword pieces (some end in
-    ``@@`` / start with ``▁``: word-level text has neither), else None."""
-    words = [w for w in symbols if not (w.startswith("<") and w.endswith(">"))]
-    if any(len(w) > 2 and w.endswith("@@") for w in words):
-        return "subword_nmt"
-    if any(w.startswith("\u2581") for w in words):
-        return "sentencepiece"
-    return None
+def dictionary_pieces(dictionary):
+    """``subword_nmt`` or ``sentencepiece`` when a dictionary's entries are pieces of that kind (the form
+    ``fairseq_wean.input_form.dictionary_form`` gives it, the rule the hub's input check applies), else None."""
+    from fairseq_wean.input_form import dictionary_form
+
+    kind = dictionary_form(dictionary)[0]
+    return kind if kind in SUBWORD_MODEL_FILES else None
 
 
-def subword_model_beside(checkpoint_dir, symbols):
+def subword_model_beside(checkpoint_dir, dictionary):
     """(bpe name, its option, path) when the dictionary is pieces and the folder holds the file fairseq's
     hub reads for them (``bpecodes``/``code``; ``sentencepiece.bpe.model``); else None. A dictionary of
     pieces without that file: a warning naming the arguments (raw text would become ``<unk>``)."""
-    kind = dictionary_pieces(symbols)
+    kind = dictionary_pieces(dictionary)
     if kind is None:
         return None
     files, option = SUBWORD_MODEL_FILES[kind]

@@ -7,32 +7,55 @@ and ``--bpe`` (``encode_line``); a token it does not find is ``<unk>``, and the 
 Sentencepiece text (``▁the ▁cat``) or subword-nmt text (``the c@@ at sat``) given to a model of words, or
 words given to a model of pieces without ``--bpe``, became a line of ``<unk>`` that was decoded, exit 0.
 :func:`form_problem` decides, for the text that ``encode_line`` receives, whether its form is the
-dictionary's, by the rules of :mod:`fairseq_wean.scoring.pieces` (the scorer refuses the same mismatch):
+dictionary's, by the rules of :mod:`fairseq_wean.scoring.pieces` (the scorer refuses the same mismatch). The
+forms: words, subword-nmt pieces, sentencepiece pieces, WordPiece pieces, characters, byte-level BPE ids (what
+``--bpe gpt2`` / ``hf_byte_bpe`` write: numbers) and, for a line only, unsegmented text in a script without spaces
+between words (Chinese, Japanese, ...: :mod:`fairseq_wean.scoring.scripts`' rule):
 
 * the form of a dictionary (:func:`dictionary_form`): the piece kind of its entries
   (:func:`pieces.piece_entries`) when at least :data:`DICTIONARY_PIECES` of them, or of the training
   tokens its counts count, are pieces of one kind,
-  else ``characters`` when most of its entries are one character, else ``words``;
+  else :data:`IDS` when at least :data:`pieces.PIECE_DICTIONARY_SHARE` of its entries are numbers, else
+  ``characters`` when most of its entries are one character, else ``words``;
 * the form of a line (:func:`line_form`): a piece kind when pieces make up at least
   :data:`pieces.PIECE_DICTIONARY_SHARE` of its tokens (the share rule :func:`pieces.dictionary_kind`
   applies to a dictionary; the last piece of a subword-nmt word carries no mark and counts as a piece of
-  it), ``characters`` when most tokens are one character and it has fairseq's space mark ``▁`` or a
-  script without spaces between words (Chinese, Japanese, ...), else ``words``. A line of words holding
+  it), :data:`IDS` when every token is a number (two at least), ``characters`` when most tokens are one
+  character and it has fairseq's space mark ``▁`` or a script without spaces between words (Chinese,
+  Japanese, ...), :data:`UNSEGMENTED` when most of its letters are in such a script at more than
+  :data:`scripts.UNSEGMENTED_CHARACTERS_PER_TOKEN` per token, else ``words``. A line of words holding
   one ``@@`` or ``▁`` token is words;
 * a mismatch is a line whose form is not the dictionary's and whose tokens of that form the dictionary
   mostly does not have (at least half of them would be ``<unk>``): a model of words given words with
   some unknown words, a model of pieces given text its ``--bpe`` encoded, a model of characters given
-  characters are never refused. One more sign, for subword-nmt pieces in a line of words below the
-  share: a split word whose pieces the dictionary does not have and whose joined word it has
-  (``c@@ at`` for a dictionary with ``cat``): the text was encoded for another dictionary.
+  characters are never refused. Two more signs, for pieces in a line of words below the share (a
+  subword-nmt or sentencepiece encoding of long words: most of its tokens are unmarked continuations,
+  which a dictionary of short pieces has): a split word whose subword-nmt pieces the dictionary does not
+  have and whose joined word it has (``c@@ at`` for a dictionary with ``cat``), and
+  :data:`FOREIGN_PIECES` or more marked pieces of a kind (:data:`MARKED_KINDS`: ``x@@``, ``▁x``, ``##x``)
+  that the dictionary lacks when it has no entry of that kind at all (``▁eine ▁frau ...`` for a
+  subword-nmt dictionary): the text was encoded for another dictionary. A line without any ``▁`` given to
+  a sentencepiece dictionary is never its text (every word would be read as a piece inside a word, and
+  many are such pieces), and a line of :data:`IDS_LINE` or more numbers one of which the dictionary lacks
+  is byte-level BPE ids.
 
 A mismatch is one line naming the form found, the dictionary's form and the fix (``--bpe X``, dropping a
 ``--bpe`` that makes the wrong form, giving words). Imports neither fairseq nor torch.
 """
+import re
+
 from fairseq_wean.errors import FairseqWeanError
-from fairseq_wean.scoring import pieces
+from fairseq_wean.scoring import pieces, scripts
 
 WORDS, CHARACTERS = "words", "characters"
+IDS = "byte-level BPE ids"  # what --bpe gpt2 and hf_byte_bpe write, and their models' dictionaries hold
+UNSEGMENTED = "unsegmented"  # a line only: Chinese, Japanese, ... text not split into words or characters
+NUMBER = re.compile(r"^(0|[1-9][0-9]*)$")  # a byte-level BPE id
+# the piece kinds whose marked pieces tell a line of another dictionary (pieces.piece_entries' kinds), and
+# how many of them, unknown to a dictionary with no entry of that kind, do
+MARKED_KINDS = ("subword_nmt", "sentencepiece", pieces.CONTINUATION_KIND)
+FOREIGN_PIECES = 2
+IDS_LINE = 4  # a line of this many numbers is byte-level BPE ids when one is unknown (no real text line is)
 # a dictionary holds pieces when at least this share of its entries are pieces of one kind. Measured: the
 # word dictionaries of the recipes have none (0 of 2596 simplification, 0 of 13644 translation entries),
 # Gigaword's words 0.3% ('##-year-old'); the iwslt14 recipe's subword-nmt dictionaries 30% to 38% (the
@@ -41,13 +64,16 @@ DICTIONARY_PIECES = 0.1
 SPACE_MARK = pieces.SENTENCEPIECE_MARK  # fairseq's --bpe characters writes a space as this token
 
 NAMES = {WORDS: "words", CHARACTERS: "characters (one per token)", "subword_nmt": "subword-nmt pieces ('@@')",
-         "sentencepiece": "sentencepiece pieces ('\u2581')", pieces.CONTINUATION_KIND: "WordPiece pieces ('##')"}
-# the --bpe that writes each form, and the file it needs (hub: the from_pretrained keyword)
-BPE_OF_FORM = {"subword_nmt": ("subword_nmt", "--bpe-codes", "bpe_codes"),
-               "sentencepiece": ("sentencepiece", "--sentencepiece-model", "sentencepiece_model"),
-               CHARACTERS: ("characters", None, None), pieces.CONTINUATION_KIND: ("bert", None, None)}
+         "sentencepiece": "sentencepiece pieces ('\u2581')", pieces.CONTINUATION_KIND: "WordPiece pieces ('##')",
+         IDS: "byte-level BPE ids (numbers)", UNSEGMENTED: "unsegmented text (a script without spaces between words)"}
+# the --bpe that writes each form, and the files it needs (options, the hub's from_pretrained keywords)
+BPE_OF_FORM = {"subword_nmt": ("subword_nmt", ("--bpe-codes",), ("bpe_codes",)),
+               "sentencepiece": ("sentencepiece", ("--sentencepiece-model",), ("sentencepiece_model",)),
+               CHARACTERS: ("characters", (), ()), pieces.CONTINUATION_KIND: ("bert", (), ()),
+               IDS: ("gpt2", ("--gpt2-encoder-json", "--gpt2-vocab-bpe"), ("gpt2_encoder_json", "gpt2_vocab_bpe"))}
 FORM_OF_BPE = {"subword_nmt": "subword_nmt", "fastbpe": "subword_nmt", "sentencepiece": "sentencepiece",
-               "characters": CHARACTERS, "bytes": CHARACTERS, "bert": pieces.CONTINUATION_KIND}
+               "characters": CHARACTERS, "bytes": CHARACTERS, "bert": pieces.CONTINUATION_KIND, "gpt2": IDS,
+               "hf_byte_bpe": IDS}
 
 
 def name(form):
@@ -71,8 +97,11 @@ def dictionary_form(dictionary):
     shares = [len(found) / len(entries) if entries else 0.0]
     if counts is not None and found:
         shares.append(sum(counts[entry] for entry in found) / sum(counts.values()))
+    numbers = [entry for entry in entries if NUMBER.match(entry)]
     if max(shares) >= DICTIONARY_PIECES:
         form = (kind, found[0])
+    elif entries and len(numbers) >= pieces.PIECE_DICTIONARY_SHARE * len(entries):
+        form = (IDS, numbers[0])
     elif entries and sum(len(entry) == 1 for entry in entries) >= pieces.PIECE_DICTIONARY_SHARE * len(entries):
         form = (CHARACTERS, next(entry for entry in entries if len(entry) == 1))
     else:
@@ -108,17 +137,49 @@ def line_form(tokens):
     kind, found = max(kinds.items(), key=lambda kv: len(kv[1]), default=(None, []))
     if kind is not None and len(found) >= pieces.PIECE_DICTIONARY_SHARE * len(tokens):
         return kind, found
-    from fairseq_wean.scoring.metrics import NO_WORD_BOUNDARIES
-
+    if len(tokens) > 1 and all(NUMBER.match(token) for token in tokens):
+        return IDS, tokens
     singles = [token for token in tokens if len(token) == 1]
     if len(singles) >= pieces.PIECE_DICTIONARY_SHARE * len(tokens) and (
-            SPACE_MARK in singles or any(NO_WORD_BOUNDARIES.search(token) for token in singles)):
+            SPACE_MARK in singles or any(scripts.NO_WORD_BOUNDARIES.search(token) for token in singles)):
         return CHARACTERS, singles
+    share, per_token, _ = scripts.unsegmented_share(tokens)
+    if share > 0.5 and per_token > scripts.UNSEGMENTED_CHARACTERS_PER_TOKEN:
+        return UNSEGMENTED, [token for token in tokens if scripts.NO_WORD_BOUNDARIES.search(token)]
     return WORDS, tokens
 
 
 def _unknown(dictionary, tokens):
     return [token for token in tokens if token not in dictionary.indices]
+
+
+def _kinds_of(dictionary):
+    """The :data:`MARKED_KINDS` some entry of ``dictionary`` has (kept on it)."""
+    cached = getattr(dictionary, "_fairseq_wean_marked_kinds", None)
+    if cached is not None and cached[0] == len(dictionary.symbols):
+        return cached[1]
+    entries = [entry for entry in dictionary.symbols[dictionary.nspecial:] if len(entry) > 1]
+    kinds = frozenset(kind for kind in pieces.piece_entries(entries) if kind in MARKED_KINDS)
+    try:
+        dictionary._fairseq_wean_marked_kinds = (len(dictionary.symbols), kinds)
+    except AttributeError:
+        pass
+    return kinds
+
+
+def foreign_pieces(dictionary, tokens):
+    """(kind, pieces) of the marked pieces in ``tokens`` (a line of words by the share rule) that tell text
+    encoded for another dictionary (see the module's docstring), or None."""
+    for word in _split_words(tokens):  # subword-nmt: a split word the dictionary has joined, not in pieces
+        joined = pieces.post_process(" ".join(word), "subword_nmt")
+        if joined in dictionary.indices and _unknown(dictionary, word):
+            return "subword_nmt", _unknown(dictionary, word)
+    found = pieces.piece_entries([token for token in tokens if len(token) > 1])
+    for kind in MARKED_KINDS:
+        unknown = _unknown(dictionary, found.get(kind, ()))
+        if len(unknown) >= FOREIGN_PIECES and kind not in _kinds_of(dictionary):
+            return kind, unknown
+    return None
 
 
 def _option(entry, option, value=None):
@@ -139,15 +200,18 @@ def _fix(found, expected, bpe, entry):
         fix = _fix(WORDS, expected, None, entry)
         return "{}, and {}".format(drop, fix)
     if expected in BPE_OF_FORM:
-        bpe_name, option, keyword = BPE_OF_FORM[expected]
+        bpe_name, options, keywords = BPE_OF_FORM[expected]
         give = _option(entry, "--bpe", bpe_name)
-        if option is not None:
-            give += ", " + _option(entry, option if entry != "hub" else keyword, None) + " (the model's own)"
-        if found == WORDS:
+        if options:
+            give += ", " + ", ".join(_option(entry, option, None) for option in (
+                keywords if entry == "hub" else options)) + " (the model's own)"
+        if found in (WORDS, UNSEGMENTED):
             return "pass {}{} so that words are encoded as its {}, or give the text in them{}".format(
                 give, where, name(expected), "" if entry == "hub" or expected not in pieces.FAIRSEQ_RULES else
                 " (and --post-process {} for words in the output)".format(expected))
         return "give the text as words with {}{}, or in the model's {}".format(give, where, name(expected))
+    if found == UNSEGMENTED:
+        return "segment the text into {}, as the model's data was".format(name(expected))
     if expected == WORDS:
         return "give words (the text before {}), as the model's data was".format(
             "--bpe {}".format(BPE_OF_FORM[found][0]) if found in BPE_OF_FORM else "it was split")
@@ -164,26 +228,27 @@ def form_problem(dictionary, line, bpe=None, entry="fairseq-interactive", what=N
         return None
     expected, example = dictionary_form(dictionary)
     found, marked = line_form(tokens)
-    unknown = None
+    if found in (WORDS, CHARACTERS):  # pieces below the share, of another dictionary: named as such
+        foreign = foreign_pieces(dictionary, tokens)
+        if foreign is not None and foreign[0] != expected:
+            found, marked = foreign
+    unknown, unstarted = None, False
     if found != expected:
         unknown = _unknown(dictionary, marked)
-        if 2 * len(unknown) < len(marked):  # most of them the dictionary has: its --bpe wrote them
+        # most of them the dictionary has: its --bpe wrote them (a line of IDS_LINE numbers is no text of words)
+        if 2 * len(unknown) < len(marked) and not (found == IDS and unknown and len(marked) >= IDS_LINE):
             unknown = None
-    if unknown is None and expected != "subword_nmt" and found == WORDS:
-        # subword-nmt pieces below the share: a split word the dictionary has joined, not in pieces
-        for word in _split_words(tokens):
-            joined = pieces.post_process(" ".join(word), "subword_nmt")
-            if joined in dictionary.indices and _unknown(dictionary, word):
-                found, unknown = "subword_nmt", word
-                break
+    if unknown is None and expected == "sentencepiece" and found != expected and SPACE_MARK not in line:
+        unknown, unstarted = _unknown(dictionary, tokens), True  # no word starts: not its text
     if unknown is None:
         return None
     shown = line if len(line) <= 40 else line[:37] + "..."
     dict_name = "the model's source dictionary is of {}{}".format(
         name(expected), " (e.g. {!r})".format(example) if example is not None else "")
-    return ("{} {!r} is in {}, and {}: {} of its {} tokens would be <unk> and translated as such; {}".format(
+    return ("{} {!r} is in {}, and {}: {} of its {} tokens would be <unk> and translated as such{}; {}".format(
         what or "{} input".format(entry), shown, name(found), dict_name, len(_unknown(dictionary, tokens)),
-        len(tokens), _fix(found, expected, bpe, entry)))
+        len(tokens), ", the others as pieces inside words (none starts with '{}')".format(SPACE_MARK)
+        if unstarted else "", _fix(found, expected, bpe, entry)))
 
 
 def check_input_form(dictionary, line, bpe=None, entry="fairseq-interactive", what=None):

@@ -271,6 +271,12 @@ def component_problem(section, name, values, keywords=False, unset_ok=False, sto
             return ("{} (read by {}): fairseq downloads it with the Python package {}, which is not installed "
                     "(pip install {}; or give the file's path): refused before any work".format(
                         _shown(dest, value, keywords), chosen, package, package))
+    for field in fields if buildable else ():  # what the component reads without an error, and is no file of it
+        value = values.get(field.name, field.default)
+        problem = merges_problem(value, MERGES_FILES[name, field.name]) if (name, field.name) in MERGES_FILES else None
+        if problem is not None:
+            return "{} (read by {}): {}; refused before any work".format(_shown(field.name, value, keywords), chosen,
+                                                                         problem)
     problem = build_problem(section, name, values) if buildable else None
     if problem is None:
         return None
@@ -279,6 +285,45 @@ def component_problem(section, name, values, keywords=False, unset_ok=False, sto
             ", ".join(files), chosen, section.replace("bpe", "BPE"), "it" if len(files) == 1 else "them", problem)
     return "{} cannot be used: building it and encoding a sentence failed ({}); refused before any work".format(
         chosen, problem)
+
+
+# the merges files whose component reads them without an error when they hold no merge, or another BPE's merges
+# (gpt2 takes every line after the first of vocab.bpe as a merge; subword-nmt applies merges it never meets):
+# (component, option) -> the style its file is in
+MERGES_FILES = {("gpt2", "gpt2_vocab_bpe"): "gpt2", ("subword_nmt", "bpe_codes"): "subword_nmt",
+                ("fastbpe", "bpe_codes"): "subword_nmt"}
+GPT2_SPACE = "\u0120"  # gpt2's byte-level mark of a space (its merges' word starts)
+END_OF_WORD = "</w>"  # subword-nmt's and fastBPE's end-of-word mark in their codes
+
+
+def merges_problem(path, style):
+    """Why the merges file ``path`` is no file of a ``style`` BPE (``gpt2``: vocab.bpe; ``subword_nmt``: codes of
+    subword-nmt or fastBPE), or None (a file the component cannot read at all is :func:`build_problem`'s): it
+    holds no merge (empty, or a ``#version`` header only), another BPE's merges (subword-nmt's ``</w>`` in a
+    gpt2 vocab.bpe; gpt2's ``Ġ`` and no ``</w>`` in codes), or (gpt2) a line that is no pair of symbols."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    start = 1 if style == "gpt2" or lines and lines[0].startswith("#version") else 0  # gpt2 skips its first line
+    merges = [(number, line) for number, line in enumerate(lines[start:], start + 1) if line.strip()]
+    what = "gpt2's vocab.bpe" if style == "gpt2" else "BPE codes file"
+    if not merges:
+        return "it holds no merge (it is empty{}), and a {} has one a line: it would encode nothing".format(
+            "" if not lines else ", or a '#version' header only", what)
+    if style == "gpt2" and any(END_OF_WORD in line for _, line in merges):
+        return "it holds subword-nmt codes ('{}' ends a word in them), not gpt2's byte-level merges: give the " \
+               "model's vocab.bpe".format(END_OF_WORD)
+    if style == "gpt2":
+        bad = [(number, line) for number, line in merges if len(line.split()) != 2]
+        if bad:
+            return "its line {} {!r} is no merge (two symbols), as every line of {} after the first is".format(
+                bad[0][0], _cut(bad[0][1], 40), what)
+    elif not any(END_OF_WORD in line for _, line in merges) and any(GPT2_SPACE in line for _, line in merges):
+        return "it holds gpt2's byte-level merges ('{}' starts a word, no '{}'), not subword-nmt codes: give the " \
+               "model's BPE codes".format(GPT2_SPACE, END_OF_WORD)
+    return None
 
 
 def _stamp(value):

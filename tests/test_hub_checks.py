@@ -237,3 +237,19 @@ def test_a_hub_argument_holding_an_interpolation_is_one_line(tmp_path, key):
     args[key] = str(odd)
     with pytest.raises(FairseqWeanError, match=r"^from_pretrained: {}='.*d_\$\{{x\}}' holds '\$\{{'".format(key)):
         TransformerModel.from_pretrained(**args)
+
+
+@pytest.mark.parametrize("form", ["words", "subword_nmt", "sentencepiece", "characters", "ids", "bpe20"])
+def test_the_hubs_bpe_note_reads_the_dictionary_form_of_input_form(form):
+    """The hub's "a BPE was needed" note (hub.dictionary_pieces) is input_form.dictionary_form, the rule of the
+    hub's input check: no second detector (a characters dictionary's lone '▁' is no sentencepiece model)."""
+    from test_input_form import DICTIONARIES, EXTRA, dictionary
+
+    from fairseq_wean import hub, input_form
+
+    words = {"ids": [str(i) for i in range(40)]}.get(form) or EXTRA.get(form) or DICTIONARIES[form]
+    d = dictionary(words)
+    expected = {"subword_nmt": "subword_nmt", "bpe20": "subword_nmt", "sentencepiece": "sentencepiece"}.get(form)
+    assert hub.dictionary_pieces(d) == expected
+    assert hub.dictionary_pieces(d) == (input_form.dictionary_form(d)[0] if input_form.dictionary_form(d)[0] in
+                                        hub.SUBWORD_MODEL_FILES else None)

@@ -1,6 +1,7 @@
 """Text given to a model for decoding is in its source dictionary's form (fairseq_wean.input_form).
 
-Every dictionary form (words, subword-nmt pieces, sentencepiece pieces, characters) x every input form x
+Every dictionary form (words, subword-nmt pieces, sentencepiece pieces, characters; on real text with byte-level
+BPE ids and unsegmented Chinese too: test_input_form_real.py) x every input form x
 every entry point (fairseq-interactive's input reader, the hub's binarize, which translate / sample /
 encode go through): a mismatch is one line naming the form found, the dictionary's and the fix; the same
 form never is, nor are the legitimate inputs that look alike (unknown words, one '@@' or '▁' token among

@@ -25,13 +25,25 @@ from fairseq_wean.errors import FairseqWeanError
 from test_crafted_checkpoints import train_tiny
 
 CONTENTS = {"empty": b"", "another format": b"two young , white males are outside near many bushes .\nan old man\n",
-            "not UTF-8": b"abc\xff\xfe def 10\n"}
+            "not UTF-8": b"abc\xff\xfe def 10\n", "header only": b"#version: 0.2\n",
+            "subword-nmt codes": b"#version: 0.2\ne n</w>\ne r</w>\nd ie</w>\n",
+            "gpt2 merges": "#version: 0.2\n\u0120 t\n\u0120 a\nh e\n".encode()}
 ENTRY_POINTS = ("generate", "interactive", "train", "hub keywords", "hub stored")
 FILE_OPTIONS = sorted((section, name, field.name) for section in T.SECTIONS
                       for name, config in T.registered(section).items() for field in T.path_fields(config))
-# what the component itself reads without an error (gpt2 takes every line after the first of vocab.bpe as a merge:
-# none, or lines of words, are merges it never applies): passed, as fairseq builds and uses it
-READ_BY_THE_COMPONENT = {("gpt2", "gpt2_vocab_bpe", "empty"), ("gpt2", "gpt2_vocab_bpe", "another format")}
+# a file of the component's own format: passed, as fairseq builds and uses it
+READ_BY_THE_COMPONENT = {("gpt2", "gpt2_vocab_bpe", "gpt2 merges"), ("subword_nmt", "bpe_codes", "subword-nmt codes")}
+# what the component itself reads without an error and is no file of it (gpt2 takes every line after the first of
+# vocab.bpe as a merge: none, lines of words, subword-nmt's codes are merges it never applies; subword-nmt applies
+# gpt2's merges as codes): refused by tokenizer_files.merges_problem, with the reason
+BY_CONTENT = {("gpt2", "gpt2_vocab_bpe", "empty"): "it holds no merge (it is empty)",
+              ("gpt2", "gpt2_vocab_bpe", "header only"): "it holds no merge (it is empty, or a '#version' header only)",
+              ("gpt2", "gpt2_vocab_bpe", "another format"): "its line 2 'an old man' is no merge (two "
+                                                             "symbols)",
+              ("gpt2", "gpt2_vocab_bpe", "subword-nmt codes"): "it holds subword-nmt codes ('</w>' ends a word",
+              ("subword_nmt", "bpe_codes", "empty"): "it holds no merge (it is empty)",
+              ("subword_nmt", "bpe_codes", "header only"): "it holds no merge (it is empty, or a '#version' header",
+              ("subword_nmt", "bpe_codes", "gpt2 merges"): "it holds gpt2's byte-level merges ('\u0120' starts a word"}
 NO_DATACLASS = sorted((section, name) for section in T.SECTIONS
                       for name, config in T.registered(section).items() if config is None)
 
@@ -55,7 +67,7 @@ def companion(tmp_path, section, name, field, bad):
 
     if name == "gpt2" and field == "gpt2_encoder_json":
         path = tmp_path / "vocab.bpe"
-        path.write_text("#version: 0.2\n")
+        path.write_text("#version: 0.2\nq z\n")  # a merge the probe sentence never meets
         return str(path)
     if name == "gpt2":
         path = tmp_path / "encoder.json"
@@ -160,6 +172,9 @@ def test_a_file_the_component_cannot_read_is_one_line_before_any_work(tiny, tmp_
         chosen = "{}={!r}".format(section, name) if keywords else "--{} {}".format(section, name)
     if missing:
         expected = "{} needs the Python package {}, which is not installed".format(chosen, missing[0])
+    elif (name, field, content) in BY_CONTENT:
+        expected = "{} (read by {}): {}".format("{}={!r}".format(field, values[field]) if keywords else "--{} {}".format(
+            field.replace("_", "-"), values[field]), chosen, BY_CONTENT[name, field, content])
     else:
         shown = ", ".join("{}={!r}".format(f, values[f]) if keywords else "--{} {}".format(f.replace("_", "-"), values[f])
                           for f in fields)
@@ -179,7 +194,7 @@ def test_a_file_the_component_cannot_read_is_one_line_before_any_work(tiny, tmp_
     message = str(info.value)
     assert message.startswith(("from_pretrained: " if keywords else "") + expected), message
     assert "\n" not in message and message.endswith("refused before any work")
-    if not missing:  # the component's own first error line, as fairseq's builder raises it
+    if not missing and (name, field, content) not in BY_CONTENT:  # the component's own first error line
         assert own_failure(section, name, values).strip() in message, message
     assert bad.read_bytes() == CONTENTS[content]
 

@@ -11,12 +11,23 @@ from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.scoring import metrics as M
 from fairseq_wean.scoring import scores
 
-# metric -> (hyps, refs) just over its bound, the start of the one-line refusal
+# TER's adversary: blocks of 10 words swapped pairwise (B1 A1 B2 A2 ... against A1 B1 A2 B2 ...), every
+# block a shift candidate within reach: sacrebleu's search checks its 1,000 candidates (0.7 s a pair here)
+SWAP_HYP = " ".join(" ".join("{}{}_{}".format(c, b, i) for c in "ba" for i in range(10)) for b in range(8))
+SWAP_REF = " ".join(" ".join("{}{}_{}".format(c, b, i) for c in "ab" for i in range(10)) for b in range(8))
+
+
+def swapped_over_the_bound():
+    n = M.MAX_WORK["ter"] // M.input_work("ter", [SWAP_HYP], [[SWAP_REF]]) + 1
+    return [SWAP_HYP] * n, [[SWAP_REF] * n], "ter: these {:,} sentences need about ".format(n)
+
+
+# metric -> (hyps, refs, the start of the one-line refusal): just over its bound
 REPEATED = " ".join("w{}".format(i % 50) for i in range(200))
 BOUNDED = {
-    "rougeL": ([" ".join(["a"] * 3000)] * 6, "rougeL: these 6 sentences need about 54,000,120 units of work"),
-    "ter": ([REPEATED] * 40, "ter: these 40 sentences need about "),
-    "fkgl": (["a" * (M.MAX_WORD_CHARACTERS + 1)], "FKGL: line 1 of the output has a 'word' of 1,001 characters"),
+    "rougeL": ([" ".join(["a"] * 3000)] * 6, None, "rougeL: these 6 sentences need about 54,000,120 units of work"),
+    "ter": swapped_over_the_bound(),
+    "fkgl": (["a" * (M.MAX_WORD_CHARACTERS + 1)], None, "FKGL: line 1 of the output has a 'word' of 1,001 characters"),
 }
 LINEAR = ("bleu", "chrf", "sari", "rouge1", "rouge2", "stats")
 
@@ -30,7 +41,8 @@ def test_every_metric_is_classified():
 @pytest.mark.parametrize("entry", ["score", "sentence_scores", "fairseq-scorer"])
 @pytest.mark.parametrize("metric", sorted(BOUNDED))
 def test_over_the_bound_is_refused_before_any_work(monkeypatch, metric, entry):
-    hyps, expected = BOUNDED[metric]
+    hyps, refs, expected = BOUNDED[metric]
+    refs = refs or [hyps]
     metrics_fail(monkeypatch)
     if entry != "score" and metric != "rougeL":
         pytest.skip("per sentence and in fairseq-generate --scoring rouge: only rougeL of these")
@@ -42,9 +54,9 @@ def test_over_the_bound_is_refused_before_any_work(monkeypatch, metric, entry):
                 scorer.add_string(hyp, hyp)
             scorer.result_string()
         elif entry == "score":
-            scores.score(hyps, sources=hyps, references=[hyps], metrics=["bleu", metric])
+            scores.score(hyps, sources=hyps, references=refs, metrics=["bleu", metric])
         else:
-            scores.sentence_scores(hyps, sources=hyps, references=[hyps], metric=metric)
+            scores.sentence_scores(hyps, sources=hyps, references=refs, metric=metric)
     assert str(e.value).startswith(expected) and "\n" not in str(e.value), str(e.value)
 
 
@@ -68,12 +80,11 @@ def metrics_fail(monkeypatch):
 # ------------------------------------------------------------------------------------ whole input
 WORDS = "the cat sat on the mat and the dog ran after it "
 LINE = (WORDS * 21)[:1000].strip()  # 1,000 characters of words
-TER_LINE = " ".join("w{}".format(i % 10) for i in range(60))  # repetitive: 360 shift candidates
 # case -> (hyp line, reference line, sentences): the same line object repeated, built in memory
 CRAFTED = {m: (LINE, LINE, 100) for m in LINEAR}
 CRAFTED.update({"chrf": (LINE, "the cat", 100),  # long outputs, short references: the work bound, not memory
                 "chrf-memory": (LINE, LINE, 100),  # the references' n-gram statistics
-                "ter": (TER_LINE, TER_LINE, 3), "rougeL": (" ".join(["a"] * 300),) * 2 + (10,),
+                "ter": (SWAP_HYP, SWAP_REF, 10), "rougeL": (" ".join(["a"] * 300),) * 2 + (10,),
                 "fkgl": (LINE, "the cat", None)})
 
 
@@ -160,40 +171,77 @@ def test_the_tools_refuse_before_any_metric_runs(tmp_path, monkeypatch, capsys, 
     assert err.startswith("{}: error: {}: these 4 sentences".format(tool, metric)) and "\n" not in err, err
 
 
-def test_real_benchmarks_are_under_the_bounds():
-    """The sizes of the real test sets (sentences x references, characters a line: output, reference, source)
-    score with every metric, with a margin of 2: TurkCorpus (8 references), ASSET (10), IWSLT'14 de-en test,
-    Gigaword test, Multi30k test. TER is bounded lower (it takes ~1 us a unit): ASSET valid and TurkCorpus tune
-    (2,000 sentences x 8-10 references) are over it, their test sets (359 sentences) under it."""
-    benchmarks = {"turkcorpus test": (359, 8, 120, 113, 120), "turkcorpus tune": (2000, 8, 113, 113, 121),
-                  "asset test": (359, 10, 110, 105, 120), "asset valid": (2000, 10, 117, 105, 117),
-                  "iwslt14 test": (6750, 1, 106, 97, 106), "gigaword test": (1951, 1, 50, 50, 200),
-                  "multi30k test": (1000, 1, 62, 62, 62)}
-    vocabulary = ["".join(chr(97 + (7 * i + 3 * j) % 26) for j in range(3 + i % 5)) for i in range(2000)]
+# the sizes of real test sets: sentences, references, characters a line (output, reference, source)
+BENCHMARKS = {"turkcorpus test": (359, 8, 120, 113, 120), "turkcorpus tune": (2000, 8, 113, 113, 121),
+              "asset test": (359, 10, 110, 105, 120), "asset valid": (2000, 10, 117, 105, 117),
+              "iwslt14 test": (6750, 1, 106, 97, 106), "gigaword test": (1951, 1, 50, 50, 200),
+              "multi30k test": (1000, 1, 62, 62, 62)}
+VOCABULARY = ["".join(chr(97 + (7 * i + 3 * j) % 26) for j in range(3 + i % 5)) for i in range(2000)]
 
-    def text(chars, seed):  # about ``chars`` characters of words, little repeated (TER's shift candidates)
-        words, length = [], -1
-        while length < chars:
-            words.append(vocabulary[(seed * 31 + len(words) * 17) % len(vocabulary)])
-            length += 1 + len(words[-1])
-        return " ".join(words)
 
-    for name, (n, k, hyp, ref, src) in benchmarks.items():
-        hyps = [text(hyp, i) for i in range(n)]
-        refs = [[text(ref, i + 7 * j) for i in range(n)] for j in range(k)]
-        sources = [text(src, i + 3) for i in range(n)]
-        for metric in M.METRICS:
-            if metric == "ter" and k > 1 and n > 1000:
-                continue
-            M.check_line_lengths(metric, hyps, refs, orig_sents=sources, systems=2)  # a comparison of two systems
+def synthetic_text(chars, seed):
+    """About ``chars`` characters of words, little repeated."""
+    words, length = [], -1
+    while length < chars:
+        words.append(VOCABULARY[(seed * 31 + len(words) * 17) % len(VOCABULARY)])
+        length += 1 + len(words[-1])
+    return " ".join(words)
+
+
+def rewrite(sentence, j, chars):
+    """Reference ``j`` of an output: a third of its words replaced, a clause of 3 words moved to the end, about
+    ``chars`` characters (TER's estimate on it is that of the real sets: TurkCorpus tune 9.9e8 units here, 8.9e8
+    on its real files)."""
+    words = [w if (p + j) % 3 else VOCABULARY[(p * 13 + j * 101) % len(VOCABULARY)]
+             for p, w in enumerate(sentence.split())]
+    words = words[3:] + words[:3]
+    while len(" ".join(words)) > chars + 8 and len(words) > 1:
+        words.pop()
+    return " ".join(words)
+
+
+@pytest.mark.parametrize("name", sorted(BENCHMARKS))
+def test_real_benchmarks_are_under_the_bounds(name):
+    """The shapes of the real test sets score with every metric, with a margin of 2 (as a comparison of two
+    systems), TER too: TurkCorpus (8 references; its tune set 2,000 x 8), ASSET (10; valid 2,000 x 10), IWSLT'14 de-en
+    test, Gigaword test, Multi30k test; and every metric in one call for two systems (the report's comparison)."""
+    n, k, hyp, ref, src = BENCHMARKS[name]
+    hyps = [synthetic_text(hyp, i) for i in range(n)]
+    refs = [[rewrite(hyps[i], j, ref) for i in range(n)] for j in range(k)]
+    sources = [synthetic_text(src, i + 3) for i in range(n)]
+    M.check_input_size(M.METRICS, hyps, refs, sources, systems=2)  # each metric's bound and the call's, two systems
+
+
+def test_ter_work_follows_sacrebleus_first_search():
+    """TER's estimate, against sacrebleu's own search: one edit distance's cells x (the first search's candidates,
+    as sacrebleu's _shift counts them, x the searches there can be, the edit distance + 1, at most 1,011 + 8 x the
+    searches); the 4,000-token lines MAX_LINE_TOKENS lets through are over the bound (each row allocated)."""
+    from sacrebleu.metrics import lib_ter
+
+    from fairseq_wean.scoring import ter
+
+    pairs = [("b a", "a b"), ("a b c d e", "c d e a b"), ("the cat sat on the mat", "on the mat the cat sat"),
+             ("b1 b2 b3 a1 a2 a3 d1 d2 c1 c2", "a1 a2 a3 b1 b2 b3 c1 c2 d1 d2"),
+             ("x y", "x y z w v u t s r q p o n m l k j i h g f e d c b a " * 3), ("", "a b")]
+    for hyp, ref in pairs:
+        h, r = hyp.split(), ref.split()
+        distance = lib_ter.BeamEditDistance(r)
+        first = lib_ter._shift(h, r, distance, 0)[2]
+        searches = min(distance(h)[0], 1000) + 1 if first else 1
+        candidates = min(first * searches, 1011)
+        width = 25 if len(r) / max(len(h), 1) / 2 <= 25 else -(-len(r) // max(len(h), 1) // 2) - 25
+        cells = len(h) * min(len(r) + 1, 2 * width) + len(r) + 1 + len(h) * (len(r) + 1) // 16  # + the rows' allocation
+        assert ter.line_work(h, r) == cells * (candidates + 8 * min(searches, candidates + 1)), (hyp, ref, first)
+    long = ["w{}".format(i % 300) for i in range(M.MAX_LINE_TOKENS)]
+    assert ter.line_work(long, long[::-1]) > M.MAX_WORK["ter"]  # one pair: ~1e10 units, minutes of TER
 
 
 def test_work_estimates_against_hand_counts():
     assert M.metric_work("rougeL", [["a", "b"], ["c"]], [[["a"], ["c", "d", "e"]]]) == 2 * 1 + 1 * 3
-    # TER: hyp length x min(ref + 1, 51) x shift candidates (equal words within 50 positions; at least 1)
-    assert M.ter_line_work("a b a".split(), "a c".split()) == 3 * 3 * 2
-    assert M.ter_line_work(["x"] * 60, ["x"] * 60) == 60 * 51 * 1000
-    assert M.metric_work("ter", [["x"]], [[["y"]]]) == 1 * 2 * 1
+    # TER (edit-distance cells, see test_ter_work_follows_sacrebleus_first_search): an equal pair has no candidate,
+    # one traced search of hyp x min(ref + 1, 50) cells, the last row and the rows' allocation (hyp x (ref + 1) / 16)
+    assert M.ter_line_work(["x"] * 60, ["x"] * 60) == (60 * 50 + 61 + 60 * 61 // 16) * 8
+    assert M.metric_work("ter", [["x"]], [[["y"]]]) == (1 * 2 + 2 + 0) * 8
     # past the limit, the streams counted so far extrapolated to all: 2 cells a stream, 4 streams
     assert M.metric_work("rougeL", [["a", "b"]], iter([[["c"]]] * 4), limit=(1, 4)) == 2 * 4
     assert M.metric_work("rougeL", [["a", "b"]], iter([[["c"]]] * 4), limit=(100, 4)) == 2 * 4
@@ -237,3 +285,51 @@ def test_an_empty_metrics_item_is_refused(text):
         scores.parse_metrics(text)
     with pytest.raises(FairseqWeanError, match="has an empty item"):
         scores.score(["a"], references=[["a"]], metrics=text)
+
+
+# ------------------------------------------------------------------------------------ the whole call
+CALLS = {"score": ("bleu", "chrf", "sari"), "compare": ("bleu", "chrf"), "sentence_scores": ("sari", "bleu"),
+         "report": ("bleu", "sari", "stats"), "fairseq-wean-score": ("bleu", "chrf", "sari"),
+         "fairseq-wean-report": ("bleu", "chrf", "sari")}
+
+
+@pytest.mark.parametrize("entry", sorted(CALLS))
+def test_a_call_is_bounded_as_a_whole(tmp_path, monkeypatch, capsys, entry):
+    """Every metric of a call under its own bound, their work together over the call's (lowered here so that a
+    few lines are over it): refused in one line naming the call's estimate, each metric's and the limit, before any
+    metric runs, in every entry point (a call asking for every metric does not do each one's bound in turn)."""
+    hyps = ["the cat sat on the mat", "a dog ran after it", "the bird sang", "it rained all day"]
+    refs = [hyps[::-1], hyps, hyps[1:] + hyps[:1]]
+    systems = 2 if entry in ("compare", "report", "fairseq-wean-report") else 1
+    names = CALLS[entry]
+    seconds = {m: M.SECONDS_AT_BOUND[m] * systems * M.input_work(m, hyps, refs, hyps) / M.MAX_WORK[m] for m in names}
+    assert sum(M.SECONDS_AT_BOUND.values()) > M.MAX_CALL_SECONDS  # every metric could not run its bound
+    monkeypatch.setattr(M, "MAX_CALL_SECONDS", max(seconds.values()) * 1.01)  # each alone is under it
+    metrics_fail(monkeypatch)
+    out = tmp_path / "page.html"
+    for name, lines in [("sys", hyps), ("sys2", hyps[::-1])] + [("ref{}".format(k), r) for k, r in enumerate(refs)]:
+        (tmp_path / (name + ".txt")).write_text("".join(line + "\n" for line in lines))
+    files = ["--orig", str(tmp_path / "sys.txt"), "--refs"] + [str(tmp_path / "ref{}.txt".format(k)) for k in range(3)]
+    with pytest.raises((FairseqWeanError, SystemExit)) as e:
+        if entry in ("score", "compare"):
+            scores.score(hyps, sources=hyps, references=refs, metrics=list(names),
+                         compare_to=hyps[::-1] if entry == "compare" else None)
+        elif entry == "sentence_scores":
+            scores.sentence_scores(hyps, sources=hyps, references=refs, metric="sari")
+        elif entry == "report":
+            from fairseq_wean.report import build
+            build.build_report([build.SystemOutput(n, n, list(h)) for n, h in (("a", hyps), ("b", hyps[::-1]))], hyps,
+                               refs, metrics=list(names))
+        elif entry == "fairseq-wean-score":
+            from fairseq_wean.cli.score import cli_main
+            cli_main(["--sys", str(tmp_path / "sys.txt"), "--metrics", ",".join(names)] + files)
+        else:
+            from fairseq_wean.cli.report import cli_main
+            cli_main(["--sys", str(tmp_path / "sys.txt"), str(tmp_path / "sys2.txt"), "--metrics", ",".join(names),
+                      "--out", str(out)] + files)
+    message = str(e.value.code if isinstance(e.value, SystemExit) else e.value)
+    assert not out.exists() and capsys.readouterr().out == "" and "\n" not in message, message
+    shape = "these 4 sentences x 3 references{} need about ".format(" x 2 systems" if systems > 1 else "")
+    assert shape in message and "more than the {} s one call takes".format(
+        M._seconds(M.MAX_CALL_SECONDS)) in message, message
+    assert all("{} ".format(m) in message.split("(", 1)[1] for m in names), message

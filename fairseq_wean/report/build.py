@@ -223,10 +223,11 @@ def check_distinct_inputs(sys_paths, names=None, ref_paths=None):
     if names is not None and len(names) != len(sys_paths):
         raise FairseqWeanError("--names has {} name(s) but --sys has {} file(s): give one name per "
                                "system".format(len(names), len(sys_paths)))
-    inputs.check_distinct(list(sys_paths), "--sys")
+    inputs.check_distinct(list(sys_paths), "--sys")  # the one rule of a file named twice (linear)
     inputs.check_distinct(list(ref_paths or []), "--refs")
     shown = list(names) if names is not None else [os.path.basename(p) for p in sys_paths]
-    twice = sorted({name for name in shown if shown.count(name) > 1})
+    counts = Counter(shown)
+    twice = sorted(name for name, count in counts.items() if count > 1)
     if twice:
         raise FairseqWeanError("{} {} name two systems: give each system its own name{}".format(
             "--names" if names is not None else "the file names", ", ".join(map(repr, twice)),

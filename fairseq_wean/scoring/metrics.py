@@ -37,6 +37,7 @@ from fairseq_wean.scoring.bleu_checks import (  # noqa: F401  (BLEU's tokenizer 
 from fairseq_wean.scoring.scripts import (  # noqa: F401  (the script checks, here since every metric uses them)
     NO_WORD_BOUNDARIES, SEGMENT, UNK_FORMS, UNSEGMENTED_CHARACTERS_PER_TOKEN, WORD_BLEU_TOKENIZERS, check_bleu_tokenize,
     check_sides, check_word_boundaries, unsegmented_share)
+from fairseq_wean.scoring.ter import line_work as ter_line_work  # TER's work estimate (a pair of token lists)
 
 METRICS = ("bleu", "chrf", "ter", "sari", "fkgl", "rouge1", "rouge2", "rougeL", "stats")
 SACREBLEU_METRICS = ("bleu", "chrf", "ter")
@@ -214,40 +215,33 @@ def check_english(metric, texts, what="the output"):
 # Every metric's work on a whole input (all sentences x all references x all systems scored) is bounded
 # by MAX_WORK[metric] (``input_work``), checked by :func:`check_line_lengths` BEFORE any metric runs.
 # ROUGE-L and TER grow with the product of a sentence's length and its reference's: their unit is
-# ROUGE-L's LCS cells (about 2.7 million a second on one core: 50 million is ~20 s) and TER's estimate,
-# the first shift search's candidates (at most 1,000 a line) x the beam's edit distance (hyp x min(ref,
-# 51)): 0.5 us a unit on TurkCorpus' test (6.1 million, 3 s), up to 9 us on repetitive text; a line of
-# more tokens than MAX_LINE_TOKENS is refused for them too (4,000 tokens: 2 s and 300 MB a pair).
+# ROUGE-L's LCS cells (about 2.7 million a second on one core: 50 million is ~20 s) and TER's edit-distance
+# cells (:func:`fairseq_wean.scoring.ter.line_work`: the first shift search's candidates after sacrebleu's
+# filters x the searches there can be x the beam's cells; 0.009 us a unit on TurkCorpus tune, 2,000 x 8
+# references, 2.0e9 units in 15-19 s of CPU (ASSET valid 1.1e9, 9-13 s), up to ~0.05 us on crafted block swaps;
+# SECONDS_AT_BOUND takes 0.03); a line of more tokens than MAX_LINE_TOKENS is refused for them too.
 # Every other metric is linear: its unit is a character read, once per (sentence, reference) pair
 # (BLEU, chrF, ROUGE-1/2: output + reference; SARI and stats: + source; FKGL: the output alone).
 # Measured on 2 loaded cores, ASSET's valid set (2,000 sentences x 10 references, 4.3 million units):
-# chrF 16.6 s, BLEU 5.3 s, SARI 7.8 s, sentence BLEU 3.2 s, stats 0.2 s; FKGL ~8 us a character.
+# chrF 16.6 s, BLEU 5.3 s, SARI 7.8 s, sentence BLEU 3.2 s, stats 0.2 s; FKGL ~8 us a character; ROUGE-1
+# 5.0 s of CPU for TurkCorpus tune's 4.0 million (ROUGE-L 5.7 s for its 8.7 million cells).
 # chrF also keeps every reference's n-gram statistics at once: ~340 bytes a reference character
 # (ASSET valid 672 MB, 60 references x 2,000 lines 1.3 GB), bounded by MAX_CHRF_BYTES.
+# One call's metrics share one bound (:func:`check_input_size`): SECONDS_AT_BOUND[m], about what MAX_WORK[m] costs
+# (measured as above), summed over the call's metrics, under MAX_CALL_SECONDS (not each metric's bound in turn).
 QUADRATIC_METRICS = ("rougeL", "ter")
 MAX_LINE_TOKENS = 4000
 LINEAR_WORK = 2 * 10 ** 7
-MAX_WORK = {"rougeL": 5 * 10 ** 7, "ter": 10 ** 8, "fkgl": 4 * 10 ** 6, "bleu": LINEAR_WORK, "chrf": LINEAR_WORK,
+MAX_WORK = {"rougeL": 5 * 10 ** 7, "ter": 5 * 10 ** 9, "fkgl": 4 * 10 ** 6, "bleu": LINEAR_WORK, "chrf": LINEAR_WORK,
             "sari": LINEAR_WORK, "rouge1": LINEAR_WORK, "rouge2": LINEAR_WORK, "stats": LINEAR_WORK}
-WORK_UNITS = {"rougeL": "sentence x reference lengths", "ter": "sentence x reference lengths, x TER's shift "
-              "candidates", "fkgl": "characters of the output"}
+WORK_UNITS = {"rougeL": "sentence x reference lengths", "ter": "edit-distance cells of TER's shift search",
+              "fkgl": "characters of the output"}
+SECONDS_AT_BOUND = {"bleu": 25, "chrf": 77, "ter": 150, "sari": 24, "fkgl": 32, "rouge1": 25, "rouge2": 25,
+                    "rougeL": 33, "stats": 1}
+MAX_CALL_SECONDS = 300
 READS_SOURCES = ("sari", "stats")
 PAIR_UNITS = 20  # what a (sentence, reference) pair costs whatever its length, in every unit (~10-20 us)
 CHRF_BYTES_PER_CHARACTER, MAX_CHRF_BYTES = 340, 1500 * 2 ** 20
-TER_CANDIDATES, TER_BEAM, TER_SHIFT_DIST = 1000, 51, 50
-
-
-def ter_line_work(hyp, ref):
-    """TER's work estimate for one sentence pair (token lists): see :data:`MAX_WORK`."""
-    where = {}
-    for j, word in enumerate(ref):
-        where.setdefault(word, []).append(j)
-    candidates = 0
-    for i, word in enumerate(hyp):
-        candidates += sum(abs(i - j) <= TER_SHIFT_DIST for j in where.get(word, ()))
-        if candidates >= TER_CANDIDATES:
-            break
-    return len(hyp) * min(len(ref) + 1, TER_BEAM) * min(max(candidates, 1), TER_CANDIDATES)  # 1: no shift, one beam
 
 
 def metric_work(metric, sys_tokens, refs_tokens, limit=None):
@@ -281,9 +275,28 @@ def input_work(metric, sys_sents, refs_streams, orig_sents=None, chars=False, sy
 
 
 def check_input_size(names, sys_sents, refs_streams, orig_sents=None, chars=False, systems=1):
-    """:func:`check_line_lengths` for every metric of ``names``: the one bound on work, before any runs."""
-    for name in names:
-        check_line_lengths(name, sys_sents, refs_streams, chars and name == "rougeL", orig_sents, systems)
+    """The one bound on a call's work, before any metric runs: :func:`check_line_lengths` for every metric
+    of ``names``, then their estimated seconds together against :data:`MAX_CALL_SECONDS`."""
+    seconds = {}
+    for name in dict.fromkeys(names):
+        work = check_line_lengths(name, sys_sents, refs_streams, chars and name == "rougeL", orig_sents, systems)
+        seconds[name] = SECONDS_AT_BOUND[name] * work / MAX_WORK[name]
+    if sum(seconds.values()) > MAX_CALL_SECONDS:
+        raise FairseqWeanError(
+            "these {} need about {} s of work with {} metrics ({}), more than the {} s one call takes; score the "
+            "metrics in separate calls, or fewer or shorter sentences{}".format(
+                _shape(None, sys_sents, refs_streams or [], systems), _seconds(sum(seconds.values())), len(seconds),
+                ", ".join("{} {} s".format(name, _seconds(t)) for name, t in seconds.items()),
+                _seconds(MAX_CALL_SECONDS), ", fewer references" if len(refs_streams or []) > 1 else ""))
+
+
+def _seconds(t):
+    return "{:,.0f}".format(t) if t >= 10 else "{:.2g}".format(t)
+
+
+def _shape(metric, sys_sents, refs_streams, systems):
+    return "{:,} sentences{}{}".format(len(sys_sents), " x {} references".format(len(refs_streams)) if len(
+        refs_streams) > 1 and metric != "fkgl" else "", " x {} systems".format(systems) if systems > 1 else "")
 
 
 def check_line_lengths(metric, sys_sents, refs_streams, chars=False, orig_sents=None, systems=1):
@@ -291,6 +304,7 @@ def check_line_lengths(metric, sys_sents, refs_streams, chars=False, orig_sents=
     against every reference) is over :data:`MAX_WORK` or, for chrF, whose reference statistics would
     need more than :data:`MAX_CHRF_BYTES`, and a :data:`QUADRATIC_METRICS` one on a line longer than
     :data:`MAX_LINE_TOKENS` (naming the side, the line and the limit), before any of it is computed.
+    Returns the work (the call's bound sums it over the metrics: :func:`check_input_size`).
     Every entry point computes the metrics through :func:`build_metrics`, :func:`rouge_sentence_scores`
     and :func:`bleu_sentence_stats`, which call this first (the report and ``sentence_scores`` too)."""
     refs_streams = refs_streams or []
@@ -306,9 +320,7 @@ def check_line_lengths(metric, sys_sents, refs_streams, chars=False, orig_sents=
                     "product); split the text into sentences, or score without {}".format(
                         metric, i, side, count(text), MAX_LINE_TOKENS, metric))
     work = systems * input_work(metric, sys_sents, refs_streams, orig_sents, chars, systems)
-    shape = "{:,} sentences{}{}".format(len(sys_sents), " x {} references".format(len(refs_streams))
-                                        if len(refs_streams) > 1 and metric != "fkgl" else "",
-                                        " x {} systems".format(systems) if systems > 1 else "")
+    shape = _shape(metric, sys_sents, refs_streams, systems)
     fewer = "score fewer or shorter sentences{}, or score without {}".format(
         ", fewer references" if len(refs_streams) > 1 and metric != "fkgl" else "", metric)
     if work > MAX_WORK[metric]:
@@ -322,6 +334,7 @@ def check_line_lengths(metric, sys_sents, refs_streams, chars=False, orig_sents=
             "chrf: these {} need about {:,} MB for the references' n-gram statistics (~{} bytes a reference "
             "character), more than the {:,} MB this metric takes; {}".format(
                 shape, memory >> 20, CHRF_BYTES_PER_CHARACTER, MAX_CHRF_BYTES >> 20, fewer))
+    return work
 
 
 def rouge_sentence_scores(sys_sents, refs_streams, types=ROUGE_TYPES, chars=False, stemmer=True,
@@ -347,12 +360,14 @@ def rouge_sentence_scores(sys_sents, refs_streams, types=ROUGE_TYPES, chars=Fals
 # ---------------------------------------------------------------------------------------------
 # BLEU
 def sacrebleu_metric(name, bleu_tokenize=BLEU_TOKENIZE):
-    from sacrebleu.metrics import BLEU, CHRF, TER
+    from sacrebleu.metrics import BLEU, CHRF
+
+    from fairseq_wean.scoring.ter import sacrebleu_ter
 
     if name == "bleu":
         check_bleu_tokenizer(bleu_tokenize)  # a tokenizer sacrebleu would download, or one it cannot build
         return BLEU(force=True, tokenize=bleu_tokenize)  # force: no "forgot to detokenize?" warning; same score
-    return CHRF() if name == "chrf" else TER()
+    return CHRF() if name == "chrf" else sacrebleu_ter()  # sacrebleu's TER, its search's edits computed faster
 
 
 def bleu_sentence_stats(sys_sents, refs_streams, name="bleu", bleu_tokenize=BLEU_TOKENIZE):

@@ -262,69 +262,90 @@ def _forget_in(section, name, paths, arg_overrides, top=True, forgotten=None, wh
     part.set(changes)
 
 
-def _required_defaults(args):
-    """{option: default} of the fields, in the dataclasses fairseq converts the old-style ``args`` to,
-    that cannot be None (``checkpoint.save_dir``): a forgotten one takes fairseq's default, as if never given."""
+def _config_sections():
+    """{section: type} of fairseq's ``FairseqConfig`` (``common``, ``checkpoint``...: dataclasses; ``model``,
+    ``task``, ``bpe``...: the registered component its ``_name`` names, :func:`_component_dataclass`)."""
+    import dataclasses
+
+    from fairseq.dataclass.configs import FairseqConfig
+
+    return {field.name: field.type for field in dataclasses.fields(FairseqConfig)}
+
+
+def _component_dataclass(kind, choice):
+    """The dataclass of the component ``choice`` of ``kind`` (a registry's: ``bpe``, ``criterion``...; a model by
+    its model's name; a task), or None: the one fairseq's builders merge a stored section into."""
+    from fairseq.registry import REGISTRIES
+
+    cls = REGISTRIES[kind]["dataclass_registry"].get(choice) if kind in REGISTRIES else None
+    if cls is None and kind == "model":
+        from fairseq.models import MODEL_DATACLASS_REGISTRY
+
+        cls = MODEL_DATACLASS_REGISTRY.get(choice)
+    if cls is None and kind == "task":
+        from fairseq.tasks import TASK_DATACLASS_REGISTRY
+
+        cls = TASK_DATACLASS_REGISTRY.get(choice)
+    return cls
+
+
+def _not_none_defaults(cls, merged=False):
+    """{field: default} of the fields of the dataclass ``cls`` (none for anything else) that cannot be None and
+    have a default (``checkpoint.save_dir``): what a forgotten option takes, as if never given. ``merged``: for a
+    section fairseq merges into ``cls`` (``merge_with_parent``, which resolves nothing), an ``II("common.x")``
+    default is the default of the field it names (None where that is no plain default of a ``FairseqConfig``
+    section), and omegaconf's MISSING (``'???'``, a field the user must give) is no default (the option stays
+    None: the hub then says which file to give). Otherwise (the old-style args, which fairseq converts through
+    hydra's overrides: the interpolation is resolved in the whole config there, and MISSING stays MISSING) both
+    are kept as they are."""
     import dataclasses
     import typing
 
-    from fairseq.dataclass.configs import FairseqConfig
-    from fairseq.models import ARCH_MODEL_REGISTRY
-    from fairseq.tasks import TASK_DATACLASS_REGISTRY
-
-    classes = [field.type for field in dataclasses.fields(FairseqConfig) if dataclasses.is_dataclass(field.type)]
-    model = ARCH_MODEL_REGISTRY.get(getattr(args, "arch", None))
-    classes += [getattr(model, "__dataclass", None), TASK_DATACLASS_REGISTRY.get(getattr(args, "task", None))]
+    sections = _config_sections() if merged else {}
+    unset = (None, dataclasses.MISSING, "???") if merged else (None, dataclasses.MISSING)
+    types = {field.name: field.type for field in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
     required = {}
-    for cls in filter(dataclasses.is_dataclass, classes):
-        for field in dataclasses.fields(cls):
-            factory = field.default_factory
-            default = field.default if factory is dataclasses.MISSING else factory()
-            if default not in (None, dataclasses.MISSING) and type(None) not in typing.get_args(field.type):
-                required.setdefault(field.name, default)
+    for key, default in _field_defaults(cls).items():
+        match = II_PATH.match(default) if merged and isinstance(default, str) else None
+        if match:  # II("common.plasma_path"): the default of the field it names
+            owner, _, attr = match.group(1).partition(".")
+            target = sections.get(owner)
+            default = next((f.default for f in dataclasses.fields(target) if f.name == attr), None) \
+                if dataclasses.is_dataclass(target) and "." not in attr else None
+        if default not in unset and type(None) not in typing.get_args(types[key]):
+            required[key] = default
+    return required
+
+
+def _required_defaults(args):
+    """:func:`_not_none_defaults` of the dataclasses fairseq converts the old-style ``args`` to (FairseqConfig's
+    sections, then the model's of ``arch``, then the task's), the first one's where two declare an option."""
+    import dataclasses
+
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    classes = [cls for cls in _config_sections().values() if dataclasses.is_dataclass(cls)]
+    model = ARCH_MODEL_REGISTRY.get(getattr(args, "arch", None))
+    classes += [getattr(model, "__dataclass", None), _component_dataclass("task", getattr(args, "task", None))]
+    required = {}
+    for cls in classes:
+        for key, default in _not_none_defaults(cls).items():
+            required.setdefault(key, default)
     return required
 
 
 def _section_required_defaults(name, part):
-    """{field: default} of the fields of the dataclass a ``cfg`` section ``name`` is built as (FairseqConfig's
-    sections; the task, model, criterion, ... of its ``_name``) that cannot be None: a forgotten one takes
-    fairseq's default (an ``II("common.x")`` default: common's), as if never given. LanguageModelingConfig's
-    ``plasma_path`` (a str) set to None made fairseq-validate and the hub an omegaconf ValidationError."""
+    """:func:`_not_none_defaults` (``merged``) of the dataclass a ``cfg`` section ``name`` is built as:
+    FairseqConfig's section of that name, or the component of its ``_name`` (an architecture's name builds no
+    dataclass: fairseq runs its architecture function on the section). LanguageModelingConfig's ``plasma_path``
+    (a str) set to None made fairseq-validate and the hub an omegaconf ValidationError."""
     import dataclasses
-    import typing
 
-    from fairseq.dataclass.configs import FairseqConfig
-
-    top = {field.name: field.type for field in dataclasses.fields(FairseqConfig)}
-    cls = top.get(name)
+    cls = _config_sections().get(name)
     if not dataclasses.is_dataclass(cls):
-        from fairseq import registry
-
         choice = part.get("_name") if part.has("_name") else None
-        cls = registry.REGISTRIES.get(name, {}).get("dataclass_registry", {}).get(choice) if choice else None
-        if cls is None and name == "model":
-            from fairseq.models import MODEL_DATACLASS_REGISTRY
-
-            cls = MODEL_DATACLASS_REGISTRY.get(choice)
-        if cls is None and name == "task":
-            from fairseq.tasks import TASK_DATACLASS_REGISTRY
-
-            cls = TASK_DATACLASS_REGISTRY.get(choice)
-    if not dataclasses.is_dataclass(cls):
-        return {}
-    required = {}
-    for field in dataclasses.fields(cls):
-        factory = field.default_factory
-        default = field.default if factory is dataclasses.MISSING else factory()
-        match = II_PATH.match(default) if isinstance(default, str) else None
-        if match:  # II("common.plasma_path"): the default of the field it names
-            owner, _, attr = match.group(1).partition(".")
-            target = top.get(owner)
-            default = next((f.default for f in dataclasses.fields(target) if f.name == attr), None) \
-                if dataclasses.is_dataclass(target) and "." not in attr else None
-        if default not in (None, dataclasses.MISSING, "???") and type(None) not in typing.get_args(field.type):
-            required[field.name] = default  # ("???": omegaconf's MISSING, a field the user must give: kept None,
-    return required                       # the hub then says which file to give)
+        cls = _component_dataclass(name, choice) if choice else None
+    return _not_none_defaults(cls, merged=True)
 
 
 def forget_stored_paths(state, arg_overrides):
@@ -423,12 +444,11 @@ def declared_defaults(name, section):
     import dataclasses
 
     from fairseq import models, tasks
-    from fairseq.dataclass.configs import FairseqConfig
     from fairseq.registry import REGISTRIES
 
     part = _Section(section)
     get = (lambda key: part.get(key) if part.has(key) else None)
-    sections = {field.name: field.type for field in dataclasses.fields(FairseqConfig)}
+    sections = _config_sections()
     kinds = [name] if name is not None else ["model", "task"] + list(REGISTRIES) + list(sections)
     defaults = {}
     for kind in kinds:
@@ -438,14 +458,14 @@ def declared_defaults(name, section):
             model = models.ARCH_MODEL_REGISTRY.get(arch) or models.MODEL_REGISTRY.get(arch)
             defaults.update(_parser_defaults(model) if model is not None else {})
             defaults.update(_architecture_defaults(arch))
-            defaults.update(_field_defaults(models.MODEL_DATACLASS_REGISTRY.get(
-                models.ARCH_MODEL_NAME_REGISTRY.get(arch, arch))))
+            named = models.ARCH_MODEL_NAME_REGISTRY.get(arch, arch)  # an architecture: its model's name
+            defaults.update(_field_defaults(_component_dataclass("model", named)))
         elif kind == "task":
             task = tasks.TASK_REGISTRY.get(component) if isinstance(component, str) else None
             defaults.update(_parser_defaults(task) if task is not None else {})
-            defaults.update(_field_defaults(tasks.TASK_DATACLASS_REGISTRY.get(component)))
+            defaults.update(_field_defaults(_component_dataclass("task", component)))
         elif kind in REGISTRIES and isinstance(component, str):
-            defaults.update(_field_defaults(REGISTRIES[kind]["dataclass_registry"].get(component)))
+            defaults.update(_field_defaults(_component_dataclass(kind, component)))
         if dataclasses.is_dataclass(sections.get(kind)):
             for key, value in _field_defaults(sections[kind]).items():
                 defaults.setdefault(key, value)

@@ -349,3 +349,22 @@ def folder_locked_elsewhere(folder, what="a running job", flag="--out"):
     finally:
         holder.kill()
         holder.wait()
+
+
+def task_parsers():
+    """[(name, task class, parser with its add_args)] of every registered task (the plugin's included)
+    whose options this environment can build (a task whose options need a missing package is left out)."""
+    import argparse
+
+    import fairseq_wean  # noqa: F401  (the plugin: its task registered)
+    from fairseq.tasks import TASK_REGISTRY
+
+    found = []
+    for name, cls in sorted(TASK_REGISTRY.items()):
+        parser = argparse.ArgumentParser()
+        try:
+            cls.add_args(parser)
+        except Exception:  # a task whose options need a package this environment lacks
+            continue
+        found.append((name, cls, parser))
+    return found

@@ -11,30 +11,17 @@ them (fairseq's translation and its subclasses, audio_finetuning, nlu_finetuning
 online_backtranslation, the plugin's task), each tried with every bad value, in-process (fairseq's
 own parse); one real fairseq-train run proves the wiring and that nothing is written.
 """
-import argparse
 import os
 import sys
 
 import pytest
-from conftest import cli, train_args
+from conftest import cli, task_parsers, train_args
 
 OPTIONS = ("eval_bleu_args", "eval_bleu_detok_args")
 
 
 def _tasks():
-    import fairseq_wean  # noqa: F401  (the plugin: its task registered)
-    from fairseq.tasks import TASK_REGISTRY
-
-    found = []
-    for name, cls in sorted(TASK_REGISTRY.items()):
-        parser = argparse.ArgumentParser()
-        try:
-            cls.add_args(parser)
-        except Exception:  # a task whose options need a package this environment lacks
-            continue
-        if {a.dest for a in parser._actions} & set(OPTIONS):
-            found.append(name)
-    return found
+    return [name for name, _, parser in task_parsers() if {a.dest for a in parser._actions} & set(OPTIONS)]
 
 
 TASKS = _tasks()
@@ -75,13 +62,22 @@ def _parse(command, build, argv, tmp_path, monkeypatch):
     return options.parse_args_and_arch(getattr(options, build)(), [str(tmp_path)] + argv)
 
 
+def _needed(task):
+    """The options the task cannot be set up without (option_rules.TASK_NEEDS), as test_task_needs gives them."""
+    from fairseq_wean.option_rules import TASK_NEEDS
+    from test_task_needs import EXAMPLE
+
+    return [word for dest, _ in TASK_NEEDS.get(task, ()) for word in ("--" + dest.replace("_", "-"), EXAMPLE[dest])]
+
+
 @pytest.mark.parametrize("task", TASKS)
 def test_bad_validation_decoding_options_of_every_task_are_one_line_at_parse(task, tmp_path, monkeypatch, capsys):
     failures = []
+    train = TRAIN + _needed(task)
     for case, (argv, message) in BAD.items():
         capsys.readouterr()
         try:
-            _parse("fairseq-train", "get_training_parser", TRAIN + ["--task", task, "--eval-bleu"] + argv, tmp_path,
+            _parse("fairseq-train", "get_training_parser", train + ["--task", task, "--eval-bleu"] + argv, tmp_path,
                    monkeypatch)
             failures.append("{}: accepted".format(case))
         except SystemExit as exc:
@@ -89,7 +85,7 @@ def test_bad_validation_decoding_options_of_every_task_are_one_line_at_parse(tas
             if exc.code != 2 or err[-1] != "fairseq-train: error: " + message:
                 failures.append("{}: exit {}, {!r}".format(case, exc.code, err[-1:]))
     assert not failures, "\n".join(failures)
-    args = _parse("fairseq-train", "get_training_parser", TRAIN + ["--task", task, "--eval-bleu"] + GOOD, tmp_path,
+    args = _parse("fairseq-train", "get_training_parser", train + ["--task", task, "--eval-bleu"] + GOOD, tmp_path,
                   monkeypatch)
     assert (args.eval_bleu_detok, args.eval_bleu_detok_args, args.eval_bleu_args) == tuple(GOOD[1::2])
 

@@ -14,7 +14,7 @@ import re
 import sys
 
 import pytest
-from conftest import USER_DIR
+from conftest import USER_DIR, task_parsers
 
 # (task, option): fairseq reads it only when given (its None is a branch of its own)
 GUARDED = {
@@ -31,16 +31,8 @@ TEXT_USE = r"\.([a-z_]+)\.(?:split|strip|replace)\("
 
 def _needed_none_options():
     """{(task, dest)} of every registered task: options defaulting to None that its code reads as text."""
-    import fairseq_wean  # noqa: F401  (the plugin's task registered)
-    from fairseq.tasks import TASK_REGISTRY
-
     found, known = set(), set()
-    for name, cls in sorted(TASK_REGISTRY.items()):
-        parser = argparse.ArgumentParser()
-        try:
-            cls.add_args(parser)
-        except Exception:  # a task whose options need a package this environment lacks
-            continue
+    for name, cls, parser in task_parsers():
         defaults = {a.dest: a.default for a in parser._actions if a.option_strings}  # a positional is required
         known.update((name, dest) for dest in defaults)
         sources = []

@@ -229,3 +229,175 @@ def task_needs_problem(args):
 
 
 add_option_check(task_needs_problem)
+
+
+# ---- --score-reference: fairseq's build_generator returns a SequenceScorer, which scores the references and reads
+# only --print-alignment; fairseq-generate itself still reads the output's options, the model's preparation
+# (prepare_for_inference_) and the seed. Every GenerationConfig field (and the plugin's generation options, and the
+# task's --known-words) is decided here, read under --score-reference (with why) or not (SCORE_REFERENCE_INERT: a
+# row, refused with --score-reference); tests/test_score_reference.py fails on a field with no decision.
+SCORE_REFERENCE_READS = {
+    "score_reference": "itself", "print_alignment": "the scorer's alignment (SequenceScorer's compute_alignment)",
+    "replace_unk": "the output's unknown words", "replace_unk_source": "the output's unknown words",
+    "sacrebleu": "the score line's scorer", "print_gates": "a teacher-forced pass over the hypothesis (the reference)",
+    "retain_dropout": "the model's preparation (dropout kept: the scores change)",
+    "retain_dropout_modules": "the model's preparation, with --retain-dropout",
+    "no_seed_provided": "fairseq's bookkeeping of --seed", "eos_token": "read by speech_to_text's data, not decoding",
+}
+SCORE_REFERENCE_INERT = (
+    "beam", "beam_mt", "nbest", "max_len_a", "max_len_b", "max_len_a_mt", "max_len_b_mt", "min_len", "match_source_len",
+    "unnormalized", "no_early_stop", "no_beamable_mm", "lenpen", "lenpen_mt", "unkpen", "prefix_size",
+    "no_repeat_ngram_size", "sampling", "sampling_topk", "sampling_topp", "constraints", "temperature",
+    "diverse_beam_groups", "diverse_beam_strength", "diversity_rate", "print_step", "lm_path", "lm_weight",
+    "iter_decode_eos_penalty", "iter_decode_max_iter", "iter_decode_force_max_iter", "iter_decode_with_beam",
+    "iter_decode_with_external_reranker", "retain_iter_history", "decoding_format", "known_words")
+SCORED = "--score-reference scores the references, it decodes nothing"
+
+
+def also_needs(dest, condition, why, commands=None, both_why=None):
+    """Add ``condition`` to ``dest``'s row of ``patching.OPTION_NEEDS`` (both must hold; the reasons joined, or
+    ``both_why``, so the one line names either), or declare the row where it has none."""
+    from fairseq_wean.patching import OPTION_NEEDS
+
+    if dest not in OPTION_NEEDS:
+        return add_option_need(dest, condition, why, commands)
+    first, first_why, first_commands = OPTION_NEEDS[dest]
+    if first_why == why or why in first_why:
+        return None
+    merged = None if first_commands is None or commands is None else tuple(first_commands) + tuple(commands)
+
+    def both(args, first=first, first_commands=first_commands, condition=condition, commands=commands):
+        command = running_command()
+        return ((first_commands is not None and command not in first_commands) or first(args)) and \
+            ((commands is not None and command not in commands) or condition(args))
+
+    add_option_need(dest, both, both_why or "{}; or {}".format(first_why, why), merged)
+    return None
+
+
+for _dest in SCORE_REFERENCE_INERT:
+    also_needs(_dest, _decodes, SCORED)
+
+# fairseq-interactive has no references to take a prefix from, and never reads --lm-path
+also_needs("prefix_size", lambda a: running_command() != "interactive", "fairseq-interactive has no reference",
+           both_why="it forces the first tokens of each reference: fairseq-interactive has none, and fairseq-generate "
+           "--score-reference scores them whole (it decodes nothing)")
+also_needs("lm_path", lambda a: running_command() != "interactive", "fairseq-interactive never loads it",
+           both_why="the language model joins fairseq-generate's search: fairseq-interactive never loads it, and "
+           "--score-reference decodes nothing")
+# SlowMo's option (fairseq's only reader): fairseq-train starts one process per GPU of --distributed-world-size,
+# and on the CPU none (the plugin's fairseq-wean-train-cpu-dist starts gloo ranks)
+add_option_need("nprocs_per_node", lambda a: running_command() == "train" and getattr(a, "ddp_backend", None) == "slowmo",
+                "only --ddp-backend slowmo reads it (fairseq-train starts one process per GPU of "
+                "--distributed-world-size; on the CPU, fairseq-wean-train-cpu-dist --nproc-per-node N starts the ranks)",
+                commands=("train",) + _INFERENCE)
+
+
+# ---- options only fairseq-train reads, given to an inference command: the model's (fairseq-generate parses
+# --arch's options, wav2vec2's by default, and builds the model from the checkpoint's stored options), the
+# criterion's (a loss: fairseq-validate alone computes one, from the checkpoint's criterion with the options
+# given), the optimizer's and the scheduler's. Registry option -> (the commands that never build it, why).
+MODEL_OVERRIDES = "change the checkpoint's with --model-overrides \"{{'{}': VALUE}}\""
+TRAINING_ONLY = {
+    "arch": (("generate",), "fairseq-generate builds the model from the checkpoint's stored options: " +
+             MODEL_OVERRIDES),
+    "criterion": (("generate", "interactive", "eval_lm"), "fairseq-{} computes no loss (the criterion's options "
+                  "are fairseq-train's and fairseq-validate's)"),
+    "optimizer": (_INFERENCE, "fairseq-{} trains nothing (the optimizer's options are fairseq-train's)"),
+    "lr_scheduler": (_INFERENCE, "fairseq-{} trains nothing (the scheduler's options are fairseq-train's)"),
+}
+_COMMAND_PARSERS = {"generate": "get_generation_parser", "interactive": "get_interactive_generation_parser",
+                    "validate": "get_validation_parser", "eval_lm": "get_eval_lm_parser"}
+
+
+def _component(registry, choice):
+    """The class behind ``--registry choice`` (None if unknown)."""
+    if registry == "arch":
+        from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_REGISTRY
+
+        return ARCH_MODEL_REGISTRY.get(choice) or MODEL_REGISTRY.get(choice)
+    from fairseq.registry import REGISTRIES
+
+    return REGISTRIES[registry]["registry"].get(choice)
+
+
+def component_actions(registry, choice):
+    """The argparse actions ``--registry choice`` adds, as fairseq's parse_args_and_arch adds them (a model's with
+    argparse.SUPPRESS defaults: absent unless given)."""
+    import argparse
+
+    from fairseq.dataclass.utils import gen_parser_from_dataclass
+
+    cls = _component(registry, choice)
+    parser = argparse.ArgumentParser(add_help=False, conflict_handler="resolve",
+                                     argument_default=argparse.SUPPRESS if registry == "arch" else None)
+    if hasattr(cls, "add_args"):
+        cls.add_args(parser)
+    elif hasattr(cls, "__dataclass"):
+        gen_parser_from_dataclass(parser, cls.__dataclass())
+    return [a for a in parser._actions if a.option_strings]
+
+
+def command_reads(command, task):
+    """The dests fairseq-``command`` reads with ``--task task``: its own parser's and the task's (an option a model
+    shares with the task, --max-source-positions, is the task's)."""
+    import argparse
+
+    from fairseq import options
+    from fairseq.tasks import TASK_REGISTRY
+
+    parser = getattr(options, _COMMAND_PARSERS[command])()
+    if task in TASK_REGISTRY:
+        TASK_REGISTRY[task].add_args(parser)
+    return {a.dest for a in parser._actions} - {argparse.SUPPRESS}
+
+
+def _defaults_without(args, registry, choice, dests):
+    """The values fairseq gives ``dests`` when none is written: an architecture's are filled in by its
+    configuration function (ARCH_CONFIG_REGISTRY, at the end of parse_args_and_arch), applied here to the parsed
+    options without them."""
+    import argparse
+
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    if registry != "arch" or choice not in ARCH_CONFIG_REGISTRY:
+        return {}
+    bare = argparse.Namespace(**{k: v for k, v in vars(args).items() if k not in dests})
+    ARCH_CONFIG_REGISTRY[choice](bare)
+    return vars(bare)
+
+
+def training_option_problem(args, command=None):
+    """An option of :data:`TRAINING_ONLY`'s components, written on the command line (an architecture's configuration
+    derives unwritten options from written ones) away from its default, given to an inference command that never
+    builds that component (fairseq parsed it and ignored it: fairseq-generate --wean-score concat decoded with the
+    checkpoint's score): the one line, or None."""
+    import argparse
+    import sys
+
+    from fairseq.registry import REGISTRIES
+
+    command = command or running_command()
+    if command not in _COMMAND_PARSERS:
+        return None
+    reads = None
+    written = {w.split("=", 1)[0] for w in sys.argv[1:] if isinstance(w, str) and w.startswith("-")}  # as fairseq reads
+    for registry, (commands, why) in TRAINING_ONLY.items():
+        choice = getattr(args, registry, None)
+        if command not in commands or choice is None or _component(registry, choice) is None:
+            continue
+        default = REGISTRIES[registry]["default"] if registry in REGISTRIES else "wav2vec2"
+        actions = component_actions(registry, choice)
+        defaults = _defaults_without(args, registry, choice, {a.dest for a in actions})
+        given = [(a.option_strings[0], a.dest) for a in actions if written.intersection(a.option_strings)
+                 and getattr(args, a.dest, argparse.SUPPRESS) not in (argparse.SUPPRESS, defaults.get(a.dest, a.default))]
+        given += [("--" + registry.replace("_", "-"), registry)] if registry != "arch" and choice != default else []
+        for flag, dest in given:
+            reads = command_reads(command, getattr(args, "task", None)) if reads is None else reads
+            if dest == registry or dest not in reads:
+                return "{} does nothing here: {}".format(flag, why.format(dest if registry == "arch" else
+                                                                         command.replace("_", "-")))
+    return None
+
+
+add_option_check(training_option_problem)

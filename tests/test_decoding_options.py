@@ -106,7 +106,8 @@ def decoded(trained, data_bin, raw_dir):
             if "--batch-size" in options:  # the run's own batch size
                 i = args.index("--batch-size")
                 del args[i:i + 2]
-            if "--match-source-len" in options:  # the length is the source's: --max-len-b does nothing (refused)
+            if "--match-source-len" in options or "--score-reference" in options:  # the length is the source's /
+                # the reference's: --max-len-b does nothing (refused)
                 i = args.index("--max-len-b")
                 del args[i:i + 2]
             jobs.append({"cli": "generate", "args": [str(a) for a in args], "out": str(work / (model + "." + name))})

@@ -83,7 +83,8 @@ def _task_and_dataset(lines):
 def _cfg(post_process=None, scoring=None, rouge_chars=False):
     scoring_cfg = argparse.Namespace(_name=scoring, rouge_chars=rouge_chars) if scoring else None
     return argparse.Namespace(common_eval=argparse.Namespace(post_process=post_process), scoring=scoring_cfg,
-                              dataset=argparse.Namespace(gen_subset="test"))
+                              dataset=argparse.Namespace(gen_subset="test"),
+                              generation=argparse.Namespace(prefix_size=0))
 
 
 WORDS = ["the cat sat on the mat", "a dog ran"]

@@ -268,6 +268,32 @@ def _register_option_conditions():
             add_option_need(name, lambda a, holds=row[0]: not _ours(a) or bool(holds(a)), row[1])
     for name in FAIRSEQ_VALIDATION_OPTIONS:  # every task: fairseq-train only (validate ignores the flag)
         add_option_need(name, _validates, "it acts on validation, which --disable-validation turns off")
+    from fairseq_wean.option_rules import also_needs
+
+    for name in validation_only_task_options():
+        also_needs(name, lambda a: running_command() not in NOT_VALIDATING, NO_VALIDATION)
+
+
+# the commands that never validate: a task's validation options (eval_*: read by its valid_step, fairseq-train's
+# and fairseq-validate's) do nothing there (fairseq-generate --eval-bleu: accepted, ignored)
+NOT_VALIDATING = ("generate", "interactive", "eval_lm")
+NO_VALIDATION = ("fairseq-generate, -interactive and -eval-lm do not validate (a task's --eval-* options act in "
+                 "fairseq-train's and fairseq-validate's validation)")
+
+
+def validation_only_task_options():
+    """The validation options of every registered task: its dataclass's fields named eval_* (fairseq's
+    translation --eval-bleu family, this plugin's, the audio tasks' --eval-wer, ...)."""
+    from fairseq.tasks import TASK_DATACLASS_REGISTRY
+
+    return sorted({f.name for config in TASK_DATACLASS_REGISTRY.values() for f in fields(config)
+                   if f.name.startswith("eval_")})
+
+
+def running_command():
+    from fairseq_wean.patching import running_command as command
+
+    return command()
 
 
 _register_option_conditions()

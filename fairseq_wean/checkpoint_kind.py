@@ -120,11 +120,38 @@ def _paths(value):
 CHECKED = (("lm_path", ("generate",)), ("path", ("generate", "interactive", "validate", "eval_lm")))
 
 
+def eval_lm_tasks():
+    """The registered tasks fairseq-eval-lm can run: those whose class has ``eval_lm_dataloader`` (what its main
+    calls after loading the model and the data)."""
+    from fairseq.tasks import TASK_REGISTRY
+
+    return sorted(name for name, cls in TASK_REGISTRY.items() if hasattr(cls, "eval_lm_dataloader"))
+
+
+def eval_lm_task_problem(args, command):
+    """fairseq-eval-lm with a task whose class has no ``eval_lm_dataloader`` (any task but a language modeling
+    one: fairseq loaded the model and the data, then an AttributeError): the one line, or None."""
+    from fairseq.tasks import TASK_REGISTRY
+
+    name = getattr(args, "task", None)
+    cls = TASK_REGISTRY.get(name) if isinstance(name, str) else None
+    if command != "eval_lm" or not isinstance(cls, type) or hasattr(cls, "eval_lm_dataloader"):
+        return None
+    return ("--task {}: fairseq-eval-lm evaluates a language model through its task's eval_lm_dataloader, which --task "
+            "{} has not (it is no language modeling task): give one that has ({}) with a language model's checkpoint "
+            "and data, or evaluate this model with fairseq-validate or fairseq-generate".format(
+                name, name, ", ".join(eval_lm_tasks())))
+
+
 def checkpoint_kind_problem(args, command=None):
-    """The one line for a checkpoint of the wrong kind named by an option of :data:`CHECKED`, or None."""
+    """The one line for a checkpoint of the wrong kind named by an option of :data:`CHECKED`, or for
+    fairseq-eval-lm's task that is none it can run (:func:`eval_lm_task_problem`), or None."""
     from fairseq_wean.patching import running_command
 
     command = command or running_command()
+    problem = eval_lm_task_problem(args, command)
+    if problem is not None:
+        return problem
     if getattr(args, "lm_path", None) and command == "generate":
         found = stored_model(args.lm_path)
         if found is not None and found[0] is not None and not is_language_model(found[0]):

@@ -40,7 +40,7 @@ from typing import Optional
 from fairseq.data.encoders import register_bpe
 from fairseq.dataclass import FairseqDataclass
 
-from fairseq_wean import textio, tokenizer_files, unk_replacement
+from fairseq_wean import hub_inputs, textio, tokenizer_files, unk_replacement
 from fairseq_wean.data.folder_files import check_data_folder, folder_file_problem
 from fairseq_wean.data.markers import decode_hypothesis, encode_pair, is_position_marker, marker_count
 from fairseq_wean.errors import FairseqWeanError
@@ -496,23 +496,11 @@ def _wrapped_load_archive_file(original):
     return load_archive_file
 
 
-def _refuse_nbest(kwargs):
-    """``nbest=N`` (N > 1) in the hub does nothing: translate() and sample() return each sentence's best
-    hypothesis, and generate() every hypothesis of the beam (fairseq's CLIs alone print --nbest of them)."""
-    nbest = kwargs.get("nbest")
-    if isinstance(nbest, int) and not isinstance(nbest, bool) and nbest > 1:
-        raise FairseqWeanError(
-            "hub generation: keyword nbest={} does nothing in translate(), sample() or generate(): the first two "
-            "return each sentence's best hypothesis, generate([hub.encode(s)], beam) all beam hypotheses, best "
-            "first (take the first {})".format(nbest, nbest))
-
-
 def _wrapped_hub_generate(original):
     def generate(self, tokenized_sentences, *args, **kwargs):
         """fairseq's, after the checks of :func:`generation_kwargs_problem`: ``beam=0`` was a reshape
         traceback, ``lenpen=nan`` or ``max_len_a=-3`` decoded with no error."""
-        _refuse_nbest(kwargs)
-        given = dict(kwargs)
+        given = dict(kwargs)  # (nbest, prefix_size, print_alignment and the input: hub_inputs, around it)
         given["beam"] = args[0] if args else kwargs.get("beam", 5)
         problem = unknown_keyword_problem(kwargs, generate_keywords(), None) \
             or generation_kwargs_problem(given, getattr(self.cfg, "generation", None))
@@ -543,7 +531,9 @@ def _wrapped_hub_init(original):
             given = {k: generation.get(k) for k in list(GENERATION_RANGES) + list(GENERATION_ANY_VALUE)
                      if k in generation and generation.get(k) is not None and k not in ("batch_size", "max_tokens")}
             # (k in generation: fairseq 0.12.2's struct config has no *_mt fields, and its omegaconf raises on get)
-            problem = generation_kwargs_problem(given, generation)
+            prefix = {"prefix_size": generation.get("prefix_size")} if "prefix_size" in generation else {}
+            problem = generation_kwargs_problem(given, generation) or hub_inputs.keyword_problem("from_pretrained",
+                                                                                                 prefix)
             if problem is not None:
                 raise FairseqWeanError("from_pretrained: {}".format(problem))
         original(self, cfg, task, models)
@@ -555,7 +545,6 @@ def _wrapped_hub_init(original):
 
 def _wrapped_hub_sample(original):
     def sample(self, sentences, beam=1, verbose=False, **kwargs):
-        _refuse_nbest(kwargs)  # (translate comes here too)
         if not isinstance(self.bpe, UnkMarkersBPE):
             return original(self, sentences, beam, verbose, **kwargs)
         if isinstance(sentences, str):
@@ -620,3 +609,4 @@ def install():
     wrap_once(GeneratorHubInterface, "translate", _wrapped_hub_translate)
     wrap_once(GeneratorHubInterface, "binarize", _wrapped_hub_binarize)
     wrap_once(FairseqTask, "build_bpe", _wrapped_build_bpe)
+    hub_inputs.install()  # every public method's input and keywords, around the wrappers above

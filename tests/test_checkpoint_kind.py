@@ -159,3 +159,45 @@ def test_parameters_of_other_sizes_at_the_training_start_are_one_line():
 
     with pytest.raises(ValueError):  # not fairseq's load failure: raised as it is
         _wrap_parameters_that_do_not_fit(other)(None, "ck.pt")
+
+
+def registered_tasks():
+    import fairseq_wean  # noqa: F401  (the plugin's tasks registered too)
+    from fairseq.tasks import TASK_REGISTRY
+
+    return sorted(TASK_REGISTRY)
+
+
+# the language modeling tasks of fairseq 0.12 (speech_dlm_task: 0.12.3): those with an eval_lm_dataloader
+EVAL_LM_TASKS = {"language_modeling", "multilingual_language_modeling", "speech_dlm_task"}
+
+
+@pytest.mark.parametrize("task", registered_tasks())
+def test_eval_lm_with_a_task_that_is_no_language_modeling_task_is_one_line(task):
+    """fairseq-eval-lm calls its task's eval_lm_dataloader after loading the model and the data: every registered
+    task without one (translation_with_metrics, translation, ...) was an AttributeError traceback there."""
+    from fairseq_wean.checkpoint_kind import checkpoint_kind_problem, eval_lm_tasks
+
+    assert {"language_modeling", "multilingual_language_modeling"} <= set(eval_lm_tasks()) <= EVAL_LM_TASKS
+    args = argparse.Namespace(task=task, path=None)
+    problem = checkpoint_kind_problem(args, "eval_lm")
+    if task in EVAL_LM_TASKS:
+        assert problem is None, problem
+    else:
+        assert problem is not None and "\n" not in problem, task
+        assert problem.startswith("--task {}: fairseq-eval-lm evaluates a language model through".format(task))
+        assert "language_modeling" in problem
+    assert checkpoint_kind_problem(args, "validate") is None  # the other commands run any task
+
+
+def test_eval_lm_with_a_translation_task_is_refused_at_parse(folders, tmp_path, monkeypatch, capsys):
+    data, _ = folders
+    ck = write_checkpoint(tmp_path / "ck.pt", *PAIR, "cfg-dict")
+    before = sorted(os.listdir(tmp_path))
+    with pytest.raises(SystemExit) as info:
+        _parse("fairseq-eval-lm", "get_eval_lm_parser", [data, "--task", "translation_with_metrics", "--path", ck,
+                                                          "--max-tokens", "100"], monkeypatch)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert info.value.code == 2 and lines[-1].startswith(
+        "fairseq-eval-lm: error: --task translation_with_metrics: fairseq-eval-lm evaluates a language model"), lines
+    assert sorted(os.listdir(tmp_path)) == before

@@ -70,6 +70,11 @@ def _stray(folder, split, lm, raw):
     shutil.copy(os.path.join(str(raw), "{}.src".format(split)), _sides(folder, split, lm)[-1])
 
 
+# the forms read through IndexedCachedDataset (only prefetched items): a command that reads items before fairseq
+# prefetches them (fairseq-train's first batch) fails (a KeyError after the
+# model was built), and is refused naming lazy, the reader of the same files
+CACHED_READ = ("cached index, no --dataset-impl", "cached index, --dataset-impl cached")
+READS_BEFORE_PREFETCH = ("fairseq-train",)  # fairseq-generate prefetches before the plugin's check reads
 # form -> (plant, extra options, what the refusal says (None: kept), what fairseq's own loader does)
 FORMS = {
     "intact": (None, [], None, "loads"),
@@ -85,6 +90,7 @@ FORMS = {
                                               "mmap one", "fails"),
     "cached index, --dataset-impl lazy": (_cached, ["--dataset-impl", "lazy"], None, "loads"),
     "cached index, no --dataset-impl": (_cached, [], None, "loads"),
+    "cached index, --dataset-impl cached": (_cached, ["--dataset-impl", "cached"], None, "loads"),
     "an index fairseq did not write": (_bad_header, [], "is not an index fairseq writes", "fails"),
     "no target side": (_remove([".idx", ".bin"], slice(1, 2)), [], "without its target side", "silent"),
     "raw text beside the binarized side": (_stray, [], "are two forms of one side", "silent"),
@@ -162,6 +168,11 @@ def fairseq_load(command, folder, task, split, argv, tmp_path, monkeypatch):
         parts += [getattr(part, name) for name in ("dataset", "src", "tgt") if getattr(part, name, None) is not None]
     if task != "language_modeling" and getattr(dataset, "tgt", None) is None or "IndexedRawTextDataset" in seen:
         return "silent"
+    if command in READS_BEFORE_PREFETCH:
+        try:  # an item read before any prefetch: what fairseq-train's first_batch does
+            dataset[0]
+        except KeyError:
+            return "fails"
     return "loads"
 
 
@@ -170,6 +181,8 @@ def fairseq_load(command, folder, task, split, argv, tmp_path, monkeypatch):
 def test_every_form_of_a_subset_is_decided_as_fairseq_loads_it(data_bin, raw_dir, tmp_path, monkeypatch, capsys,
                                                                command, task, split, option, form):
     plant, extra, says, fairseq_does = FORMS[form]
+    if form in CACHED_READ and command in READS_BEFORE_PREFETCH:
+        says, fairseq_does = "is a cached index, read with", "fails"
     lm = task == "language_modeling"
     if lm and form == "no target side":
         pytest.skip("a language-modelling subset has one side")
@@ -184,6 +197,7 @@ def test_every_form_of_a_subset_is_decided_as_fairseq_loads_it(data_bin, raw_dir
         assert line is None, line
     else:
         assert line is not None and says in line and "refused before any work" in line, line
+        assert "give --dataset-impl lazy" in line if "cached index" in form else True, line
         # fairseq-train's training subset is checked first
         named = "train" if extra and command == "fairseq-train" else split
         assert "'{}'".format(named) in line or " {}.".format(named) in line, line
@@ -314,3 +328,36 @@ def test_the_check_is_wired_into_the_real_commands(data_bin, tmp_path, command, 
     assert lines[-1].startswith(command + ": error: ") and says in lines[-1], lines[-1]
     assert not (tmp_path / "ck").exists()
 
+
+
+# a subset the loader does not find while the folder holds it under other names: (folder kind, task, options, what
+# the line names). The line never says the folder "holds no subset 'test'" while listing test among what it holds
+OTHER_NAMES = {
+    "another language pair": ("translation", "translation", ["--source-lang", "xx", "--target-lang", "yy"],
+                              "not for the language pair xx-yy that --source-lang xx --target-lang yy looks for"),
+    "the reverse pair's languages": ("translation", "translation", ["--source-lang", "src", "--target-lang", "de"],
+                                     "not for the language pair src-de"),
+    "a translation folder to a language modeling task": ("translation", "language_modeling", [],
+                                                         "(a translation folder?), and --task language_modeling"),
+    "a language modeling folder to a translation task": ("language_modeling", "translation",
+                                                         ["--source-lang", "src", "--target-lang", "tgt"],
+                                                         "a language modeling folder, give its task"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OTHER_NAMES))
+@pytest.mark.parametrize("command, split, option", [("fairseq-generate", "test", "--gen-subset"),
+                                                    ("fairseq-validate", "valid", "--valid-subset"),
+                                                    ("fairseq-train", "train", "--train-subset"),
+                                                    ("fairseq-eval-lm", "test", "--gen-subset")])
+def test_a_subset_held_under_other_names_is_named_with_what_is_missing(data_bin, tmp_path, monkeypatch, capsys,
+                                                                       command, split, option, case):
+    kind, task, extra, says = OTHER_NAMES[case]
+    if command == "fairseq-eval-lm" and task != "language_modeling":
+        pytest.skip("fairseq-eval-lm with a translation task: refused by its task (test_checkpoint_kind)")
+    folder = _folder(data_bin, tmp_path, kind)
+    before = sorted(os.listdir(str(folder)))
+    line = refusal(command, folder, task, [option, split] + extra, tmp_path, monkeypatch, capsys)
+    assert line is not None and says in line and "'{}'".format(split) in line, line
+    assert "holds no subset" not in line and "refused before any work" in line, line
+    assert sorted(os.listdir(str(folder))) == before and not (tmp_path / "ck").exists()

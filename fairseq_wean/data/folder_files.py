@@ -118,6 +118,12 @@ IMPL_FILES = {"raw": ("",), "mmap": (".idx", ".bin"), "lazy": (".idx", ".bin"), 
               "huffman": (".idx", ".bin", ".vocab"), "fasta": (".fasta",)}
 INDEX_HEADERS = {"cached": b"TNTIDX\x00\x00", "mmap": b"MMIDIDX\x00\x00", "huffman": b"HUFFIDX\x00\x00"}
 IMPL_HEADER = {"lazy": "cached", "cached": "cached", "mmap": "mmap", "huffman": "huffman"}
+# the commands that read items of a subset before fairseq prefetches them: fairseq-train (its trainer's
+# get_train_iterator/get_valid_iterator take the iterator's first_batch for the dummy batch). --dataset-impl cached,
+# and what fairseq infers from a cached index header without --dataset-impl, is IndexedCachedDataset: it holds only
+# prefetched items (a KeyError after the model was built, fairseq 0.12.2 and 0.12.3); lazy reads the same files
+# without a cache. (fairseq-generate's check of the subset, fixes_decoding.check_generate_data, prefetches first.)
+READ_BEFORE_PREFETCH = {"train": "fairseq-train reads its first batch before fairseq prefetches any"}
 # fairseq-train's raise_if_valid_subsets_unintentionally_ignored: the names of other validation shards
 EXTRA_VALID = re.compile("valid*[0-9].*")
 
@@ -193,9 +199,10 @@ def side_problem(prefix, impl, folder):
         if kind is None or header[:len(INDEX_HEADERS[kind])] != INDEX_HEADERS[kind]:
             return None, "{}.idx is not an index fairseq writes (its header is {!r}): rebuild it with " \
                          "fairseq-preprocess".format(name, header)
-        if kind != wanted:
+        if kind != wanted:  # (a cached index: lazy, the reader every command can use, READ_BEFORE_PREFETCH)
             return None, ("{}.idx is {} index (its header): --dataset-impl {} reads only {} one; give "
-                          "--dataset-impl {} or leave it out".format(name, _a(kind), impl, _a(wanted), kind))
+                          "--dataset-impl {}".format(name, _a(kind), impl, _a(wanted), "lazy" if kind == "cached"
+                                                     else kind + " or leave it out"))
         if kind == "huffman" and not os.path.exists(prefix + ".vocab"):
             return None, "{}.idx is a huffman index without its {}.vocab".format(name, name)
         return impl or kind, None
@@ -241,25 +248,37 @@ def _has_target(folder, split, langs):
                                   for ext in ("", ".idx", ".bin")]))
 
 
-def split_problem(folder, split, reader, langs, impl, needs_target=True):
+def _cached_problem(folder, split, prefix, impl, command):
+    """The one line of a subset read through IndexedCachedDataset by a command of :data:`READ_BEFORE_PREFETCH`."""
+    return ("subset '{}': {}.idx is a cached index, read with {} through fairseq's IndexedCachedDataset, which holds "
+            "only prefetched items, and {} (a KeyError after the model was built): give --dataset-impl lazy (it "
+            "reads the same files)".format(split, os.path.basename(prefix), "--dataset-impl cached" if impl else
+                                           "no --dataset-impl (fairseq infers cached from the header)",
+                                           READ_BEFORE_PREFETCH[command]))
+
+
+def split_problem(folder, split, reader, langs, impl, needs_target=True, command=None):
     """Whether fairseq's loader of ``reader`` (:func:`split_reader`) finds subset ``split`` of ``folder`` as it
     will: ``(found, problem)``. Not found with files of it there (only .bin, only .idx, raw text under
     --dataset-impl mmap, binarized files under --dataset-impl raw, one side only) is a problem; so is a side
     :func:`side_problem` refuses and, for a translation subset, a source side without its target side (fairseq
     then trains or validates on nothing, or decodes without references; ``needs_target`` False: a folder of
-    source-only subsets, fairseq's back-translation layout, is generated from)."""
+    source-only subsets, fairseq's back-translation layout, is generated from). ``command``: a subset read as a
+    cached index by a command of :data:`READ_BEFORE_PREFETCH` is a problem too."""
     impl_said = "--dataset-impl {}".format(impl) if impl else "no --dataset-impl"
-    found, problem, sides = None, None, []
+    found, problem, sides, source = None, None, [], os.path.join(folder, split)
     if reader == "lm":
-        found, problem = side_problem(os.path.join(folder, split), impl, folder)
+        found, problem = side_problem(source, impl, folder)
     else:
         src, tgt = langs
         for a, b in ((src, tgt), (tgt, src)):
             prefix = os.path.join(folder, "{}.{}-{}.".format(split, a, b))
             if _split_exists(prefix + src, impl):  # split_exists(): the source side, in either order of the pair
                 found, problem = side_problem(prefix + src, impl, folder)
-                sides = [prefix + tgt]
+                sides, source = [prefix + tgt], prefix + src
                 break
+    if problem is None and found == "cached" and command in READ_BEFORE_PREFETCH:
+        return True, _cached_problem(folder, split, source, impl, command)
     if problem is not None:
         return False, "subset '{}': {}".format(split, problem)
     held = _present(folder, _split_names(split, reader, langs))
@@ -290,15 +309,15 @@ def _shards(folder, split):
     return sorted({int(m.group(1)) for m in map(pattern.match, names) if m})
 
 
-def _loaded(folder, split, reader, langs, impl, combine, needs_target):
+def _loaded(folder, split, reader, langs, impl, combine, needs_target, command=None):
     """The problem of loading ``split`` (and with ``combine`` its shards, which fairseq reads until the first
     one it does not find: an incomplete or later shard would be silently left out), or None; whether found."""
-    found, problem = split_problem(folder, split, reader, langs, impl, needs_target)
+    found, problem = split_problem(folder, split, reader, langs, impl, needs_target, command)
     if problem is not None or not found or not combine:
         return found, problem
     shards = _shards(folder, split)
     for k in range(1, max(shards, default=0) + 1):
-        found_k, problem = split_problem(folder, "{}{}".format(split, k), reader, langs, impl, needs_target)
+        found_k, problem = split_problem(folder, "{}{}".format(split, k), reader, langs, impl, needs_target, command)
         if problem is not None:
             return True, problem
         if not found_k:
@@ -397,15 +416,38 @@ def subset_problem(args, command=None):
             needs_target = command != "generate" or reader == "pair" and any(
                 _has_target(folder, other, langs) for other in held if other not in names)
             for name in names:
-                found, problem = _loaded(folder, name, reader, langs, impl, combine, needs_target)
+                found, problem = _loaded(folder, name, reader, langs, impl, combine, needs_target, command)
                 if problem is not None:
                     return "{} {}: {}: refused before any work".format(option, value, problem)
                 if not found:
-                    return ("{} {}: the data folder {} holds no subset {!r} (it holds: {}): refused before any "
-                            "work".format(option, value, folder, name, ", ".join(held)))
+                    return "{} {}: {}: refused before any work".format(
+                        option, value, missing_subset_problem(folder, name, held, reader, langs, args))
     if command == "train" and validates:
         return valid_shards_problem(args, folders)
     return None
+
+
+def missing_subset_problem(folder, name, held, reader, langs, args):
+    """What is missing for subset ``name`` that the loader of ``reader`` does not find in ``folder`` (``held``: the
+    folder's subsets). Held under other names (another language pair, a translation folder given to a language
+    modeling task, or the reverse): the names looked for and the files of that subset there."""
+    if name not in held:
+        return "the data folder {} holds no subset {!r} (it holds: {})".format(folder, name, ", ".join(held))
+    files = sorted(f for f in os.listdir(folder) if f.startswith(name + ".") and not f.endswith(".txt"))
+    shown = ", ".join(files[:4] + (["..."] if len(files) > 4 else []))
+    task = "--task {}".format(getattr(args, "task", None))
+    if reader == "lm":
+        return ("the data folder {} holds subset {!r} only as {} (a translation folder?), and {} (a language modeling "
+                "task) reads {}.bin/.idx or its raw text {} with dict.txt: give the task the folder was made for, "
+                "or a folder of fairseq-preprocess --only-source".format(folder, name, shown, task, name, name))
+    pair = "{}-{}".format(*langs)
+    lm = not any(len(f.split(".")) >= 3 and "-" in f.split(".")[1] for f in files)
+    return ("the data folder {} holds subset {!r} as {}, not for the language pair {} that {} looks for ({}.{}.{}.* in "
+            "either order of the pair){}".format(
+                folder, name, shown, pair, "--source-lang {} --target-lang {}".format(*langs)
+                if getattr(args, "source_lang", None) else task, name, pair, langs[0],
+                ": a language modeling folder, give its task (--task language_modeling)" if lm else
+                ": give the --source-lang/--target-lang of its files"))
 
 
 def data_folder_problem(args):

@@ -34,7 +34,7 @@ from fairseq_wean import cpu
 from preprocess import common
 from fairseq_wean.errors import FairseqWeanError, at_least
 from bench import run_checks
-from fairseq_wean.cli.options import once  # each option given once (argparse keeps the last)
+from fairseq_wean.cli.options import once, quantity  # each option given once (argparse keeps the last)
 
 BEGIN, END = "<!-- cpu-bf16:begin -->", "<!-- cpu-bf16:end -->"
 LOG_INTERVAL = 10
@@ -90,7 +90,7 @@ def main(argv=None):
     p.add_argument("--updates", type=at_least(1, high=1000000), default=60, help="updates per measurement (default 60)")
     p.add_argument("--warmup", type=at_least(0), default=2, help="log intervals of {} updates left out (default 2)".format(LOG_INTERVAL))
     p.add_argument("--rounds", type=at_least(1), default=2, help="float32/bf16 pairs per system (default 2)")
-    p.add_argument("--threads", type=at_least(1), default=1)
+    p.add_argument("--threads", type=quantity("threads"), default=1)
     p.add_argument("--out", default=os.path.join(runner.REPO, "docs", "results", "performance.md"),
                    help="file whose marked section gets the table ('-': stdout only)")
     a = once(p).parse_args(argv)

@@ -25,7 +25,7 @@ import time
 import torch
 
 from fairseq_wean.errors import at_least
-from fairseq_wean.cli.options import once  # each option given once (argparse keeps the last)
+from fairseq_wean.cli.options import once, quantity  # each option given once (argparse keeps the last)
 
 
 def missing():
@@ -131,7 +131,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m bench.flops", description=__doc__.split("\n\n")[0])
     from bench import run as bench_run
 
-    p.add_argument("--threads", type=at_least(1), default=1)
+    p.add_argument("--threads", type=quantity("threads"), default=1)
     p.add_argument("--count", metavar="MODEL", choices=sorted(bench_run.MODELS),
                    help="instead: print the FLOPs per target token of one of bench.run's models (with --data-bin, "
                         "--table)")

@@ -29,7 +29,7 @@ import torch
 from bench import run as bench_run
 from bench import synthetic
 from fairseq_wean.errors import at_least
-from fairseq_wean.cli.options import once  # each option given once (argparse keeps the last)
+from fairseq_wean.cli.options import once, quantity  # each option given once (argparse keeps the last)
 
 MARKERS = "<!-- profile-v{}:begin -->", "<!-- profile-v{}:end -->"
 
@@ -199,7 +199,7 @@ def get_parser():
     p.add_argument("--models", default=",".join(bench_run.MODELS))
     p.add_argument("--steps", type=at_least(1), default=3, help="profiled training steps (default 3)")
     p.add_argument("--max-tokens", type=at_least(1), default=2048)
-    p.add_argument("--gen-len", type=at_least(1), default=16)
+    p.add_argument("--gen-len", type=quantity("length"), default=16)
     p.add_argument("--top", type=at_least(1), default=8, help="operators listed per model and phase")
     p.add_argument("--workdir", default=os.path.join(bench_run.REPO, "work_dirs", "bench"))
     p.add_argument("--n-train", type=at_least(1), default=6000)

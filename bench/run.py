@@ -594,11 +594,11 @@ def get_parser():
     p.add_argument("--warmup", type=at_least(0), help="log intervals dropped before the median (fewer than "
                                                       "--updates / --interval)")
     p.add_argument("--max-tokens", type=at_least(1), default=2048, help="tokens per training batch (default 2048)")
-    p.add_argument("--gen-len", type=at_least(1), default=16, help="length of every generated hypothesis (default 16)")
+    p.add_argument("--gen-len", type=options.quantity("length"), default=16, help="length of every generated hypothesis (default 16)")
     p.add_argument("--flop-batches", type=at_least(0), default=6,
                    help="training batches whose matrix-product FLOPs are counted per model (for the "
                         "utilisation columns; 0: no utilisation columns)")
-    p.add_argument("--threads", type=at_least(1), default=1, help="OMP/MKL threads per process (default 1)")
+    p.add_argument("--threads", type=options.quantity("threads"), default=1, help="OMP/MKL threads per process (default 1)")
     p.add_argument("--clock", choices=("cpu", "wall"), default=None,
                    help="clock of fairseq's meters in the measured processes: cpu (process CPU time, "
                         "default: not inflated by other processes on a shared machine) or wall")

@@ -26,7 +26,7 @@ import collections
 import json
 import logging
 
-from fairseq_wean.cli.options import given, once
+from fairseq_wean.cli.options import given, once, quantity
 from fairseq_wean.data.align_table import read_align_table, read_table
 from fairseq_wean.data.dictionary import SPECIALS, check_dictionary, dictionary_words
 from fairseq_wean.data.markers import is_position_marker
@@ -143,7 +143,7 @@ def get_parser():
     p.add_argument("--src", required=True, help="evaluated source, e.g. test.src")
     p.add_argument("--tgt", required=True, help="evaluated target, e.g. test.tgt")
     p.add_argument("--table", required=True, help="alignment table of fairseq-wean-align-table")
-    p.add_argument("--topk", type=at_least(1), default=10)
+    p.add_argument("--topk", type=quantity("topk"), default=10)
     p.add_argument("--num-frequent", type=at_least(0), default=2000)
     p.add_argument("--vocab-size", type=at_least(1), default=30000)
     p.add_argument("--json", help="also write the numbers here")

@@ -19,7 +19,7 @@ def texts(tmp_path):
     """sys.txt, ref.txt, other.txt (ref.txt's content, another file) and every other name of ref.txt."""
     d = tmp_path / "data"
     d.mkdir()
-    for name in ("sys.txt", "ref.txt", "other.txt"):
+    for name in ("sys.txt", "ref.txt", "other.txt", "gold.txt"):
         (d / name).write_text("".join(line + "\n" for line in LINES))
     os.symlink(d / "ref.txt", d / "link.txt")
     os.link(d / "ref.txt", d / "hard.txt")
@@ -53,7 +53,7 @@ def run_entry(entry, d, first, second, tmp_path, capsys):
     else:
         from fairseq_wean.cli.report import cli_main
         argv = ["--sys", first, second, "--names", "a", "b", "--orig", str(d / "sys.txt"), "--refs",
-                str(d / "sys.txt"), "--out", str(out)]
+                str(d / "gold.txt"), "--out", str(out)]
     try:
         cli_main(argv)
     except SystemExit as e:
@@ -106,3 +106,151 @@ def test_standard_input_and_missing_files(tmp_path):
     missing = str(tmp_path / "missing.txt")
     with pytest.raises(FairseqWeanError, match="^--refs names .*missing.txt twice: give each file once$"):
         inputs.check_distinct([missing, missing], "--refs")
+
+
+# --------------------------------------------------------------------------- one file in two roles of one call
+# (entry, the role named first, the later role): every pair of inputs.SAME_FILE_ROLES each entry point has;
+# "--sys 2": report's second system
+ROLE_CASES = [("score", "--sys", "--refs"), ("score", "--compare-to", "--refs"), ("score", "--orig", "--refs"),
+              ("score", "--sys", "--compare-to"), ("report", "--sys", "--refs"), ("report", "--sys 2", "--refs"),
+              ("report", "--orig", "--refs"), ("compare", "--sys", "--refs"), ("compare", "--compare-to", "--refs"),
+              ("compare", "--orig", "--refs"), ("compare", "--sys", "--compare-to")]
+ROLE_FORMS = {"the same path": "ref.txt", "a symbolic link": "link.txt", "a hard link": "hard.txt"}
+
+
+def run_roles(entry, d, files, tmp_path, capsys):
+    """(exit status or None, the one line) of ``entry`` with ``files`` {role: file name in d}; the rest distinct."""
+    names = {"--sys": "sys.txt", "--sys 2": "other.txt", "--compare-to": "other.txt", "--orig": "sys.txt",
+             "--refs": "gold.txt"}
+    names.update(files)
+    path = {role: str(d / name) for role, name in names.items()}
+    out = tmp_path / "page.html"
+    if entry == "compare":
+        from fairseq_wean.compare import report as compare_report
+        spec = {"orig": names["--orig"], "refs": [names["--refs"]], "metrics": "bleu,sari"}
+        try:
+            compare_report.score(path["--sys"], spec, str(d), compare_to=path["--compare-to"])
+        except FairseqWeanError as e:
+            return 1, str(e)
+        return None, ""
+    if entry == "score":
+        from fairseq_wean.cli.score import cli_main
+        argv = ["--sys", path["--sys"], "--compare-to", path["--compare-to"], "--orig", path["--orig"], "--refs",
+                path["--refs"], "--metrics", "bleu,sari"]
+    else:
+        from fairseq_wean.cli.report import cli_main
+        argv = ["--sys", path["--sys"], path["--sys 2"], "--names", "a", "b", "--orig", path["--orig"], "--refs",
+                path["--refs"], "--out", str(out), "--metrics", "bleu,sari"]
+    try:
+        cli_main(argv)
+    except SystemExit as e:
+        assert not out.exists()
+        return 1, str(e.code).split(": error: ", 1)[-1]
+    finally:
+        assert "\n" not in capsys.readouterr().err.strip()
+    return None, ""
+
+
+@pytest.mark.parametrize("entry,first,later", ROLE_CASES)
+@pytest.mark.parametrize("form", sorted(ROLE_FORMS))
+def test_one_file_in_two_roles_is_refused_in_every_entry_point(texts, tmp_path, capsys, entry, first, later, form):
+    """--refs sys.txt (the system as its own reference) gave BLEU 100 and exit 0 in fairseq-wean-score and
+    fairseq-wean-report; only --compare-to = --sys was refused. One rule now (inputs.check_distinct_roles),
+    in every form of one file, before anything is read or written."""
+    code, line = run_roles(entry, texts, {first: "ref.txt", later: ROLE_FORMS[form]}, tmp_path, capsys)
+    shown = inputs.SAME_FILE_ROLES[(first.split()[0], later)]
+    assert (code, line) == (1, "{} {} is {} itself: {}".format(later, texts / ROLE_FORMS[form], first.split()[0], shown))
+
+
+@pytest.mark.parametrize("entry", ["score", "report", "compare"])
+def test_the_sources_as_the_system_are_scored(texts, tmp_path, capsys, entry):
+    """The identity ("copy source") baseline: the sources scored as a system's output (fairseq-wean-compare's
+    "copy source" row) is one file in two roles that is no mistake."""
+    # compare reads only files with no other name (its files are found in folders): one path there
+    files = {} if entry == "compare" else {"--sys": "ref.txt", "--orig": "link.txt"}
+    code, line = run_roles(entry, texts, files, tmp_path, capsys)
+    assert code is None, line
+
+
+def test_every_pair_of_roles_is_enumerated():
+    assert {(first.split()[0], later) for _, first, later in ROLE_CASES} == set(inputs.SAME_FILE_ROLES)
+    assert {entry for entry, _, _ in ROLE_CASES} == {"score", "report", "compare"}
+
+
+# --------------------------------------------------------------------------------------- labels of systems
+# every label option of every tool (found in the captured parsers by its name), run by its tool: the one rule
+# is fairseq_wean.cli.options.check_labels (a label, no line break or control character, each system its own)
+LABEL_OPTION = r"(^|-)(names?|labels?)$"
+BAD_LABELS = {"empty": ("", "is empty"), "spaces": ("  ", "is empty"),
+              "a line break": ("a\nb", "holds the control character '\\n'"),
+              "a tab": ("a\tb", "holds the control character '\\t'"),
+              "a line separator": ("a\u2028b", "holds the control character '\\u2028'"),
+              "an escape": ("a\x1b[31mb", "holds the control character '\\x1b'")}
+
+
+def label_argv(tool, flag, label, d, out):
+    """The tool's command line with ``label`` given to ``flag`` (every other input valid and distinct)."""
+    if tool == "fairseq-wean-score":
+        return ["--sys", str(d / "sys.txt"), "--refs", str(d / "gold.txt"), "--metrics", "bleu", "--compare-to",
+                str(d / "other.txt"), flag, label]
+    assert (tool, flag) == ("fairseq-wean-report", "--names"), "a label option with no case here: {} {}".format(
+        tool, flag)
+    return ["--sys", str(d / "sys.txt"), str(d / "other.txt"), "--names", "first", label, "--orig", str(d / "sys.txt"),
+            "--refs", str(d / "gold.txt"), "--out", str(out), "--metrics", "bleu"]
+
+
+_FOUND = []
+
+
+def label_options(monkeypatch):
+    import re
+
+    from test_option_ranges import all_parsers, option_name
+
+    if not _FOUND:  # every tool's parser, captured once
+        _FOUND.append(all_parsers(monkeypatch)[0])
+    found = _FOUND[0]
+    return sorted((tool, option_name(a)) for tool, parser in found.items() for a in parser._actions
+                  if a.option_strings and re.search(LABEL_OPTION, option_name(a)))
+
+
+def run_tool(tool, argv, out, capsys):
+    from fairseq_wean.cli import report, score
+
+    try:
+        (score if tool == "fairseq-wean-score" else report).cli_main(argv)
+    except SystemExit as e:
+        assert not out.exists() and "\n" not in capsys.readouterr().err.strip()
+        return 1 if e.code not in (0, None) else 0, str(e.code)
+    return 0, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("bad", sorted(BAD_LABELS))
+def test_every_label_option_refuses_what_is_no_label(bad, texts, tmp_path, capsys, monkeypatch):
+    """fairseq-wean-score --name $'a\\nb' split its header line; fairseq-wean-report took --names "" (score
+    refused it): one rule for every label option, one line, exit 1, nothing written, before any scoring."""
+    found = label_options(monkeypatch)
+    assert {("fairseq-wean-score", "--name"), ("fairseq-wean-score", "--compare-name"),
+            ("fairseq-wean-report", "--names")} <= set(found), found
+    label, problem = BAD_LABELS[bad]
+    out = tmp_path / "page.html"
+    for tool, flag in found:
+        code, line = run_tool(tool, label_argv(tool, flag, label, texts, out), out, capsys)
+        assert (code, line) == (1, "{}: error: {} {!r} {}: give a label of visible characters, or leave the option out "
+                                   "(the file name is the default)".format(tool, flag, label, problem)), (tool, flag)
+
+
+def test_two_systems_of_one_label_and_good_labels(texts, tmp_path, capsys):
+    out = tmp_path / "page.html"
+    argv = label_argv("fairseq-wean-score", "--name", "sys A", texts, out) + ["--compare-name", "sys A"]
+    assert run_tool("fairseq-wean-score", argv, out, capsys) == (
+        1, "fairseq-wean-score: error: --name and --compare-name 'sys A' name two systems: give each system its own name")
+    # any script, spaces and punctuation inside, a zero-width non-joiner (Persian): labels
+    for label in ("système à base de règles", "WEAN (β=0.5)", "می\u200cخواهم"):
+        code, text = run_tool("fairseq-wean-score", label_argv("fairseq-wean-score", "--name", label, texts, out), out,
+                              capsys)
+        assert code == 0 and text.splitlines()[0].startswith(label + ":"), text
+        code, text = run_tool("fairseq-wean-report", label_argv("fairseq-wean-report", "--names", label, texts, out),
+                              out, capsys)
+        assert code == 0 and out.exists(), text
+        out.unlink()

@@ -281,6 +281,7 @@ def command_runs(tmp_path_factory):
     log.write_text("".join(l + "\n" for l in GEN_LOG.splitlines() if not l.startswith(("H-1\t", "H-3\t"))),
                    encoding="utf-8")
     src4 = write(d / "src4", ["s0", "s1", "s2", "s3"])
+    ref4 = write(d / "ref4", ["s0", "s1", "s2", "s3"])  # a file in two roles is refused
     # 2. a reference file one line short
     hyp3 = write(d / "hyp3", ["a b", "c d", "e f"])
     ref2 = write(d / "ref2", ["a b", "c d"])
@@ -311,10 +312,11 @@ def command_runs(tmp_path_factory):
     # 9. empty --sys, --orig, --refs
     empty = write(d / "empty", [])
     empty2 = write(d / "empty2", [])  # two reference streams: one file twice is refused
+    empty3 = write(d / "empty3", [])  # the system (and its sources): a file as its own reference is refused
     names = ["missing_ids", "line_counts", "all_metrics", "two_logs", "two_bare", "bom", "stdin", "fifo",
              "empty_bleu", "empty_sari"]
     runs = cli_concurrently([
-        ("fairseq-wean-score", ["--sys", log, "--orig", src4, "--refs", src4, "--metrics", "bleu,stats"],
+        ("fairseq-wean-score", ["--sys", log, "--orig", src4, "--refs", ref4, "--metrics", "bleu,stats"],
          {"check": False}),
         ("fairseq-wean-score", ["--sys", hyp3, "--orig", hyp3, "--refs", ref2, "--metrics", "bleu,sari"],
          {"check": False}),
@@ -327,9 +329,9 @@ def command_runs(tmp_path_factory):
         ("fairseq-wean-score", ["--sys", "/dev/stdin", "--refs", ref_bom, "--metrics", "bleu", "--json"],
          {"check": False, "input": "the cat sat on the mat .\ndogs bark .\n"}),
         ("fairseq-wean-score", ["--sys", fifo, "--refs", ref_bom, "--metrics", "bleu", "--json"], {"check": False}),
-        ("fairseq-wean-score", ["--sys", empty, "--refs", empty, "--metrics", "bleu"],
+        ("fairseq-wean-score", ["--sys", empty3, "--refs", empty, "--metrics", "bleu"],
          {"check": False}),
-        ("fairseq-wean-score", ["--sys", empty, "--orig", empty, "--refs", empty, empty2, "--metrics", "sari"],
+        ("fairseq-wean-score", ["--sys", empty3, "--orig", empty3, "--refs", empty, empty2, "--metrics", "sari"],
          {"check": False}),
     ])
     out = dict(zip(names, runs))
@@ -348,12 +350,13 @@ def test_different_line_counts_is_a_one_line_error(command_runs):
 
 def test_other_bad_input_raises_fairseq_wean_error(tmp_path):
     hyp = write(tmp_path / "hyp", ["a b", "c d"])
+    ref = write(tmp_path / "ref", ["a b", "c d"])
     with pytest.raises(FairseqWeanError, match="--orig FILE"):
-        score.main(["--sys", hyp, "--refs", hyp, "--metrics", "sari"])
+        score.main(["--sys", hyp, "--refs", ref, "--metrics", "sari"])
     with pytest.raises(FairseqWeanError, match="no such file"):
         score.main(["--sys", str(tmp_path / "nope"), "--refs", hyp, "--metrics", "bleu"])
     with pytest.raises(FairseqWeanError, match="--compare-to"):
-        score.main(["--sys", hyp, "--refs", hyp, "--metrics", "bleu", "--compare-to", write(tmp_path / "o", ["a"])])
+        score.main(["--sys", hyp, "--refs", ref, "--metrics", "bleu", "--compare-to", write(tmp_path / "o", ["a"])])
     (tmp_path / "latin1").write_bytes(b"caf\xe9\n")
     with pytest.raises(FairseqWeanError, match="UTF-8"):
         score.main(["--sys", str(tmp_path / "latin1"), "--metrics", "fkgl"])
@@ -660,12 +663,13 @@ def test_the_standalone_commands_start_without_fairseq_or_torch(tmp_path):
 
     src = write(tmp_path / "train.src", ["a b c d", "b c d e", "a c e", "d e a b"] * 3)
     tgt = write(tmp_path / "train.tgt", ["a b d", "b d e", "a e", "d a b"] * 3)
+    ref = write(tmp_path / "ref.tgt", ["a b d", "b d e", "a e", "d a b"] * 3)  # one file in two roles is refused
     env = {"PYTHONPROFILEIMPORTTIME": "1"}
     runs = {
-        "score": ("fairseq-wean-score", ["--sys", tgt, "--orig", src, "--refs", tgt, "--metrics", "sari,chrf"], {}),
+        "score": ("fairseq-wean-score", ["--sys", tgt, "--orig", src, "--refs", ref, "--metrics", "sari,chrf"], {}),
         "score_error": ("fairseq-wean-score", ["--sys", tmp_path / "missing", "--refs", tgt, "--metrics", "bleu"],
                         {"check": False}),
-        "report": ("fairseq-wean-report", ["--sys", tgt, "--orig", src, "--refs", tgt, "--metrics", "sari,stats",
+        "report": ("fairseq-wean-report", ["--sys", tgt, "--orig", src, "--refs", ref, "--metrics", "sari,stats",
                                            "--out", tmp_path / "r.html"],
                    {}),
         "align": ("fairseq-wean-align-table", ["--src", src, "--tgt", tgt, "--topk", 2, "--out", tmp_path / "a.tsv"],

@@ -47,7 +47,7 @@ from fairseq_wean.data.align_table import write_table
 from fairseq_wean.data.dictionary import check_dictionary, dictionary_words
 from fairseq_wean.data.markers import is_position_marker
 from fairseq_wean.cli import options
-from fairseq_wean.errors import FairseqWeanError, at_least, run_cli
+from fairseq_wean.errors import FairseqWeanError, run_cli
 from fairseq_wean.scoring.pieces import check_words
 from fairseq_wean.textio import check_input, check_output, read_lines
 
@@ -134,7 +134,7 @@ def get_parser():
                         help="the dictionary fairseq-preprocess wrote (data-bin/dict.SRC.txt; core_copy needs a "
                              "joined one): words outside it are aligned as <unk>, as fairseq will see them, and "
                              "never named in the table")
-    parser.add_argument("--topk", type=at_least(1), default=10, help="target words kept per source word (paper: 10)")
+    parser.add_argument("--topk", type=options.quantity("topk"), default=10, help="target words kept per source word (paper: 10)")
     parser.add_argument("--out", required=True, help="table to write (SOURCE<TAB>TARGET<TAB>SCORE lines)")
     parser.add_argument("--model", type=int, default=3, choices=(1, 2, 3),
                         help="eflomal model: 1 IBM1, 2 +HMM, 3 +fertility (default)")

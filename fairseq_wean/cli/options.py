@@ -126,3 +126,120 @@ def check_effective(parser, args, logs=None, always=()):
                      else logs is None or logs)
             if not holds:
                 raise FairseqWeanError(no_effect(option, kind, need, metrics))
+
+
+# ----------------------------------------------------------------------------------------------- labels
+def label_problem(label):
+    """Why ``label`` (a system's name in a tool's output) cannot label a line or a column, or None: empty
+    (or only spaces), or holding a line break or another control character (a tab, ESC...: the header line
+    split in two, a table's column shifted). Characters of any script, spaces inside, punctuation: fine."""
+    import unicodedata
+
+    if not label.strip():
+        return "is empty"
+    bad = next((ch for ch in label if unicodedata.category(ch) in ("Cc", "Zl", "Zp")), None)
+    if bad is not None:
+        return "holds the control character {!r}".format(bad)
+    return None
+
+
+def check_labels(labels):
+    """The one check of every label option (fairseq-wean-score --name / --compare-name, fairseq-wean-report
+    --names): ``labels`` is ``[(option, label or None), ...]`` of one call (None: not given). Each label
+    given must be a label (:func:`label_problem`) and no two may be equal (two systems the output could
+    not tell apart): FairseqWeanError, one line, before any input is read."""
+    seen = {}
+    for option, label in labels:
+        if label is None:
+            continue
+        problem = label_problem(label)
+        if problem is not None:
+            raise FairseqWeanError("{} {!r} {}: give a label of visible characters, or leave the option out (the "
+                                   "file name is the default)".format(option, label, problem))
+        if label in seen:
+            first = seen[label]
+            raise FairseqWeanError("{} {!r} name two systems: give each system its own name".format(
+                first if first == option else "{} and {}".format(first, option), label))
+        seen[label] = option
+
+
+# ------------------------------------------------------------------------------------------- quantities
+# One table of the quantities that options of several tools take, each with its range, so that the same
+# quantity has the same bound in every tool (a seed above numpy's range was taken by fairseq-wean-compare,
+# which prepared the data before fairseq-train refused it; --threads 100000 made libgomp run out of memory).
+# name -> (low, high or a function giving it, why the high end). tests/test_quantity_bounds.py requires every
+# option of every tool named like a quantity (QUANTITY_OPTION_NAMES) to take its type from :func:`quantity`
+# (or an explicit upper bound no looser).
+def _seed_high():
+    from fairseq_wean.patching import FAIRSEQ_RANGES
+
+    return FAIRSEQ_RANGES["seed"][2]
+
+
+def _threads_high():
+    from fairseq_wean.cli.train_cpu_dist import NPROC_PER_CPU, usable_cpus
+
+    return NPROC_PER_CPU * usable_cpus()
+
+
+def _positions_high():
+    from fairseq_wean.modules.model_options import MAX_POSITIONS
+
+    return MAX_POSITIONS
+
+
+def _topk_high():
+    from fairseq_wean.modules.model_options import MAX_TOPK
+
+    return MAX_TOPK
+
+
+QUANTITIES = {
+    "seed": (0, _seed_high, "numpy's seed range, as fairseq-train's --seed"),
+    "threads": (1, _threads_high, "{} per CPU this process may use, as fairseq-wean-train-cpu-dist's ranks: more only "
+                                  "shares the CPUs out thinner, and each thread holds memory of its own"),
+    "length": (1, _positions_high, "the most tokens a sentence of the models may have, --max-target-positions' "
+                                   "maximum"),
+    "topk": (1, _topk_high, "the most aligned words per source word core_copy takes, --core-topk's maximum"),
+}
+# how an option names its quantity (its long name's words): threads and processes running at once, a seed,
+# a top-k, a length in tokens
+QUANTITY_OPTION_NAMES = {
+    "seed": r"(^|-)seeds?($|-)",
+    "threads": r"(^|-)(threads?|jobs|workers|nproc(-per-node)?)($|-)",
+    "topk": r"(^|-)top-?k($|-)",
+    "length": r"(^|-)(len|length)($|-)",
+}
+
+
+def quantity(name, low=None):
+    """The argparse ``type`` of an option of the quantity ``name`` of :data:`QUANTITIES` (``low``: a higher
+    lower end for this option): a number outside the range is argparse's one-line usage error naming the
+    option, before any work; the high end says why. ``.range`` as :func:`fairseq_wean.errors.at_least`'s,
+    ``.quantity`` the name."""
+    import argparse
+
+    from fairseq_wean.errors import at_least
+
+    base, high, why = QUANTITIES[name]
+    high = high() if callable(high) else high
+    check = at_least(base if low is None else max(low, base), high=high)
+    if name == "threads":
+        from fairseq_wean.cli.train_cpu_dist import NPROC_PER_CPU
+
+        why = why.format(NPROC_PER_CPU)
+
+    def parse(text):
+        try:
+            return check(text)  # not a whole number, nan, out of range: at_least's line
+        except argparse.ArgumentTypeError:
+            try:
+                above = int(text) > high
+            except ValueError:
+                above = False
+            if not above:
+                raise
+            raise argparse.ArgumentTypeError("must be <= {}: {}; got {}".format(high, why, text.strip())) from None
+
+    parse.__name__, parse.range, parse.quantity = check.__name__, check.range, name
+    return parse

@@ -71,7 +71,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     options.check_effective(parser, args, always=ALWAYS)
     scores.check_rouge_options(args.rouge_chars, not args.rouge_no_stemmer, "--rouge-chars", "--rouge-no-stemmer")
-    build.check_distinct_inputs(args.sys, args.names, args.refs)
+    build.check_distinct_inputs(args.sys, args.names, args.refs, args.orig)
     inputs = list(args.sys) + ([args.orig] if args.orig else []) + list(args.refs or [])
     textio.check_output(args.out, inputs)  # refuse before the (slow) scoring
     systems, orig, refs = build.load_inputs(args.sys, args.names, args.orig, args.refs, args.hyp_lines,

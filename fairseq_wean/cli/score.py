@@ -32,7 +32,7 @@ from fairseq_wean.scoring import sari as sari_lib
 from fairseq_wean.scoring import scores
 from fairseq_wean.scoring.inputs import (
     add_text_options,
-    check_distinct,
+    check_distinct_roles,
     check_line_counts,
     check_log_matches_inputs,
     read_sources_and_references,
@@ -89,13 +89,10 @@ def check_options(parser, args):
     """Before reading anything: no option without effect (options.NEEDS), no file named twice."""
     options.check_effective(parser, args, always=ALWAYS)
     scores.check_rouge_options(args.rouge_chars, not args.rouge_no_stemmer, "--rouge-chars", "--rouge-no-stemmer")
-    for option, label in (("--name", args.name), ("--compare-name", args.compare_name)):
-        if label is not None and not label.strip():
-            raise FairseqWeanError("{} is empty: give a label, or drop it (the file name is the default)".format(option))
-    check_distinct(list(args.refs or []), "--refs")
-    if args.compare_to and args.compare_to not in textio.STDIN_NAMES and textio.same_file(args.sys, args.compare_to):
-        raise FairseqWeanError("--compare-to {} is --sys itself: a system compared with itself has p = 1 by "
-                               "construction; give another system's output".format(args.compare_to))
+    options.check_labels([("--name", args.name), ("--compare-name", args.compare_name)])  # every tool's label rule
+    # a file named twice in --refs, or by two roles (--compare-to = --sys, --refs = --sys): the one rule
+    check_distinct_roles({"--sys": args.sys, "--compare-to": args.compare_to, "--orig": args.orig,
+                          "--refs": args.refs})
 
 
 def _read_inputs(args):

@@ -16,31 +16,37 @@ from fairseq_wean.compare.systems import BASELINE, CONVERGED, DATASET_VOCAB, SYS
 from preprocess import common
 
 
-def whole_number(p, flag, low):
-    """The argparse ``type`` of a whole number >= ``low`` (:func:`fairseq_wean.errors.at_least`): below it,
-    ``FLAG must be at least LOW, got VALUE`` in one line (``p.error``, exit status 2), before any work
-    (--jobs 0 and --threads 0 were taken as they came, a negative seed failed in fairseq-train after
-    the data was prepared)."""
-    check = at_least(low)
+def whole_number(p, flag, name):
+    """The argparse ``type`` of a whole number of the quantity ``name`` (:func:`fairseq_wean.cli.options.quantity`:
+    a seed, threads, the bound every tool shares; a number: a count >= it, with no quantity's bound): below its low end, ``FLAG must be at least LOW, got VALUE`` in
+    one line (``p.error``, exit status 2), before any work (--jobs 0 and --threads 0 were taken as they came, a
+    negative seed failed in fairseq-train after the data was prepared); above its high end (--seed 1e20,
+    --threads 100000), the quantity's line naming the option."""
+    check = at_least(name) if isinstance(name, int) else options.quantity(name)
+    low = check.range[0]
 
     def parse(text):
         try:
             return check(text)
         except argparse.ArgumentTypeError as exc:
             try:
-                int(text)
+                below = int(text) < low
             except ValueError:  # not a whole number: argparse's own line, naming the option
+                below = False
+            if not below:
                 raise exc from None
             p.error("{} must be at least {}, got {}".format(flag, low, text.strip()))
 
     parse.__name__, parse.range = check.__name__, check.range
+    parse.quantity = getattr(check, "quantity", None)
     return parse
 
 
 def seed_list(p):
-    """The argparse ``type`` of ``--seeds``: a comma list of seeds >= 0, refused in one line otherwise
-    (``''``, ``nan`` and ``1,-2`` included), under either budget. A seed named twice is run once."""
-    check = at_least(0)
+    """The argparse ``type`` of ``--seeds``: a comma list of seeds in the seed range (``options.quantity("seed")``),
+    refused in one line otherwise (``''``, ``nan``, ``1,-2`` and a seed above numpy's range included), under either
+    budget. A seed named twice is run once."""
+    check = options.quantity("seed")
 
     def parse(text):
         try:
@@ -49,9 +55,14 @@ def seed_list(p):
             p.error("--seeds: {!r} is not a comma list of integers".format(text))
         if any(seed < 0 for seed in seeds):
             p.error("--seeds {}: seeds must be at least 0".format(text))
+        for seed in seeds:
+            try:
+                check(str(seed))
+            except argparse.ArgumentTypeError as exc:
+                p.error("--seeds {}: a seed {}".format(text, exc))
         return seeds
 
-    parse.__name__, parse.range = "comma list of " + check.__name__, check.range
+    parse.__name__, parse.range, parse.quantity = "comma list of " + check.__name__, check.range, "seed"
     return parse
 
 
@@ -92,15 +103,15 @@ def get_parser():
                         "for the short one, OUT/results with --tiny)")
     p.add_argument("--runs", help="comma list of SYSTEM:VOCAB to run, e.g. lstm:word,wean_lstm:spm "
                                   "(default: the task's list; systems: {})".format(", ".join(SYSTEMS)))
-    p.add_argument("--jobs", type=whole_number(p, "--jobs", 1),
+    p.add_argument("--jobs", type=whole_number(p, "--jobs", "threads"),
                    help="systems trained/decoded at the same time (default 2: one per core of a 2-core machine)")
-    p.add_argument("--threads", type=whole_number(p, "--threads", 1),
+    p.add_argument("--threads", type=whole_number(p, "--threads", "threads"),
                    help="torch threads per job (OMP_NUM_THREADS; default 1: on a shared 2-core machine two "
                         "threads per process made fairseq's LSTM 14x slower than one)")
     p.add_argument("--cpu-bf16", action="store_true",
                    help="train every system with --cpu-bf16 (bfloat16 autocast forward passes; float32 where the "
                         "CPU has no native bfloat16); scores.json says which precision each run had")
-    p.add_argument("--seed", type=whole_number(p, "--seed", 0), default=1,
+    p.add_argument("--seed", type=whole_number(p, "--seed", "seed"), default=1,
                    help="each system's first run (its row in the main table)")
     p.add_argument("--seeds", type=seed_list(p), help="converged budget: comma list of the seeds of the systems the task runs with "
                                    "several seeds (translation: the word-attention ablation; default 1,2,3); it "

@@ -43,8 +43,12 @@ def score(sys_path, spec, data_out, compare_to=None, metrics=None):
     """The scores of the output file ``sys_path`` on a recipe's test ``spec`` (the dict of
     ``fairseq-wean-score --json``; ``spec["score_args"]`` are its options such as ``--rouge-chars``)."""
     from fairseq_wean.scoring import score as score_corpus
+    from fairseq_wean.scoring.inputs import check_distinct_roles
     from fairseq_wean.scoring.scores import options_from_score_args
 
+    # fairseq-wean-score's rule: no file in two roles (a system scored as its own reference), none twice
+    check_distinct_roles({"--sys": sys_path, "--compare-to": compare_to, "--orig": os.path.join(data_out, spec["orig"]),
+                          "--refs": [os.path.join(data_out, r) for r in spec["refs"]]})
     return score_corpus(
         # every file here was found in a folder (a run's, a published one, the prepared data), not
         # named by the user: read only as itself (textio.open_in_folder)

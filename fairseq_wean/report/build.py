@@ -19,6 +19,7 @@ import os
 import re
 from collections import Counter
 
+from fairseq_wean.cli.options import check_labels
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.scoring import inputs
 from fairseq_wean.scoring import metrics as M
@@ -217,14 +218,17 @@ def sentence_columns(metrics):
     return cols + ["len_ratio"]
 
 
-def check_distinct_inputs(sys_paths, names=None, ref_paths=None):
-    """Refuse a system or reference file named twice, and two systems of one name (two columns that
-    the page could not tell apart)."""
+def check_distinct_inputs(sys_paths, names=None, ref_paths=None, orig_path=None):
+    """Refuse a system or reference file named twice, a file in two roles (a system as a reference:
+    :func:`fairseq_wean.scoring.inputs.check_distinct_roles`), and two systems of one name (two columns
+    that the page could not tell apart)."""
     if names is not None and len(names) != len(sys_paths):
         raise FairseqWeanError("--names has {} name(s) but --sys has {} file(s): give one name per "
                                "system".format(len(names), len(sys_paths)))
-    inputs.check_distinct(list(sys_paths), "--sys")  # the one rule of a file named twice (linear)
-    inputs.check_distinct(list(ref_paths or []), "--refs")
+    # the one rule of a file named twice, in one list or by two roles (linear)
+    inputs.check_distinct_roles({"--sys": list(sys_paths), "--orig": orig_path, "--refs": ref_paths})
+    if names is not None:  # every tool's label rule: a label, no line break, each system its own
+        check_labels([("--names", name) for name in names])
     shown = list(names) if names is not None else [os.path.basename(p) for p in sys_paths]
     counts = Counter(shown)
     twice = sorted(name for name, count in counts.items() if count > 1)
@@ -240,7 +244,7 @@ def load_inputs(sys_paths, names, orig_path, ref_paths, hyp_lines="auto", post_p
     (:func:`fairseq_wean.scoring.inputs.check_log_matches_inputs`), and for words, not subword
     pieces (:func:`fairseq_wean.scoring.inputs.words_only`). ``check_logs(any system is a log)``
     is called once the systems are read (the caller's option rules)."""
-    check_distinct_inputs(sys_paths, names, ref_paths)
+    check_distinct_inputs(sys_paths, names, ref_paths, orig_path)
     orig, refs, n = inputs.read_sources_and_references(orig_path, ref_paths)
     systems = []
     for i, path in enumerate(sys_paths):

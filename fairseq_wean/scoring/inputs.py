@@ -151,6 +151,45 @@ def check_distinct(paths, option):
                 option, "{} twice".format(a) if a == b else "one file twice ({} and {})".format(b, a)))
 
 
+
+# Two roles of one call that may not name one file (any name of it: a link, another spelling), as (the role
+# named first, the later one) -> why. A system's output that is its sources is allowed: the identity
+# ("copy source") baseline of simplification, which fairseq-wean-compare scores so.
+SAME_FILE_ROLES = {
+    ("--sys", "--compare-to"): "a system compared with itself has p = 1 by construction; give another system's "
+                               "output",
+    ("--sys", "--refs"): "a system scored against itself as its reference gets BLEU 100 by construction; give the "
+                         "reference file(s)",
+    ("--compare-to", "--refs"): "a system scored against itself as its reference gets BLEU 100 by construction; "
+                                "give the reference file(s)",
+    ("--orig", "--refs"): "the sources as their own reference reward copying them (SARI, stats); give the reference "
+                          "file(s)",
+}
+ROLE_ORDER = ("--sys", "--compare-to", "--orig", "--refs")
+
+
+def check_distinct_roles(roles):
+    """Refuse, before anything is read, a file named twice within one role (:func:`check_distinct`) or by two
+    roles of :data:`SAME_FILE_ROLES` (``--refs sys.txt``: BLEU 100). ``roles``: ``{option: path, list of
+    paths or None}`` of one call, the options of :data:`ROLE_ORDER`; one stat a path (linear)."""
+    unknown = set(roles) - set(ROLE_ORDER)
+    if unknown:
+        raise ValueError("unknown input role(s) {}".format(sorted(unknown)))
+    named = {}  # file key -> [(option, path)] of the roles that named it so far
+    for option in ROLE_ORDER:
+        value = roles.get(option)
+        paths = [] if value is None else [value] if isinstance(value, str) else list(value)
+        check_distinct(paths, option)
+        for path in paths:
+            if path in textio.STDIN_NAMES:
+                continue
+            key = file_key(path)
+            for earlier, _ in named.get(key, ()):
+                why = SAME_FILE_ROLES.get((earlier, option))
+                if why is not None:
+                    raise FairseqWeanError("{} {} is {} itself: {}".format(option, path, earlier, why))
+            named.setdefault(key, []).append((option, path))
+
 # -------------------------------------------------------------------------------------------------
 # A log's S- / T- lines against the --orig / --refs given with it
 _UNK_FORMS = re.compile(r"<<unk>>|<unk(?:-\d+)?>")

@@ -22,13 +22,20 @@ every loader (``safe_load`` is the ``torch.load`` of fairseq's checkpoint readin
   (``torch.jit.load``): a real one (it has ``code/``) or a checkpoint with that member added;
 * any other bytes (not a checkpoint torch can read: the damaged-file line).
 
-torch's legacy (non-zip) format is left to torch: it reads each storage's size from the file and
-checks it against the declared one, and stops at the file's end ("unexpected EOF").
+* a tensor that does not fit its storage, in both containers (:func:`_tensor_problem`): the storage offset, size and
+  stride of every call of torch's tensor-building functions the scan records (``_rebuild_tensor_v2`` ...) must be
+  non-negative ints of one length, a ``_v3`` dtype one torch knows, its last element inside the declared storage
+  (a negative size was torch's ``numel: integer multiplication overflow`` traceback in a zip).
+
+The storage records of torch's legacy (non-zip) format are left to torch: it reads each storage's size from the file
+and checks it against the declared one, and stops at the file's end ("unexpected EOF"); its pickle's tensors are
+checked as the zip's (:func:`_legacy_problem`).
 
 Also the zip checks after a load (:func:`archive_problem`: every member's CRC; torch checks none).
 """
 import io
 import pickle
+import re
 import tarfile
 import zipfile
 
@@ -122,26 +129,51 @@ class _Inert:
         pass
 
 
+# torch's functions that build a tensor over a storage: (storage, storage_offset, size, stride, ...); _v3's dtype is
+# its 7th argument (torch._utils); _rebuild_from_type_v2(func, type, args, state) calls one of them with args
+REBUILDS = {("torch._utils", "_rebuild_tensor"): None, ("torch._utils", "_rebuild_tensor_v2"): None,
+            ("torch._utils", "_rebuild_tensor_v3"): 6, ("torch._utils", "_rebuild_qtensor"): None}
+FROM_TYPE = ("torch._tensor", "_rebuild_from_type_v2")
+
+
+class _Storage(_Inert):
+    """A storage the pickle declares (its persistent id): type (module, name), record key, element count."""
+
+    def __init__(self, type_name, key, numel):
+        self.type_name, self.key, self.numel = type_name, key, numel
+
+
 class _ScanUnpickler(pickle.Unpickler):
-    """Reads a checkpoint's pickle for its storage declarations only: every global is an inert class
+    """Reads a checkpoint's pickle for its storage and tensor declarations only: every global is an inert class
     (nothing imported, nothing called: REDUCE, NEWOBJ and BUILD make inert objects) and every persistent
-    id is recorded (``storages``: (module, name) of its storage type, key, numel), never loaded."""
+    id is recorded (``storages``: (module, name) of its storage type, key, numel), never loaded; a call of a
+    tensor-building global (:data:`REBUILDS`) is recorded with its arguments (``tensors``: (name, args))."""
 
     def __init__(self, data):
-        super().__init__(io.BytesIO(data), encoding="utf-8")  # torch.load's default encoding
-        self.storages, self._globals = [], {}
+        super().__init__(io.BytesIO(data) if isinstance(data, bytes) else data, encoding="utf-8")  # torch's default
+        self.storages, self.tensors, self._globals = [], [], {}
 
     def find_class(self, module, name):
         key = (module, name)
         if key not in self._globals:
-            self._globals[key] = type("Global", (_Inert,), {"pickled_name": key})
+            tensors = self.tensors
+
+            def record(cls, *args, **kwargs):
+                if cls.pickled_name in REBUILDS:
+                    tensors.append((cls.pickled_name, args))
+                elif cls.pickled_name == FROM_TYPE and len(args) > 2 and isinstance(args[2], tuple):
+                    tensors.append((getattr(args[0], "pickled_name", None), args[2]))
+                return object.__new__(cls)
+
+            self._globals[key] = type("Global", (_Inert,), {"pickled_name": key, "__new__": record})
         return self._globals[key]
 
     def persistent_load(self, pid):
-        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] in ("storage", b"storage")):
+        # zip: ('storage', type, key, location, numel); legacy: the same and its view's metadata
+        if not (isinstance(pid, tuple) and len(pid) in (5, 6) and pid[0] in ("storage", b"storage")):
             raise pickle.UnpicklingError("a persistent id that is no storage (a {})".format(type(pid).__name__))
         self.storages.append((getattr(pid[1], "pickled_name", None), pid[2], pid[4]))
-        return _Inert()
+        return _Storage(getattr(pid[1], "pickled_name", None), pid[2], pid[4])
 
 
 def _element_size(type_name):
@@ -203,7 +235,97 @@ def _records_problem(archive, members):
     unused = sorted(name for name in sizes if name.startswith(prefix + "data/") and name not in used)
     if unused:
         return "damaged", "record {} is used by no storage of its pickle".format(unused[0])
+    return _tensors_problem(scan)
+
+
+def _int(value):
+    return type(value) is int
+
+
+def _tensor_problem(name, args):
+    """Why the tensor a rebuild function ``name`` (:data:`REBUILDS`) would build from ``args`` does not fit its
+    storage, or None: the offset, size and stride must be non-negative ints (size and stride of one length, at
+    most 2^63 elements), a ``_v3`` dtype one torch knows, and its last element inside the declared storage."""
+    import torch
+
+    storage = args[0] if args else None
+    if not isinstance(storage, _Storage):
+        return None  # no storage of this file (its own global refused by torch's unpickler)
+    if len(args) < 4:
+        return "its pickle builds a tensor from {} arguments".format(len(args))
+    offset, size, stride = args[1:4]
+    where = "a tensor"
+    if not _int(offset) or offset < 0:
+        return "its pickle declares {} at storage offset {!r}".format(where, offset)
+    for what, values in (("size", size), ("stride", stride)):
+        if not isinstance(values, tuple) or not all(_int(v) and 0 <= v < 2 ** 63 for v in values):
+            return "its pickle declares {} of {} {!r}".format(where, what, values if isinstance(
+                values, tuple) else type(values).__name__)
+    if len(size) != len(stride):
+        return "its pickle declares {} of size {} and stride {} (another number of dimensions)".format(
+            where, size, stride)
+    numel = 1
+    for value in size:
+        numel *= value
+    if numel >= 2 ** 63:
+        return "its pickle declares {} of size {} (over 2^63 elements)".format(where, size)
+    element = _element_size(storage.type_name)
+    index = REBUILDS.get(name)
+    if index is not None and len(args) > index:
+        dtype = getattr(args[index], "pickled_name", None)
+        dtype = getattr(torch, dtype[1], None) if dtype and dtype[0] == "torch" else None
+        if not isinstance(dtype, torch.dtype):
+            return "its pickle declares {} of no torch dtype ({})".format(where, type(args[index]).__name__)
+        tensor_element = torch._utils._element_size(dtype)
+    else:
+        tensor_element = element
+    if element is None or not _int(storage.numel) or numel == 0:
+        return None  # no storage type torch knows (its unpickler refuses it), or nothing read
+    last = offset + sum((s - 1) * t for s, t in zip(size, stride))
+    if (last + 1) * tensor_element > storage.numel * element:
+        return "its pickle declares {} of size {}, stride {}, offset {}, reaching element {} of a storage of {} " \
+               "bytes".format(where, size, stride, offset, last, storage.numel * element)
     return None
+
+
+def _tensors_problem(scan):
+    """``("damaged", why)`` for the first tensor the scanned pickle builds that does not fit its storage."""
+    for name, args in scan.tensors:
+        problem = _tensor_problem(name, args)
+        if problem is not None:
+            return "damaged", problem[:300]
+    return None
+
+
+def _legacy_problem(f):
+    """``("damaged", why)`` when the tensors of torch's legacy format (its pickles: magic number, protocol,
+    system info, then the checkpoint) do not fit their declared storages (:func:`_tensor_problem`; torch
+    checks each storage's size against the file itself), else None; a stream the scan cannot read is left to
+    torch (its own error, the damaged line)."""
+    try:
+        for _ in range(3):
+            _ScanUnpickler(f).load()
+        scan = _ScanUnpickler(f)
+        scan.load()
+    except Exception:  # noqa: B902  (not torch's format: torch's reader refuses it in its own words)
+        return None
+    return _tensors_problem(scan)
+
+
+UNSUPPORTED_OPCODE = re.compile(r"Unsupported operand (\d+)")  # torch's weights-only unpickler's words
+
+
+def opcode_problem(message):
+    """For an error ``message`` of torch's weights-only unpickler refusing a pickle opcode (not a global): the opcode
+    named (``its pickle uses opcode 149 (FRAME), ...``), else None."""
+    import pickletools
+
+    found = UNSUPPORTED_OPCODE.search(message)
+    if found is None:
+        return None
+    code = int(found.group(1))
+    name = next((o.name for o in pickletools.opcodes if 0 <= code < 256 and o.code == chr(code)), "unknown")
+    return "its pickle uses opcode {} ({}), which torch's weights-only unpickler does not read".format(code, name)
 
 
 def container_problem(f):
@@ -223,7 +345,7 @@ def container_problem(f):
         if start.startswith(ZIP_START):
             return _zip_problem(f, size)
         if start.startswith(LEGACY_STARTS):
-            return None
+            return _legacy_problem(f)
         return "damaged", "not a checkpoint torch can read: neither a zip archive nor torch's legacy pickle stream"
     finally:
         f.seek(0)

@@ -42,13 +42,14 @@ Also here, because they are about checkpoint files:
 import argparse
 import collections
 import io
+import pickle
 import re
 import types
 import typing
 
 import torch
 
-from fairseq_wean.checkpoint_container import archive_problem, check_container, starts_as_zip
+from fairseq_wean.checkpoint_container import archive_problem, check_container, opcode_problem, starts_as_zip
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.patching import same_code, wrap_once
 from fairseq_wean.textio import lock_folder
@@ -154,7 +155,8 @@ def loading_mechanism():
 def safe_load(f, map_location=None, *args, **kwargs):
     """``torch.load`` for checkpoints: only a container torch.save writes (``checkpoint_container``, before
     torch sees the file), the allow-list enforced by the unpickler torch itself uses, whatever the caller or
-    torch's default asks (``weights_only``/``pickle_module`` are replaced)."""
+    torch's default asks (``weights_only``/``pickle_module`` are replaced); a pickle of protocol 4 or 5 (FRAME, which
+    torch's weights-only unpickler lacks) is read through the allow-list ``pickle_module``."""
     kwargs.pop("weights_only", None)
     kwargs.pop("pickle_module", None)
     if isinstance(f, (str, bytes)) or hasattr(f, "__fspath__"):
@@ -164,7 +166,12 @@ def safe_load(f, map_location=None, *args, **kwargs):
     # a storage record of another size than its pickle declares (torch 1.13 reads past it), a stray constants.pkl
     check_container(f, getattr(f, "name", f), damaged_error, lambda path: refused_error(path, TORCHSCRIPT))
     if loading_mechanism() == "weights_only":
-        return torch.load(f, map_location, weights_only=True, **kwargs)
+        try:
+            return torch.load(f, map_location, weights_only=True, **kwargs)
+        except pickle.UnpicklingError as exc:  # an opcode torch's weights-only unpickler lacks (FRAME, 149: the
+            if opcode_problem(str(exc)) is None:  # pickle_protocol=4/5 of torch.save): the same allow-list through
+                raise  # torch's own unpickler over the pickle module's (below), which reads every protocol
+            f.seek(0)
     return _load_with_pickle_module(f, map_location, _allow_list_pickle_module(), **kwargs)
 
 
@@ -381,6 +388,8 @@ def checkpoint_error(path, exc):
     if problem is not None or any(text in message for text in DAMAGED_MESSAGES):
         first = (message.splitlines() or [""])[0][:200]
         return damaged_error(path, problem or "{}: {}".format(type(exc).__name__, first))
+    if opcode_problem(message) is not None:  # no global: a pickle opcode torch's weights-only unpickler lacks
+        return FairseqWeanError("checkpoint {}: {}; nothing was loaded".format(path, opcode_problem(message)))
     if "Weights only load failed" in message:
         return refused_error(path, "a non-allow-listed object")
     if not starts_as_zip(path) and isinstance(exc, (EOFError, IndexError, KeyError, ValueError, TypeError,

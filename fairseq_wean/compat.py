@@ -70,7 +70,7 @@ import os
 import numpy as np
 from fairseq.data import data_utils
 
-from fairseq_wean import checkpoint_safety, distributed
+from fairseq_wean import checkpoint_safety, distributed, textio
 from fairseq_wean.fixes_decoding import (install_diverse_beam_search_fixes, install_eval_lm_subword_nmt,
                                          install_generate_data_checks,
                                          install_generate_results_file,
@@ -419,6 +419,10 @@ def install_preprocess_input_check():
 
     def wrap_main(original):
         def main(args):
+            from fairseq_wean.option_rules import interpolation_problem  # '${': every later command refuses it
+
+            if interpolation_problem(args) is not None:
+                raise FairseqWeanError(interpolation_problem(args))
             langs = [args.source_lang] + ([] if args.only_source or not args.target_lang else [args.target_lang])
             for option in ("trainpref", "validpref", "testpref"):
                 for prefix in (getattr(args, option, None) or "").split(","):
@@ -433,6 +437,10 @@ def install_preprocess_input_check():
                                 "python -m preprocess.check_parallel, which turns it into a space".format(
                                     os.path.abspath(path), line)
                             )
+                        found = textio.first_stray_byte_order_mark(path)
+                        if found is not None:
+                            raise FairseqWeanError(textio.byte_order_mark_problem(
+                                "fairseq-preprocess input", os.path.abspath(path), *found))
             return original(args)
 
         return main

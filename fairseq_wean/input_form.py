@@ -40,7 +40,9 @@ between words (Chinese, Japanese, ...: :mod:`fairseq_wean.scoring.scripts`' rule
   is byte-level BPE ids.
 
 A mismatch is one line naming the form found, the dictionary's form and the fix (``--bpe X``, dropping a
-``--bpe`` that makes the wrong form, giving words). Imports neither fairseq nor torch.
+``--bpe`` that makes the wrong form, giving words). The other direction, at parse: a ``--bpe`` whose decode
+cannot read the model's target dictionary's form (:data:`DECODED_FORMS`, :func:`bpe_dictionary_problem`, called by
+``tokenizer_files``). Imports neither fairseq nor torch.
 """
 import re
 
@@ -74,6 +76,44 @@ BPE_OF_FORM = {"subword_nmt": ("subword_nmt", ("--bpe-codes",), ("bpe_codes",)),
 FORM_OF_BPE = {"subword_nmt": "subword_nmt", "fastbpe": "subword_nmt", "sentencepiece": "sentencepiece",
                "characters": CHARACTERS, "bytes": CHARACTERS, "bert": pieces.CONTINUATION_KIND, "gpt2": IDS,
                "hf_byte_bpe": IDS}
+
+
+# the dictionary forms each --bpe's decode reads (fairseq's decode functions), and what it does to any other form: a
+# --bpe not here makes no claim (bert: its package is not installed here; unk_markers reads any form)
+_JOINS = ("its decode deletes every space and makes each '\u2581' one: the dictionary's tokens would run together "
+          "in every output line")
+DECODED_FORMS = {
+    "gpt2": ((IDS,), "its decode reads every token as a byte-level BPE id (int()): a ValueError traceback once the "
+                     "whole test set is decoded"),
+    "sentencepiece": (("sentencepiece", CHARACTERS), _JOINS),
+    "subword_nmt": (("subword_nmt", WORDS), "its decode only joins '@@ ' pieces: every output line would stay in "
+                                            "the dictionary's form")}
+DECODED_FORMS.update({"hf_byte_bpe": DECODED_FORMS["gpt2"], "fastbpe": DECODED_FORMS["subword_nmt"],
+                      "byte_bpe": DECODED_FORMS["sentencepiece"], "characters": DECODED_FORMS["sentencepiece"],
+                      "bytes": DECODED_FORMS["sentencepiece"]})
+
+
+def bpe_dictionary_problem(bpe, dictionary, what, keywords=False):
+    """Why ``--bpe bpe`` cannot decode text of the model's target dictionary ``dictionary`` (a fairseq
+    ``Dictionary``; ``what``: its name in the line, "the model's target dictionary PATH") by :data:`DECODED_FORMS`, with the fix, or None. ``keywords``:
+    spelled for the hub (``bpe='gpt2'``)."""
+    if bpe not in DECODED_FORMS:
+        return None
+    forms, reason = DECODED_FORMS[bpe]
+    form, example = dictionary_form(dictionary)
+    if form in forms:
+        return None
+    entries = dictionary.symbols[dictionary.nspecial:]
+    example = example if example is not None else entries[0] if entries else None
+    entry = "hub" if keywords else "fairseq-generate"
+    if form in BPE_OF_FORM and form != WORDS:
+        own, options, names = BPE_OF_FORM[form]
+        fix = "give {}{} (the model's own)".format(_option(entry, "--bpe", own), "".join(
+            ", " + _option(entry, o) for o in (names if keywords else options)))
+    else:
+        fix = "drop {}".format(_option(entry, "--bpe", bpe))
+    return "{} cannot decode {}, of {}{}: {}; {}".format(
+        _option(entry, "--bpe", bpe), what, name(form), " (e.g. {!r})".format(example) if example else "", reason, fix)
 
 
 def name(form):
@@ -224,8 +264,9 @@ def form_problem(dictionary, line, bpe=None, entry="fairseq-interactive", what=N
     with the fix; None when they match. ``bpe``: the ``--bpe`` name in use (None: none); ``entry``:
     ``fairseq-interactive`` or ``hub`` (the spelling of the fix); ``what``: the line's name in the message."""
     tokens = line.split()
-    if not tokens:
-        return None
+    if not tokens:  # (fairseq decoded an empty line into a hypothesis of the maximum length)
+        return ("{} is empty (no word, only whitespace): there is nothing to translate (fairseq decoded it into a "
+                "hypothesis of the maximum length); remove it".format(what or "{} input".format(entry)))
     expected, example = dictionary_form(dictionary)
     found, marked = line_form(tokens)
     if found in (WORDS, CHARACTERS):  # pieces below the share, of another dictionary: named as such
@@ -272,5 +313,8 @@ def bpe_name(cfg):
 def check_hub_input(hub, sentence):
     """The hub's check: ``sentence`` is what ``GeneratorHubInterface.binarize`` receives (after the
     hub's ``tokenize`` and ``apply_bpe``: translate, sample and encode all come through it); refused in
-    one line before anything is decoded."""
+    one line before anything is decoded. Not a str (bytes, a number: the first argument of every hub method is
+    checked by ``fairseq_wean.hub_inputs``): one line too."""
+    if not isinstance(sentence, str):
+        raise FairseqWeanError("hub input is {}: give a str".format(type(sentence).__name__))
     check_input_form(hub.src_dict, sentence, bpe_name(getattr(hub, "cfg", None)), "hub", "hub input")

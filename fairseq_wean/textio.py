@@ -5,8 +5,9 @@ them agree on what a usable input is and none of them can lose data:
 
 * an input may be a regular file, a named pipe, ``/dev/stdin`` or ``-`` (standard input);
   a missing path, a directory or an unreadable file is a one-line ``FairseqWeanError``;
-* text is UTF-8; a leading byte-order mark is dropped; a line that is not UTF-8 is an error
-  that names the file and the line;
+* text is UTF-8; a leading byte-order mark is dropped, one anywhere else (what ``cat`` of two files
+  that begin with one makes) is an error naming the file and the line; a line that is not UTF-8 is
+  an error that names the file and the line;
 * an output is written to a temporary file beside it and renamed over the target only when
   the whole output was written (``atomic_output``), so a failure leaves the previous file,
   or none, never a partial one; an output path equal to one of the inputs, a directory, a
@@ -171,6 +172,36 @@ def _carriage_return(raw, path, what, number):
             "'\\n')".format(what, path, number, body.index(b"\r")))
 
 
+BYTE_ORDER_MARK = b"\xef\xbb\xbf"  # U+FEFF in UTF-8
+
+
+def byte_order_mark_problem(what, path, number, byte):
+    """The one line for a byte-order mark (U+FEFF) anywhere but at the start of a file: the one rule of every reader of
+    raw text (these readers drop a mark that starts a file; one elsewhere would become a character of a word)."""
+    return ("{} {} line {} holds a byte-order mark (U+FEFF, byte {} of the line), which only a file's start may hold "
+            "(what joining files that begin with one makes, e.g. cat a.txt b.txt): every reader would take it for a "
+            "character of the word after it; remove it (sed 's/\\xef\\xbb\\xbf//g' FILE)".format(
+                what, path, number, byte))
+
+
+def first_stray_byte_order_mark(path):
+    """(1-based line number, byte of the line) of the first byte-order mark of ``path`` that is not its first
+    three bytes, or None: the rule of :func:`byte_order_mark_problem` for a reader that does not read through
+    :func:`iter_lines` (fairseq-preprocess: compat's input check)."""
+    import mmap
+
+    if not os.path.isfile(path) or os.path.getsize(path) == 0:
+        return None
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        found = data.find(BYTE_ORDER_MARK, 1)
+        if found < 0:
+            return None
+        line_start = data.rfind(b"\n", 0, found) + 1
+        chunk = 1 << 24  # count line ends a slice at a time: the file may be larger than memory
+        number = 1 + sum(data[i:min(i + chunk, found)].count(b"\n") for i in range(0, found, chunk))
+        return number, found - line_start
+
+
 def _decoded_lines(binary, path, what, complete=False, strict=False):
     for number, raw in enumerate(binary, start=1):
         if strict:
@@ -180,7 +211,7 @@ def _decoded_lines(binary, path, what, complete=False, strict=False):
                 "{} {} ends inside a line (no newline after its last line, line {}): it looks cut (an interrupted "
                 "download or copy, a full disk); copy it again, or, if that line is complete, add the newline "
                 "(echo >> FILE)".format(what, path, number))
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        if number == 1 and raw.startswith(BYTE_ORDER_MARK):
             raw = raw[3:]
         try:
             text = raw.decode("utf-8").rstrip("\r\n")
@@ -189,6 +220,8 @@ def _decoded_lines(binary, path, what, complete=False, strict=False):
                 "{} {} line {} is not UTF-8 text (byte {} of the line): re-encode the file as "
                 "UTF-8".format(what, path, number, exc.start)
             ) from None
+        if "\ufeff" in text:
+            raise FairseqWeanError(byte_order_mark_problem(what, path, number, raw.index(BYTE_ORDER_MARK)))
         yield text.translate(_TO_SPACE) if strict else text
 
 

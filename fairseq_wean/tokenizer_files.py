@@ -22,7 +22,12 @@ A file of the right kind may still be no file the component can read (empty, ano
 and a component may need more than its package (nltk's punkt data): :func:`build_problem` builds the chosen
 component as fairseq does (``fairseq.data.encoders.build_bpe``/``build_tokenizer``) and encodes and decodes
 :data:`PROBE_TEXT`; any failure (an exception, subword_nmt's message and ``sys.exit``) is the one line, with
-the component's own first error line (cached per component and values). A URL is accepted only where fairseq
+the component's own first error line (cached per component and values), and so is a decode that does not give the
+text back (:func:`round_trip_problem`: ``--bpe-separator ''`` removed every space of every output line), except for the
+components lossy by design (:data:`LOSSY`, each with its reason). The chosen ``--bpe`` must also be able to decode
+the model's target dictionary (:func:`dictionary_fit_problem`, the data folder's ``dict.TGT.txt``; the hub's loaded
+configuration: its data folder), by the forms of :data:`fairseq_wean.input_form.DECODED_FORMS` (``--bpe gpt2`` on a
+model of words: a ValueError traceback once the whole test set was decoded). A URL is accepted only where fairseq
 downloads it (an option the component passes to ``file_utils.cached_path``: :func:`download_fields`) with a
 scheme fairseq fetches (:data:`SCHEME_PACKAGES`), and then the packages that download needs must be installed;
 any other ``://`` value is a path. A name no component is registered under (the hub's keywords, a
@@ -280,6 +285,8 @@ def component_problem(section, name, values, keywords=False, unset_ok=False, sto
     problem = build_problem(section, name, values) if buildable else None
     if problem is None:
         return None
+    if problem.startswith(ROUND_TRIP):
+        return "{}{}: {}; refused before any work".format(chosen, " with " + ", ".join(files) if files else "", problem)
     if files:
         return "{} (read by {}): building the {} from {} failed ({}); refused before any work".format(
             ", ".join(files), chosen, section.replace("bpe", "BPE"), "it" if len(files) == 1 else "them", problem)
@@ -355,6 +362,40 @@ def _first_line(exc, output):
         else type(exc).__name__
 
 
+# the components whose decode(encode(x)) is not x by design, and why (every other one must give its text back, its
+# spaces and words: :func:`round_trip_problem`); nltk's punkt: a package's data the trial build needs
+LOSSY = {("tokenizer", "moses"): "it detokenizes ('world , 12 .' becomes 'world, 12.') and escapes &, <, >, quotes",
+         ("tokenizer", "nltk"): "its decode is the identity: the text comes back tokenized",
+         ("bpe", "bert"): "its uncased vocabularies lowercase, and WordPiece marks the pieces of unknown words [UNK]",
+         ("bpe", "unk_markers"): "its decode restores each <unk-N> from the hypothesis' source, which a trial has not"}
+# the surface of a piece outside the model's vocabulary, by component: text outside it does not come back
+ROUND_TRIP = "it does not give text back"
+UNKNOWN_SURFACES = {"sentencepiece": "\u2047", "byte_bpe": "\u2047"}
+
+
+def _given(config, values):
+    """``values``' options of the dataclass ``config`` that are no path option and differ from their default."""
+    import dataclasses
+
+    paths = {f.name for f in path_fields(config)} if config is not None else set()
+    return {f.name: values[f.name] for f in (dataclasses.fields(config) if config is not None else ())
+            if f.name in values and f.name != "_name" and f.name not in paths and values[f.name] != f.default}
+
+
+def round_trip_problem(section, name, decoded, options):
+    """Why the component ``name`` of ``section``, whose decode of its encoding of :data:`PROBE_TEXT` is ``decoded``,
+    does not give its text back (compared word for word: a leading space of byte_bpe is no change), or None; a
+    component of :data:`LOSSY` is lossy by design, a piece outside the vocabulary (:data:`UNKNOWN_SURFACES`) is the
+    model's. ``options``: its other options given, named in the line (``--bpe-separator ''``)."""
+    if (section, name) in LOSSY or not isinstance(decoded, str) or decoded.split() == PROBE_TEXT.split():
+        return None
+    if UNKNOWN_SURFACES.get(name, "\0") in decoded:
+        return None
+    given = ["{} {!r}".format(_name(k, False), v) for k, v in sorted(options.items()) if v not in (None, "???")]
+    return ROUND_TRIP + ": decode(encode({!r})) is {!r}, so every line it decodes would be changed " \
+           "so{}".format(PROBE_TEXT, decoded, " (with {})".format(", ".join(given)) if given else "")
+
+
 def build_problem(section, name, values):
     """Build the component ``name`` of ``section`` from ``values`` as fairseq does (``encoders.build_bpe`` /
     ``build_tokenizer``: from its dataclass filled from the values, or from the name alone when it has none, as
@@ -385,7 +426,8 @@ def build_problem(section, name, values):
                 from fairseq.data import Dictionary  # unk_markers: the model's dictionary, set later
 
                 built.set_dictionary(Dictionary())
-            built.decode(built.encode(PROBE_TEXT))
+            decoded = built.decode(built.encode(PROBE_TEXT))
+        problem = round_trip_problem(section, name, decoded, _given(config, kept))
     except (Exception, SystemExit) as exc:  # noqa: B902  (whatever the component raises, subword_nmt's exit)
         problem = _first_line(exc, output.getvalue())
     finally:
@@ -408,6 +450,9 @@ def tokenizer_files_problem(args, keywords=False, unset_ok=False, stored=()):
         problem = component_problem(section, values.get(section), values, keywords, unset_ok, section in stored)
         if problem is not None:
             raise FairseqWeanError(("from_pretrained: " if keywords else "") + problem)
+    problem = dictionary_fit_problem(values, keywords)  # what --bpe writes vs the model's dictionary
+    if problem is not None:
+        raise FairseqWeanError(("from_pretrained: " if keywords else "") + problem)
     tokenize = values.get("sacrebleu_tokenizer")
     if not keywords and values.get("scoring") == "sacrebleu" and isinstance(tokenize, str):
         # fairseq-generate --scoring sacrebleu: sacrebleu's tokenizer, built after the whole test set is decoded
@@ -417,6 +462,56 @@ def tokenizer_files_problem(args, keywords=False, unset_ok=False, stored=()):
         problem = sacrebleu_tokenizer_problem(tokenize, "--sacrebleu-tokenizer")
         if problem is not None:
             raise FairseqWeanError("{}; refused before any work".format(problem))
+    return None
+
+
+_DICTIONARIES = {}  # (path, file stamp) -> the fairseq Dictionary read from it
+
+
+def target_dictionaries(values):
+    """[(path, Dictionary)] of the target dictionaries a parsed command (or the hub's configuration) decodes into:
+    its data folder's (the first of ``a:b`` shards) ``dict.TGT.txt`` with ``--target-lang``; else every
+    ``dict.*.txt`` there (``dict.txt``: a language model's). A file fairseq cannot read is left to its own check."""
+    import glob
+    import os
+
+    data, target = values.get("data"), values.get("target_lang")
+    if not isinstance(data, str) or not data or "://" in data:
+        return []
+    folder = data.split(os.pathsep)[0]
+    paths = [os.path.join(folder, "dict.{}.txt".format(target))] if isinstance(target, str) and target else sorted(
+        glob.glob(os.path.join(glob.escape(folder), "dict.*.txt")) + glob.glob(os.path.join(glob.escape(folder),
+                                                                                              "dict.txt")))
+    found = []
+    for path in paths:
+        key = (path, _stamp(path))
+        if key[1] is None or not os.path.isfile(path):
+            continue
+        if key not in _DICTIONARIES:
+            from fairseq.data import Dictionary
+
+            try:
+                _DICTIONARIES[key] = Dictionary.load(path)
+            except Exception:  # noqa: B902  (the dictionary check's line, where fairseq reads it)
+                _DICTIONARIES[key] = None
+        if _DICTIONARIES[key] is not None:
+            found.append((path, _DICTIONARIES[key]))
+    return found
+
+
+def dictionary_fit_problem(values, keywords=False):
+    """For the chosen ``--bpe``: the one line of :func:`fairseq_wean.input_form.bpe_dictionary_problem` when it
+    cannot decode the model's target dictionary (any of the folder's when the target language is not given:
+    refused when none fits), else None."""
+    from fairseq_wean.input_form import bpe_dictionary_problem
+
+    bpe, target = values.get("bpe"), values.get("target_lang")
+    what = "the model's target dictionary {}" if isinstance(target, str) and target else \
+        "the model's dictionary {} (no target language given: none of the data folder's fits)"
+    problems = [bpe_dictionary_problem(bpe, dictionary, what.format(path), keywords)
+                for path, dictionary in target_dictionaries(values)] if isinstance(bpe, str) else []
+    if problems and all(problems):
+        return problems[0] + "; refused before any work"
     return None
 
 
@@ -461,6 +556,12 @@ def cfg_values(cfg, given=None):
             except Exception:  # omegaconf's MissingMandatoryValue for "???": unset
                 values[key] = None
         values[section] = values.pop("_name", None)
+    task = cfg.get("task") if hasattr(cfg, "get") else None
+    for key in ("data", "target_lang") if task is not None and hasattr(task, "get") else ():
+        try:  # the data folder the hub read the dictionaries from (dictionary_fit_problem)
+            values[key] = task.get(key)
+        except Exception:  # noqa: B902  (omegaconf: unset)
+            values[key] = None
     if given is not None:
         for section in SECTIONS:
             for config in registered(section).values():

@@ -77,14 +77,15 @@ def complete_lines(path, what="input"):
 def _lines(path, flag):
     """(line number, decoded line without its end) for each line, read once through
     :func:`complete_lines` (a regular file, a named pipe, ``/dev/stdin`` or ``-``); lines end at
-    b'\\n' only, a byte-order mark is dropped, a cut last line is an error."""
+    b'\\n' only, a byte-order mark that starts the file is dropped (one elsewhere is an error:
+    ``textio.byte_order_mark_problem``), a cut last line is an error."""
     try:
         yield from enumerate(complete_lines(path, flag), 1)
     except FairseqWeanError as exc:
         if isinstance(exc, (ParallelDataError, CutFileError)):
             raise
-        raise ParallelDataError(
-            "{} (e.g. iconv -f latin1 -t utf-8) or fix that line; nothing was written".format(exc)) from None
+        hint = " (e.g. iconv -f latin1 -t utf-8) or fix that line" if "is not UTF-8" in str(exc) else ""
+        raise ParallelDataError("{}{}; nothing was written".format(exc, hint)) from None
 
 
 def _count_rest(iterator):

@@ -221,16 +221,15 @@ def test_a_component_without_a_dataclass_is_refused_on_fairseqs_command_line(tmp
 @pytest.mark.parametrize("section,name", NO_DATACLASS)
 def test_a_component_without_a_dataclass_works_in_the_hub(tiny, tmp_path, section, name, route):
     """``from_pretrained(bpe='characters')`` was a TypeError in the plugin's own check (vars() of a string): now
-    the hub is built with the component and encodes through it."""
-    if route == "keyword":
-        hub = load(tiny, model_folder(tiny, tmp_path), **{section: name})
-    else:  # fairseq stores the name itself for such a component
-        hub = load(tiny, model_folder(tiny, tmp_path, {section: name}))
-    assert type(getattr(hub, section)) is component_class(section, name)
-    # the component is built and used: on this word model its characters are refused by the input-form check,
-    # which names it (the model's own form would be characters data binarized with it)
-    with pytest.raises(FairseqWeanError, match=r"is in characters .*drop bpe='{}' to from_pretrained".format(name)):
-        hub.translate("w1 w2", beam=1)
+    the component is checked as any other, here against the model's dictionary: on this word model its decode would
+    join every output line's words (test_bpe_fit), one line naming it (its build on a model of characters:
+    test_bpe_fit.test_every_bpe_against_every_dictionary_form)."""
+    with pytest.raises(FairseqWeanError, match=r"^from_pretrained: bpe='{}' cannot decode the model's .*, of words "
+                       r"\(e\.g\. .*drop bpe='{}'; refused before any work$".format(name, name)):
+        if route == "keyword":
+            load(tiny, model_folder(tiny, tmp_path), **{section: name})
+        else:  # fairseq stores the name itself for such a component
+            load(tiny, model_folder(tiny, tmp_path, {section: name}))
 
 
 @pytest.mark.parametrize("kwargs,stored,expected", [

@@ -51,8 +51,8 @@ import os
 import sys
 
 from fairseq_wean import textio
-from fairseq_wean.cli.options import once
-from fairseq_wean.errors import FairseqWeanError, at_least
+from fairseq_wean.cli.options import once, quantity
+from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.textio import STDIN_NAMES, atomic_output, check_input, check_output, check_resolvable, same_file
 
 PROG = "check_parallel"
@@ -287,7 +287,7 @@ def get_parser():
     parser.add_argument("--tgt", required=True, help="target file, line-parallel to --src")
     parser.add_argument("--out-prefix", required=True,
                         help="write OUT_PREFIX.SRC_LANG and OUT_PREFIX.TGT_LANG (never the inputs)")
-    parser.add_argument("--max-len", type=at_least(1), metavar="N",
+    parser.add_argument("--max-len", type=quantity("length"), metavar="N",
                         help="longest line in tokens (fairseq adds </s>: --max-source-positions M -> N = M-1); "
                              "longer pairs are skipped")
     parser.add_argument("--truncate", action="store_true", help="cut over-long lines to --max-len tokens instead")

@@ -29,6 +29,7 @@ class RecipeError(Exception):
 
 def base_parser(description, default_out):
     """The options every recipe has; each number is range-checked by argparse (one line, before any work)."""
+    from fairseq_wean.cli.options import quantity
     from fairseq_wean.errors import at_least  # here: importing this module stays cheap
 
     p = argparse.ArgumentParser(description=description)
@@ -42,8 +43,8 @@ def base_parser(description, default_out):
                    help="subsample: at most N sentences in every valid/test set (the first N)")
     p.add_argument("--tiny", action="store_true",
                    help="CI size: --max-sentences 300 --max-eval 12 unless given")
-    p.add_argument("--workers", type=at_least(1), default=1, help="fairseq-preprocess --workers")
-    p.add_argument("--seed", type=at_least(0), default=1, help="seed of every random choice")
+    p.add_argument("--workers", type=quantity("threads"), default=1, help="fairseq-preprocess --workers")
+    p.add_argument("--seed", type=quantity("seed"), default=1, help="seed of every random choice")
     p.add_argument("--force", action="store_true", help="redo even if OUT/recipe.json exists")
     return p
 

@@ -19,8 +19,8 @@ behaviour on a small input), and says what it found with :func:`note`: applied, 
 and why, in one line. ``python -m fairseq_wean.cli.patches`` prints those lines, one per patch
 (docs/fairseq-patches.md lists the patches with their bugs, versions and tests).
 
-Imports nothing from the project but ``errors`` (which imports nothing), so that every patching module
-may import it.
+Imports nothing from the project but ``errors`` and ``option_ranges`` (the range tables, which import
+nothing), so that every patching module may import it.
 """
 import argparse
 import os
@@ -28,6 +28,10 @@ import sys
 import types
 
 from fairseq_wean.errors import FairseqWeanError
+# the range of every numeric option, applied to each parser by _ranged_actions (kept importable from here)
+from fairseq_wean.option_ranges import (FAIRSEQ_ANY_VALUE, FAIRSEQ_LITERAL, FAIRSEQ_RANGES,  # noqa: F401
+                                        GENERATION_ANY_VALUE, GENERATION_RANGES, MAX_BEAM, MAX_LEN_A, MAX_LENPEN,
+                                        MAX_NO_REPEAT_NGRAM, MIN_TEMPERATURE, SHARDING_RANGES)
 
 MARK = "_fairseq_wean_fixed"
 ROOT = "_fairseq_wean_root"  # on a wrapper: the fairseq function it (and any wrapper inside it) wraps
@@ -209,90 +213,6 @@ class _RefusedInInteractive(argparse.Action):
         raise FairseqWeanError("{} is fairseq-generate's: {}".format(option_string, self.why))
 
 
-# fairseq's decoding numbers (and batch sizes): (low, kind, high, above) of errors.at_least, one line at parse (--eval-
-# bleu-args, the hub too). The highs: what fairseq computes (int(a x src_len + b), (step + 1) ** lenpen, x / temperature
-# in float32) overflowed after loading; --sampling-topk: fixes_decoding.generator_problem. GENERATION_ANY_VALUE: any.
-MAX_LEN_A, MAX_LENPEN, MIN_TEMPERATURE = 1000, 10, 1e-4
-GENERATION_RANGES = {
-    "beam": (1, int, None, False), "beam_mt": (0, int, None, False), "nbest": (1, int, None, False),
-    "max_len_a": (0, float, MAX_LEN_A, False), "max_len_b": (0, int, None, False),
-    "max_len_a_mt": (0, float, MAX_LEN_A, False), "max_len_b_mt": (0, int, None, False), "min_len": (1, int, None, False),
-    "lenpen": (0, float, MAX_LENPEN, False), "lenpen_mt": (0, float, MAX_LENPEN, False),
-    "prefix_size": (0, int, None, False), "no_repeat_ngram_size": (0, int, None, False),
-    "sampling_topk": (-1, int, None, False), "sampling_topp": (-1, float, 1, False),
-    "temperature": (MIN_TEMPERATURE, float, None, False), "diverse_beam_groups": (-1, int, None, False),
-    # search.DiverseBeamSearch subtracts strength x overlap with the other groups: a negative strength rewards the
-    # overlap, the groups collapse onto one beam (the opposite of the option); -1 <= --diversity-rate < 0
-    # (search.DiverseSiblingsSearch: a bonus for lower-ranked siblings) too: -1 is "off", its default
-    "diverse_beam_strength": (0, float, 1000, False), "diversity_rate": (-1, float, 1000, False),  # x float32 ranks
-    "unkpen": (-1000, float, 1000, False),  # above 1000 nats either way: "never" / "always" <unk> (-1e308: inf)
-    "iter_decode_max_iter": (0, int, None, False), "iter_decode_with_beam": (1, int, None, False),
-    "batch_size": (1, int, 2 ** 31 - 1, False), "max_tokens": (1, int, 2 ** 31 - 1, False),  # numpy's C long
-    "required_batch_size_multiple": (1, int, 2 ** 31 - 1, False),
-}
-# the decoding parser's sharding: --num-shards 0 decoded every sentence; --shard-id past --num-shards
-# too (checked against each other where the generator is built)
-SHARDING_RANGES = {"num_shards": (1, int, None, False), "shard_id": (0, int, None, False)}
-GENERATION_ANY_VALUE = {"lm_weight": "a weight of either sign",
-                        "iter_decode_eos_penalty": "a penalty of either sign"}
-
-
-# fairseq's other numeric options, of every parser fairseq builds (fairseq-train, -generate,
-# -interactive, -validate, -eval-lm: dataset, distributed, checkpoint, optimization, the translation
-# and language_modeling tasks, adam and the lr schedulers), as (low, kind, high, above). Out of
-# range they were tracebacks,
-# some after a whole epoch (--validate-interval 0, --update-freq 0: ZeroDivisionError; --seed -5,
-# --num-workers -1: ValueError after the model was loaded) or nonsense (--max-source-positions -5).
-# Applied to every parser when fairseq parses it (options added with --task/--arch/--optimizer
-# included); an option whose type is fairseq's list parser (--lr, --update-freq) keeps it and every
-# number of the list is checked. Model options are the models' own (modules/model_options.py).
-_SEED = (0, int, 2 ** 32 - 1, False)  # numpy's seed range: outside it, ValueError after the model loaded
-FAIRSEQ_RANGES = {
-    "seed": _SEED, "fixed_validation_seed": _SEED, "num_workers": (0, int, None, False),
-    "data_buffer_size": (0, int, None, False), "log_interval": (1, int, None, False),
-    "validate_interval": (1, int, None, False), "validate_interval_updates": (0, int, None, False),
-    "validate_after_updates": (0, int, None, False), "save_interval": (1, int, None, False),
-    "save_interval_updates": (0, int, None, False), "update_freq": (1, int, None, False),
-    "lr": (0, float, None, False), "max_source_positions": (1, int, None, False),
-    "max_target_positions": (1, int, None, False), "max_epoch": (0, int, None, False),
-    "max_update": (0, int, None, False), "max_valid_steps": (1, int, None, False),
-    "stop_time_hours": (0, float, None, False), "clip_norm": (0, float, None, False),
-    "weight_decay": (0, float, None, False), "adam_eps": (0, float, None, True),
-    "adam_betas": (0, float, 1, False), "warmup_updates": (0, int, None, False),
-    "warmup_init_lr": (-1, float, None, False),  # any negative: fairseq's "not given" (-1 its default)
-    "lr_shrink": (0, float, 1, True), "lr_threshold": (0, float, None, False), "lr_patience": (0, int, None, False),
-    "force_anneal": (0, int, None, False),
-    "buffer_size": (1, int, None, False),  # fairseq-interactive: its default 0 is read as 1; given, at least 1
-    "all_gather_list_size": (1, int, None, False), "amp_batch_retries": (0, int, None, False),
-    "amp_init_scale": (1, int, None, False), "amp_scale_window": (1, int, None, False),
-    "fp16_init_scale": (1, int, None, False), "fp16_scale_window": (1, int, None, False),
-    "fp16_scale_tolerance": (0, float, 1, False), "min_loss_scale": (0, float, None, True),
-    "threshold_loss_scale": (0, float, None, True), "bucket_cap_mb": (1, int, None, False),
-    "checkpoint_shard_count": (1, int, None, False), "curriculum": (0, int, None, False),
-    "device_id": (0, int, None, False), "distributed_num_procs": (1, int, None, False),
-    "distributed_port": (-1, int, 65535, False),  # -1: none (fairseq's default)
-    "distributed_rank": (0, int, None, False), "distributed_world_size": (1, int, None, False),
-    "nprocs_per_node": (1, int, None, False), "model_parallel_size": (1, int, None, False),
-    "localsgd_frequency": (1, int, None, False), "slowmo_momentum": (0, float, 1, False),
-    "pipeline_chunks": (0, int, None, False), "empty_cache_freq": (0, int, None, False),
-    "heartbeat_timeout": (-1, int, None, False),  # -1: none
-    "ema_decay": (0, float, 1, False), "ema_start_update": (0, int, None, False),
-    "ema_update_freq": (1, int, None, False),
-    "keep_best_checkpoints": (-1, int, None, False), "keep_interval_updates": (-1, int, None, False),
-    "keep_interval_updates_pattern": (-1, int, None, False), "keep_last_epochs": (-1, int, None, False),
-    "patience": (-1, int, None, False),  # -1 (any value <= 0): off
-    "num_batch_buckets": (0, int, None, False), "required_seq_len_multiple": (1, int, None, False),
-    "upsample_primary": (1, int, None, False),  # its default -1 (not typed, so not checked) means 1: compat fix 20
-    "eos": (0, int, None, False), "pad": (0, int, None, False), "unk": (0, int, None, False),
-    "bos": (0, int, None, False),
-    "batch_size_valid": (1, int, None, False), "max_tokens_valid": (1, int, None, False),
-    # fairseq-eval-lm and its language_modeling task
-    "context_window": (0, int, None, False), "softmax_batch": (1, int, None, False),
-    "tokens_per_sample": (1, int, None, False), "output_dictionary_size": (-1, int, None, False),  # -1: all
-}
-FAIRSEQ_LITERAL = {"adam_betas"}  # a Python literal fairseq evaluates itself: the text is kept
-FAIRSEQ_ANY_VALUE = {"stop_min_lr": "a learning-rate threshold of either sign (-1, its default: off)"}
-
 # More rules on a parsed command's options, added by the plugin's modules (the task's options that
 # only fairseq-train reads): functions of the parsed args returning a problem (one line) or None.
 _OPTION_CHECKS = []
@@ -315,6 +235,18 @@ def min_len_problem(min_len, max_len_a, max_len_b, prefix="--"):
         return ("{} {} is above {} {} (with {} 0 the length of every output): lower {} or raise {}".format(
             name("min-len"), min_len, name("max-len-b"), max_len_b, name("max-len-a"), name("min-len"),
             name("max-len-b")))
+    return None
+
+
+def no_repeat_problem(args):
+    """--no-repeat-ngram-size N above the longest output --max-len-a 0 --max-len-b allows: no output has an
+    n-gram of N words, so it blocks nothing (and its cost grows with N)."""
+    size, max_len_a, max_len_b = (getattr(args, name, None) for name in ("no_repeat_ngram_size", "max_len_a",
+                                                                         "max_len_b"))
+    if isinstance(size, int) and isinstance(max_len_b, int) and not max_len_a and size > max(max_len_b, 1):
+        return ("--no-repeat-ngram-size {} is above --max-len-b {} (with --max-len-a 0 the length of every output): "
+                "no output has an n-gram that long, it blocks nothing; give at most {}".format(
+                    size, max_len_b, max(max_len_b, 1)))
     return None
 
 
@@ -442,7 +374,7 @@ def decoding_option_problem(args):
     problem = problem or search_option_problem(args)
     if problem is None and hasattr(args, "beam"):
         problem = min_len_problem(getattr(args, "min_len", None), getattr(args, "max_len_a", None),
-                                  getattr(args, "max_len_b", None))
+                                  getattr(args, "max_len_b", None)) or no_repeat_problem(args)
     buffer_size, batch_size = getattr(args, "buffer_size", None), getattr(args, "batch_size", None)
     if problem is None and isinstance(buffer_size, int) and isinstance(batch_size, int) \
             and batch_size > max(buffer_size, 1):  # fairseq-interactive (a buffer below 1 is 1)
@@ -529,6 +461,8 @@ def _ranged_actions(parser):
     from fairseq_wean.errors import at_least, ranged_type
 
     for action in parser._actions:
+        if action.default == "???" and action.option_strings:  # omegaconf's MISSING (triangular's --max-lr)
+            action.required = True  # argparse's "required" line, not "invalid float value: '???'"
         if getattr(action.type, "range", None):
             continue
         if action.dest in GENERATION_RANGES:
@@ -539,7 +473,8 @@ def _ranged_actions(parser):
             action.type = at_least(*SHARDING_RANGES[action.dest])
         elif action.dest in FAIRSEQ_RANGES and action.nargs != 0:
             if action.type in (int, float, None) and action.dest not in FAIRSEQ_LITERAL:
-                action.type = at_least(*FAIRSEQ_RANGES[action.dest])
+                low, kind, high, above = FAIRSEQ_RANGES[action.dest]  # a whole-number option stays one
+                action.type = at_least(low, int if action.type is int else kind, high, above)
             else:  # fairseq's list parser, or a literal fairseq evaluates
                 action.type = ranged_type(action.type, *FAIRSEQ_RANGES[action.dest],
                                           literal=action.dest in FAIRSEQ_LITERAL)
@@ -571,7 +506,8 @@ def install_option_ranges():
     fairseq's parses), and the parsed options are checked against each other (:func:`decoding_option_problem`)."""
     from fairseq import options
 
-    from fairseq_wean import option_rules  # noqa: F401  (the rows of fairseq's own options)
+    from fairseq_wean import optim_check, option_rules  # noqa: F401  (the rows of fairseq's own options, the trial
+    # build of fairseq-train's optimizer and lr scheduler)
 
     same_code("option ranges (fairseq's parsers)", "fairseq checks no numeric option's range: --seed -5, "
               "--update-freq 0, --validate-interval 0 ended in tracebacks, some after an epoch")

@@ -263,7 +263,7 @@ def test_validation_and_criterion_mistakes_are_one_line_errors_before_training(d
          "--best-checkpoint-metric loss is better lower, so drop --maximize-best-checkpoint-metric"),
         (["--eval-sari", "--best-checkpoint-metric", "sary", "--maximize-best-checkpoint-metric"],
          "--best-checkpoint-metric 'sary' is not a metric this task logs in validation"),
-        (["--eval-sari", "--eval-bleu-args", '{"beam": 0}'], "beam must be >= 1, got 0"),
+        (["--eval-sari", "--eval-bleu-args", '{"beam": 0}'], "beam must be >= 1 and <= 1024, got 0"),
         (["--eval-bleu", "--eval-bleu-args", '{"beem": 5}'], "unknown generation option(s) beem"),
         (["--eval-bleu", "--eval-bleu-args", "beam=5"], "--eval-bleu-args beam=5: not JSON"),  # a traceback before
         (["--eval-bleu", "--eval-bleu-detok-args", "{bad"], "--eval-bleu-detok-args {bad: not JSON"),  # the same

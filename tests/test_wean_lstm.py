@@ -218,8 +218,9 @@ def test_attention_is_returned_in_the_input_source_order():
 
 
 def test_model_option_errors_are_one_line_via_fairseq_train(data_bin, tmp_path):
-    """Sizes, depths and dropout that cannot build a model: one line from build_model, status 1,
-    for all three models (the check is written once, in fairseq_wean.modules.model_options)."""
+    """Sizes, depths and dropout that cannot build a model: one line at parse, status 2 (the sizes' least value
+    and dropout: model_options.plugin_model_option_problem), or from build_model, status 1 (the sizes against each
+    other), for all three models (the checks are written once, in fairseq_wean.modules.model_options)."""
     from conftest import cli_concurrently, train_args
 
     cases = [
@@ -239,8 +240,8 @@ def test_model_option_errors_are_one_line_via_fairseq_train(data_bin, tmp_path):
         for i, (arch, extra, _) in enumerate(cases)
     ])
     for i, ((arch, extra, message), proc) in enumerate(zip(cases, procs)):
-        # --dropout is range-checked when the options are parsed (argparse's line, status 2), the rest at build
-        parsed = "--dropout" in extra
+        # sizes below 1 and --dropout are refused when the options are parsed (status 2), --attention-score at build
+        parsed = "--attention-score" not in extra
         assert proc.returncode == (2 if parsed else 1), (arch, extra, proc.stderr[-2000:])
         assert ("fairseq-train: error: " if parsed else "fairseq-wean: error: ") + message in proc.stderr, (
             arch, extra, proc.stderr[-2000:])

@@ -9,7 +9,8 @@ Without them a size of 0, a negative size or ``--dropout 1.5`` reaches torch, wh
 with a traceback from deep inside ``nn.LSTM`` or ``nn.Dropout`` (or, for ``--decoder-layers 0``,
 only at the first training step). Each check raises a one-line ``FairseqWeanError`` that names
 the option and the fix; fairseq-train, fairseq-generate and fairseq-interactive print it as
-``fairseq-wean: error: ...`` and exit with status 1.
+``fairseq-wean: error: ...`` and exit with status 1. On the command line the same lines come at parse
+(:func:`plugin_model_option_problem`: ``fairseq-train: error: ...``, status 2).
 """
 from fairseq_wean.errors import FairseqWeanError
 
@@ -46,6 +47,38 @@ MODEL_OPTION_MAXIMA = dict(
 )
 
 
+# The least value of the models' options, checked at parse with their maxima (--core-topk -1 or --encoder-layers 0
+# were refused only in build_model, after the task had loaded both dictionaries): U may be empty
+# (--core-num-frequent 0), A(X) may not; every size, depth and position count is at least 1 (size_problem's line,
+# also where a model is built from saved arguments or by a Python caller: check_model_options).
+SIZE_OPTIONS = tuple(dest for dest in MODEL_OPTION_MAXIMA if dest not in ("core_topk", "core_num_frequent"))
+MODEL_OPTION_MINIMA = dict(dict.fromkeys(SIZE_OPTIONS, 1), core_topk=1, core_num_frequent=0)
+
+
+def size_problem(dest, value):
+    """The one line for a size, depth or position count ``value`` of option ``dest`` that is no whole number >= 1,
+    or None."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return ("{} must be a positive whole number, got {!r}: every layer needs at least one unit and every model "
+                "at least one encoder and one decoder layer".format(option_flag(dest), value))
+    return None
+
+
+def option_minimum_problem(args, dests=None):
+    """The one line for the first option of :data:`MODEL_OPTION_MINIMA` (or of ``dests``) whose value in ``args``
+    is below its least value, or None."""
+    for dest in MODEL_OPTION_MINIMA if dests is None else dests:
+        value = getattr(args, dest, None)
+        if dest not in MODEL_OPTION_MINIMA or isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if value < MODEL_OPTION_MINIMA[dest]:
+            if dest in SIZE_OPTIONS:
+                return size_problem(dest, value)
+            return "{} {} is below {}, the least this model takes ({})".format(
+                option_flag(dest), value, MODEL_OPTION_MINIMA[dest], MODEL_OPTION_MAXIMA[dest][1])
+    return None
+
+
 def option_maximum_problem(args, dests=None):
     """The one line for the first option of :data:`MODEL_OPTION_MAXIMA` (or of ``dests``) whose value in
     ``args`` is above its maximum, or None (values that are not numbers are left to the other checks)."""
@@ -68,8 +101,9 @@ def dropout_problem(dropout):
 
 
 def plugin_model_option_problem(args):
-    """:func:`option_maximum_problem` when fairseq parses a command that builds one of the plugin's models
-    (``--arch``), registered with ``patching.add_option_check``: one line before any work."""
+    """:func:`option_minimum_problem`, :func:`option_maximum_problem` and the dropout when fairseq parses a command
+    that builds one of the plugin's models (``--arch``), registered with ``patching.add_option_check``: one line
+    before any work (exit 2)."""
     arch = getattr(args, "arch", None)
     if not isinstance(arch, str):
         return None
@@ -78,7 +112,8 @@ def plugin_model_option_problem(args):
     model = ARCH_MODEL_REGISTRY.get(arch)
     if model is None or not model.__module__.startswith("fairseq_wean."):
         return None
-    return option_maximum_problem(args) or dropout_problem(getattr(args, "dropout", 0.0))
+    return option_minimum_problem(args) or option_maximum_problem(args) or dropout_problem(getattr(args, "dropout",
+                                                                                                     0.0))
 
 
 def _register_option_checks():
@@ -146,12 +181,9 @@ def check_model_options(args, size_options=(), encoder_directions=1):
     query s_t and keys h_i of one size.
     """
     for dest in SHARED_SIZE_OPTIONS + tuple(size_options):
-        value = getattr(args, dest)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise FairseqWeanError(
-                "{} must be a positive whole number, got {!r}: every layer needs at least one unit and "
-                "every model at least one encoder and one decoder layer".format(option_flag(dest), value)
-            )
+        problem = size_problem(dest, getattr(args, dest))
+        if problem is not None:
+            raise FairseqWeanError(problem)
     problem = option_maximum_problem(args, SHARED_SIZE_OPTIONS + tuple(size_options))
     if problem is not None:
         raise FairseqWeanError(problem)

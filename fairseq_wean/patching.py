@@ -461,8 +461,9 @@ def _ranged_actions(parser):
     from fairseq_wean.errors import at_least, ranged_type
 
     for action in parser._actions:
-        if action.default == "???" and action.option_strings:  # omegaconf's MISSING (triangular's --max-lr)
-            action.required = True  # argparse's "required" line, not "invalid float value: '???'"
+        if action.default == "???" and action.option_strings and action.type in (int, float):  # omegaconf's MISSING
+            action.required = True  # (triangular's --max-lr): argparse's "required" line, not "invalid float value:
+            # '???'"; a text option left MISSING is named by the check of what reads it (--bpe sentencepiece needs ...)
         if getattr(action.type, "range", None):
             continue
         if action.dest in GENERATION_RANGES:

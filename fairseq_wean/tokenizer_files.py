@@ -315,9 +315,9 @@ def merges_problem(path, style):
         return None
     start = 1 if style == "gpt2" or lines and lines[0].startswith("#version") else 0  # gpt2 skips its first line
     merges = [(number, line) for number, line in enumerate(lines[start:], start + 1) if line.strip()]
-    what = "gpt2's vocab.bpe" if style == "gpt2" else "BPE codes file"
+    what = "gpt2 vocab.bpe" if style == "gpt2" else "BPE codes file"
     if not merges:
-        return "it holds no merge (it is empty{}), and a {} has one a line: it would encode nothing".format(
+        return "it holds no merge (it is empty{}), and a {} holds one merge a line: it would encode nothing".format(
             "" if not lines else ", or a '#version' header only", what)
     if style == "gpt2" and any(END_OF_WORD in line for _, line in merges):
         return "it holds subword-nmt codes ('{}' ends a word in them), not gpt2's byte-level merges: give the " \

@@ -70,6 +70,7 @@ def installed(monkeypatch):
     transformers, tokenizers are not installed here; what the component reads: tests/test_tokenizer_build.py)."""
     monkeypatch.setattr(T, "missing_packages", lambda cls: [])
     monkeypatch.setattr(T, "build_problem", lambda *args: None)
+    monkeypatch.setattr(T, "merges_problem", lambda *args, **kwargs: None)  # what a merges file holds: the same
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))

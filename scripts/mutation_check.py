@@ -63,6 +63,7 @@ ATTENTION = "fairseq_wean/modules/attention.py"
 DECODER_STATE = ["tests/test_decoder_state.py"]
 SAFETY = "fairseq_wean/checkpoint_safety.py"
 METRICS = "fairseq_wean/scoring/metrics.py"
+BOUNDS = "fairseq_wean/scoring/bounds.py"
 TEXTIO = "fairseq_wean/textio.py"
 PATCHING = "fairseq_wean/patching.py"
 STORED = "fairseq_wean/stored_paths.py"
@@ -199,7 +200,7 @@ MUTANTS = [
          "tests/test_stored_interpolation.py::test_a_hand_made_state_keeps_no_interpolation"]),
     ("P1", PIECES, '        if expect == "words":', '        if expect != "words":',
      "a word tool fed unsegmented Chinese/Thai", ["tests/test_word_tools.py::test_align_table_text_and_dict_of_one_form"]),
-    ("B1", METRICS, "    if work > MAX_WORK[metric]:", "    if work > 10 * MAX_WORK[metric]:",
+    ("B1", BOUNDS, "    if work > MAX_WORK[metric]:", "    if work > 10 * MAX_WORK[metric]:",
      "ROUGE-L/TER run over their bound on a whole input", ["tests/test_scoring_bounds.py"]),
     ("F3", TEXTIO, "        except FileExistsError:\n            # there already", "        except NotADirectoryError:\n            # there already",
      "a run folder made meanwhile by a parallel run an error (the runner's runs/ race)",

@@ -42,8 +42,8 @@ def test_bootstrap_work_is_bounded_before_scoring():
 
 @pytest.mark.parametrize("tool,argv,expected", [
     ("score", ["--metrics", "bleu", "--bootstrap-samples", "50"], "--bootstrap-samples sets the paired bootstrap"),
-    ("score", ["--metrics", "bleu", "--name", ""], "--name is empty"),
-    ("score", ["--metrics", "bleu", "--compare-to", "R", "--compare-name", " "], "--compare-name is empty"),
+    ("score", ["--metrics", "bleu", "--name", ""], "--name '' is empty"),
+    ("score", ["--metrics", "bleu", "--compare-to", "R", "--compare-name", " "], "--compare-name ' ' is empty"),
     ("report", ["--out", "o.html", "--bootstrap-samples", "50"], "--bootstrap-samples sets the paired bootstrap"),
 ])
 def test_cli_no_op_and_empty(tool, argv, expected, tmp_path):

@@ -80,6 +80,8 @@ def cases(tmp_path, tool):
     short = ["a b c", "d e", "f"]
     f["short"] = write(tmp_path / "short", short)
     f["short2"] = write(tmp_path / "short2", ["a b", "d e", "g"])
+    for name in ("short", "zh", "zh_words", "zh_chars"):  # a file is one role of a call: the references a copy
+        f[name + "_ref"] = write(tmp_path / (name + "_ref"), open(f[name], encoding="utf-8").read().splitlines())
     return {
         "nul_sys": (["--sys", f["nul"], "--orig", f["src"], "--refs", f["ref"], "--metrics", "bleu,sari"],
                     "--sys {} line 2 holds the control character '\\x00' (column 5)".format(f["nul"])),
@@ -87,19 +89,19 @@ def cases(tmp_path, tool):
                            "--refs {} line 2 holds the control character '\\x0c'".format(f["ff_ref"])),
         "nul_orig": (["--sys", f["hyp"], "--orig", f["nul"], "--refs", f["ref"], "--metrics", "sari"],
                      "--orig {} line 2 holds the control character".format(f["nul"])),
-        "zh_chars_vs_unsegmented": (["--sys", f["zh_chars"], "--orig", f["zh"], "--refs", f["zh"], "--metrics", "stats"],
+        "zh_chars_vs_unsegmented": (["--sys", f["zh_chars"], "--orig", f["zh"], "--refs", f["zh_ref"], "--metrics", "stats"],
                                     "stats counts words, and the sources are in a script without spaces"),
-        "zh_chars_vs_words": (["--sys", f["zh_chars"], "--orig", f["zh_words"], "--refs", f["zh_words"],
+        "zh_chars_vs_words": (["--sys", f["zh_chars"], "--orig", f["zh_words"], "--refs", f["zh_words_ref"],
                                "--metrics", "stats"],
                               "stats counts words, and the output is segmented into characters (1.0 characters per "
                               "token) but the sources into words"),
-        "zh_sari_output": (["--sys", f["zh"], "--orig", f["zh_chars"], "--refs", f["zh_chars"], "--metrics", "sari"],
+        "zh_sari_output": (["--sys", f["zh"], "--orig", f["zh_chars"], "--refs", f["zh_chars_ref"], "--metrics", "sari"],
                            "SARI counts words, and the output are in a script without spaces"),
         "score_reference_config": (["--sys", f["sref_cfg"], "--metrics", "bleu"],
                                    "was made with --score-reference (its configuration (line 1)"),
         "interactive_cut": (["--sys", f["int_cut"], "--orig", f["src"], "--refs", f["ref"], "--metrics", "bleu,stats"],
                             "--sys log {} does not end with a newline: it is incomplete".format(f["int_cut"])),
-        "bleu_short_references": (["--sys", f["short"], "--orig", f["short"], "--refs", f["short"], "--metrics", "bleu,sari"]
+        "bleu_short_references": (["--sys", f["short"], "--orig", f["short"], "--refs", f["short_ref"], "--metrics", "bleu,sari"]
                                   + (["--compare-to", f["short2"]] if tool == "score" else []),
                                   "BLEU counts n-grams up to 4, and no reference sentence has 4 tokens (tokenize 13a)"),
     }
@@ -130,9 +132,10 @@ def test_consistent_inputs_are_scored(tmp_path):
     """The same forms everywhere: scored (control: the refusals above are not of everything)."""
     f = {n: write(tmp_path / n, lines) for n, lines in (("zc", ZH_CHARS), ("zw", ZH_WORDS), ("src", SRC),
                                                          ("ref", REF), ("tab", ["the\tcat sat on a mat ."] + HYP[1:]))}
-    assert score_cli.main(["--sys", f["zc"], "--orig", f["zc"], "--refs", f["zc"], "--metrics", "stats"])["stats"][
+    zc_ref, zw_ref = write(tmp_path / "zc_ref", ZH_CHARS), write(tmp_path / "zw_ref", ZH_WORDS)  # one role a file
+    assert score_cli.main(["--sys", f["zc"], "--orig", f["zc"], "--refs", zc_ref, "--metrics", "stats"])["stats"][
         "copy_pct"] == 100.0
-    assert score_cli.main(["--sys", f["zw"], "--orig", f["zw"], "--refs", f["zw"], "--metrics", "stats"])
+    assert score_cli.main(["--sys", f["zw"], "--orig", f["zw"], "--refs", zw_ref, "--metrics", "stats"])
     assert score_cli.main(["--sys", f["tab"], "--orig", f["src"], "--refs", f["ref"], "--metrics", "sari"])
     log = write(tmp_path / "int.log", interactive_lines(SRC, HYP))  # complete: scored like the plain file
     plain = score_cli.main(["--sys", write(tmp_path / "hyp", HYP), "--refs", f["ref"], "--metrics", "bleu"])

@@ -54,14 +54,7 @@ def run_entry(entry, d, first, second, tmp_path, capsys):
         from fairseq_wean.cli.report import cli_main
         argv = ["--sys", first, second, "--names", "a", "b", "--orig", str(d / "sys.txt"), "--refs",
                 str(d / "gold.txt"), "--out", str(out)]
-    try:
-        cli_main(argv)
-    except SystemExit as e:
-        assert not out.exists()
-        return 1, str(e.code).split(": error: ", 1)[-1]
-    finally:
-        assert "\n" not in capsys.readouterr().err.strip()
-    return None, ""
+    return _refused(cli_main, argv, out, capsys)
 
 
 @pytest.mark.parametrize("entry", ENTRIES)
@@ -141,14 +134,7 @@ def run_roles(entry, d, files, tmp_path, capsys):
         from fairseq_wean.cli.report import cli_main
         argv = ["--sys", path["--sys"], path["--sys 2"], "--names", "a", "b", "--orig", path["--orig"], "--refs",
                 path["--refs"], "--out", str(out), "--metrics", "bleu,sari"]
-    try:
-        cli_main(argv)
-    except SystemExit as e:
-        assert not out.exists()
-        return 1, str(e.code).split(": error: ", 1)[-1]
-    finally:
-        assert "\n" not in capsys.readouterr().err.strip()
-    return None, ""
+    return _refused(cli_main, argv, out, capsys)
 
 
 @pytest.mark.parametrize("entry,first,later", ROLE_CASES)
@@ -254,3 +240,15 @@ def test_two_systems_of_one_label_and_good_labels(texts, tmp_path, capsys):
                               out, capsys)
         assert code == 0 and out.exists(), text
         out.unlink()
+
+
+def _refused(cli_main, argv, out, capsys):
+    """(1, the error line) when the tool refuses ``argv`` (nothing written to ``out``, one line), else (None, "")."""
+    try:
+        cli_main(argv)
+    except SystemExit as e:
+        assert not out.exists()
+        return 1, str(e.code).split(": error: ", 1)[-1]
+    finally:
+        assert "\n" not in capsys.readouterr().err.strip()
+    return None, ""

@@ -46,8 +46,9 @@ def _type_problem(where, name, value, kind):
 
 
 def _blank_problem(where, name):
-    return ("{}: {} is empty (no word, only whitespace): there is nothing to translate (fairseq decoded it into a "
-            "hypothesis of the maximum length); remove it".format(where, name))
+    from fairseq_wean.input_form import empty_problem
+
+    return empty_problem("{}: {}".format(where, name))
 
 
 def _is_int(value):

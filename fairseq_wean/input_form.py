@@ -258,15 +258,21 @@ def _fix(found, expected, bpe, entry):
     return "give the text in {}, as the model's data was".format(name(expected))
 
 
+def empty_problem(what):
+    """The one line for an empty or whitespace-only sentence ``what`` given to a model (fairseq-interactive's line, the
+    hub's sentence): fairseq decoded it into a hypothesis of the maximum length."""
+    return ("{} is empty (no word, only whitespace): there is nothing to translate (fairseq decoded it into a "
+            "hypothesis of the maximum length); remove it".format(what))
+
+
 def form_problem(dictionary, line, bpe=None, entry="fairseq-interactive", what=None):
     """One line naming the mismatch between the form of ``line`` (the text ``encode_line`` receives:
     after ``--tokenizer`` and ``--bpe``) and the form of ``dictionary`` (the model's source dictionary),
     with the fix; None when they match. ``bpe``: the ``--bpe`` name in use (None: none); ``entry``:
     ``fairseq-interactive`` or ``hub`` (the spelling of the fix); ``what``: the line's name in the message."""
     tokens = line.split()
-    if not tokens:  # (fairseq decoded an empty line into a hypothesis of the maximum length)
-        return ("{} is empty (no word, only whitespace): there is nothing to translate (fairseq decoded it into a "
-                "hypothesis of the maximum length); remove it".format(what or "{} input".format(entry)))
+    if not tokens:
+        return empty_problem(what or "{} input".format(entry))
     expected, example = dictionary_form(dictionary)
     found, marked = line_form(tokens)
     if found in (WORDS, CHARACTERS):  # pieces below the share, of another dictionary: named as such

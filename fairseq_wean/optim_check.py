@@ -122,15 +122,11 @@ def _component_config(section, args, registry, dataclasses):
     return OmegaConf.merge(root, OmegaConf.from_dotlist(overrides))[section]
 
 
-def _given_options(section, args, registry, dataclasses):
+def _given_options(section, args):
     """``--name value`` of the component's own options, for the one line."""
-    name = getattr(args, section)
-    if name in dataclasses:
-        names = [f for f in dataclasses[name].__dataclass_fields__ if not f.startswith("_")]
-    else:
-        parser = argparse.ArgumentParser(add_help=False)
-        getattr(registry[name], "add_args", lambda p: None)(parser)
-        names = [a.dest for a in parser._actions]
+    from fairseq_wean.option_rules import component_actions
+
+    names = [a.dest for a in component_actions(section, getattr(args, section))]
     shown = ["--{} {}".format(n.replace("_", "-"), getattr(args, n)) for n in names if hasattr(args, n)]
     return ", ".join(shown) or "none"
 
@@ -178,7 +174,7 @@ def _trial(args, sections, built):
         except Exception as exc:  # any failure of fairseq's or torch's own building code: one line, not a traceback
             return "--{} {} cannot run with these options ({}); its options: {}".format(
                 section.replace("_", "-"), getattr(args, section), _short(exc),
-                _given_options(section, args, registry, dataclasses))
+                _given_options(section, args))
     return None
 
 

@@ -25,7 +25,6 @@ INTERNAL = {
     "fairseq_wean/checkpoint_safety.py": "parses a checkpoint's stored args, not a command line",
     "fairseq_wean/hub.py": "fairseq's generation parser for the hub's keywords (repeats are impossible there)",
     "preprocess/common.py": "the recipes' parser: checked through every prepare_* recipe below",
-    "fairseq_wean/optim_check.py": "a registered optimizer's or scheduler's add_args, to name its options in a line",
     "fairseq_wean/option_rules.py": "the actions a registered component adds, to tell which options it owns",
 }
 # commands whose parser cannot go through once, with why

@@ -65,8 +65,8 @@ def test_every_generation_option_has_a_decision_under_score_reference():
     assert not undecided, "generation options with no --score-reference decision: {}".format(undecided)
     assert not set(SCORE_REFERENCE_READS) & set(SCORE_REFERENCE_INERT)
     assert all(dest in OPTION_NEEDS for dest in SCORE_REFERENCE_INERT)
-    stale = set(SCORE_REFERENCE_READS) | set(SCORE_REFERENCE_INERT) - names
-    assert not {n for n in stale - names if not n.endswith("_mt")}
+    stale = (set(SCORE_REFERENCE_READS) | set(SCORE_REFERENCE_INERT)) - names
+    assert not {n for n in stale if not n.endswith("_mt")}
 
 
 # a value away from fairseq's default for each option --score-reference ignores (written as on the command line)

@@ -31,7 +31,9 @@ The storage records of torch's legacy (non-zip) format are left to torch: it rea
 and checks it against the declared one, and stops at the file's end ("unexpected EOF"); its pickle's tensors are
 checked as the zip's (:func:`_legacy_problem`).
 
-Also the zip checks after a load (:func:`archive_problem`: every member's CRC; torch checks none).
+Also the zip checks after a load (:func:`archive_problem`: every member's CRC; torch checks none), and the one reader
+of a checkpoint's stored configuration before fairseq loads it (:func:`stored_configuration`: nothing run, no weight
+read).
 """
 import io
 import pickle
@@ -400,3 +402,42 @@ def archive_problem(path, require_zip=True):
     except (OSError, EOFError, ValueError, RuntimeError) as exc:
         return "unreadable zip archive: {}: {}".format(type(exc).__name__, exc)
     return None if bad is None else "CRC check failed for {}".format(bad)
+
+
+INERT = _Inert  # what an unbuilt global or tensor of :func:`stored_configuration` is
+
+
+class _ConfigUnpickler(_ScanUnpickler):
+    """``_ScanUnpickler`` (nothing of torch built, storages never loaded) that builds the allow-listed plain
+    classes a stored configuration is made of (``argparse.Namespace``, omegaconf containers, ...)."""
+
+    def __init__(self, data, allowed):
+        super().__init__(data)
+        self._allowed = allowed
+
+    def find_class(self, module, name):
+        if "{}.{}".format(module, name) in self._allowed and not module.startswith("torch"):
+            return pickle.Unpickler.find_class(self, module, name)  # the allow-list's plain class itself
+        return super().find_class(module, name)  # an inert stand-in
+
+
+def stored_configuration(path):
+    """The checkpoint ``path``'s top-level dict with its stored configuration, read without running anything and
+    without reading the weights: the zip's pickle only, every global on ``checkpoint_safety``'s allow-list built,
+    any other one and every tensor an inert stand-in (:data:`INERT`); torch's legacy format through
+    ``checkpoint_safety.safe_load``. None when it cannot be read so (the loaders then give their own line). The one
+    reader of a checkpoint's stored configuration before fairseq loads it."""
+    from fairseq_wean.checkpoint_safety import allowed_global_names, safe_load
+
+    try:
+        with open(path, "rb") as f:
+            if container_problem(f) is not None:
+                return None
+            if f.read(4) != b"PK\x03\x04":
+                return safe_load(f, map_location="cpu")  # torch's legacy format: no pickle-only reading
+            with zipfile.ZipFile(f) as archive:
+                prefix = archive.infolist()[0].filename.split("/")[0] + "/"
+                state = _ConfigUnpickler(archive.read(prefix + "data.pkl"), allowed_global_names()).load()
+    except Exception:  # unreadable: the loader's own error names it
+        return None
+    return state if isinstance(state, dict) else None

@@ -8,51 +8,13 @@ size mismatch, or the stored task's FileNotFoundError in fairseq-validate), or a
 modeling task (fairseq-eval-lm: an AttributeError). (fairseq-train's start checkpoint is checked at its start,
 before the first update: ``metric_check.keep_the_stored_best``, and ``fixes_training`` for other sizes.)
 
-The stored configuration is read without running anything and without reading the weights (:func:`stored_model`:
-the checkpoint's pickle only, every global on ``checkpoint_safety``'s allow-list built, any other one and every
-tensor an inert stand-in; torch's legacy format through ``checkpoint_safety.safe_load``). A file that is missing
+The stored configuration is read without running anything and without reading the weights (:func:`stored_model`, through
+``checkpoint_container.stored_configuration``). A file that is missing
 or no checkpoint is left to the loaders' own one-line errors.
 """
 import os
-import pickle
 
-from fairseq_wean.checkpoint_container import _Inert, _ScanUnpickler
-
-
-class _ConfigUnpickler(_ScanUnpickler):
-    """``_ScanUnpickler`` (nothing of torch built, storages never loaded) that builds the allow-listed plain
-    classes a stored configuration is made of (``argparse.Namespace``, omegaconf containers, ...)."""
-
-    def __init__(self, data, allowed):
-        super().__init__(data)
-        self._allowed = allowed
-
-    def find_class(self, module, name):
-        if "{}.{}".format(module, name) in self._allowed and not module.startswith("torch"):
-            return pickle.Unpickler.find_class(self, module, name)  # the allow-list's plain class itself
-        return super().find_class(module, name)  # an inert stand-in
-
-
-def _read_state(path):
-    """The checkpoint's top-level dict with its stored configuration (tensors inert), or None when it cannot be
-    read so (the loaders then give their own line)."""
-    import zipfile
-
-    from fairseq_wean.checkpoint_container import container_problem
-    from fairseq_wean.checkpoint_safety import allowed_global_names, safe_load
-
-    try:
-        with open(path, "rb") as f:
-            if container_problem(f) is not None:
-                return None
-            if f.read(4) != b"PK\x03\x04":
-                return safe_load(f, map_location="cpu")  # torch's legacy format: no pickle-only reading
-            with zipfile.ZipFile(f) as archive:
-                prefix = archive.infolist()[0].filename.split("/")[0] + "/"
-                state = _ConfigUnpickler(archive.read(prefix + "data.pkl"), allowed_global_names()).load()
-    except Exception:  # unreadable: the loader's own error names it
-        return None
-    return state if isinstance(state, dict) else None
+from fairseq_wean.checkpoint_container import INERT, stored_configuration
 
 
 def stored_model(path):
@@ -64,11 +26,11 @@ def stored_model(path):
 
     if not isinstance(path, str) or "://" in path or not os.path.isfile(path):
         return None
-    state = _read_state(path)
+    state = stored_configuration(path)
     if state is None:
         return None
     cfg, args = state.get("cfg"), state.get("args")
-    if isinstance(cfg, _Inert) or isinstance(args, _Inert):
+    if isinstance(cfg, INERT) or isinstance(args, INERT):
         return None
     try:
         arch = _arch(_entry(cfg, "model")) or _arch(args)

@@ -5,7 +5,7 @@ from fairseq.data import data_utils
 
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.scoring import pieces
-from fairseq_wean.scoring.metrics import character_tokens, check_rouge_unit, rouge_sentence_scores
+from fairseq_wean.scoring.metrics import ZERO_WIDTH, character_tokens, check_rouge_unit, rouge_sentence_scores
 
 SENTENCES = ["wir@@ es su@@ ck ist gut", "\u2581wir \u2581hab en \u2581es", "t h e | c a t", "a@@ b@@ c d",
              "a b_EOW c d_EOW", "hello <SIL> world", "he_llo wor_ld", "", "plain words here"]
@@ -43,7 +43,7 @@ def test_pieces_are_refused_naming_the_input_and_the_fix():
     ("雅虎 2014年", "雅 虎 2 0 1 4 年"),  # spacing never matters
     ("苹果iPhone6", "苹 果 i P h o n e 6"),  # an ASCII run is one token, however written
     ("好<<unk>>吗", "好 <<unk>> 吗"),
-])
+] + [("雅虎 2014年", "雅{0}虎 20{0}14年{0}".format(z)) for z in sorted(ZERO_WIDTH)])  # invisible, as a space is
 def test_one_character_tokenization_whatever_the_spacing(a, b):
     assert character_tokens(a) == character_tokens(b)
     assert rouge_sentence_scores([a], [[b]], chars=True, unit_option=None)["rouge1"][0] == 100.0

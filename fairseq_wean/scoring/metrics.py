@@ -63,7 +63,7 @@ def character_tokens(text, lower=True):
     fairseq-generate --scoring rouge --rouge-chars, and the report's character units).
 
     Spaces never matter (the text is read without them: '雅虎 2014年' and '雅 虎 2 0 1 4 年' are
-    the same tokens); every other character is a token, except that a run of ASCII letters and
+    the same tokens), nor do zero-width characters (:data:`ZERO_WIDTH`, invisible like a space); every other character is a token, except that a run of ASCII letters and
     digits is one token, lowercased ('iPhone6' -> 'iphone6', also when written 'i P h o n e 6');
     fairseq's unknown-word forms are one token each, ``<<unk>>`` (its targets) and ``<unk>``
     (its hypotheses, markers ``<unk-N>`` too), which never match each other, as in fairseq's BLEU.
@@ -78,8 +78,12 @@ def character_tokens(text, lower=True):
     return tokens + _character_tokens(text[position:], lower)
 
 
+# zero-width space, non-joiner, joiner, word joiner: invisible, so in character units they count as spaces do (not at all)
+ZERO_WIDTH = frozenset("\u200b\u200c\u200d\u2060")
+
+
 def _character_tokens(text, lower):
-    squeezed = "".join(ch for ch in text if not ch.isspace())
+    squeezed = "".join(ch for ch in text if not ch.isspace() and ch not in ZERO_WIDTH)
     if lower:
         squeezed = "".join(ch.lower() if ch.isascii() else ch for ch in squeezed)
     return CHARACTER_UNITS.findall(squeezed)

@@ -1,8 +1,12 @@
 """The rows of fairseq's own options in the plugin's parse-time tables (:mod:`fairseq_wean.patching`): decoding
 options that do nothing in the given combination (``add_option_need``) and fairseq-eval-lm's options that
-contradict each other (``add_option_check``). Other modules declare the rows of their own options (the task's
-validation options, CoRe's, fairseq-train's files, the data folder's subsets). Imported by
-:func:`patching.install_option_ranges`."""
+contradict each other (``add_option_check``), and the inference commands' options only some tasks read (--arch, the
+training and validation subsets), decided by reading each task's code (``task_reads``). Other modules declare the
+rows of their own options (the task's validation options, CoRe's, fairseq-train's files, the data folder's
+subsets). Imported by :func:`patching.install_option_ranges`."""
+import functools
+import sys
+
 from fairseq_wean.patching import (_decodes, _number, add_option_check, add_option_need,  # noqa: F401
                                    running_command)
 
@@ -172,11 +176,6 @@ for _dest in ("reset_optimizer", "reset_lr_scheduler", "reset_meters", "reset_da
 add_option_need("score_reference", lambda a: False, "fairseq-interactive reads no references (a KeyError 'target' "
                 "after the model is loaded): score them with fairseq-generate --score-reference",
                 commands=("interactive",))
-
-for _dest, _why in (("combine_valid_subsets", "fairseq-train alone combines valid, valid1, ...; this command loads "
-                     "each subset it names on its own"),
-                    ("ignore_unused_valid_subsets", "fairseq-train alone looks for unused validation shards")):
-    add_option_need(_dest, lambda a: False, _why, commands=_INFERENCE)
 
 
 def interpolation_problem(args):
@@ -371,7 +370,9 @@ def training_option_problem(args, command=None):
     """An option of :data:`TRAINING_ONLY`'s components, written on the command line (an architecture's configuration
     derives unwritten options from written ones) away from its default, given to an inference command that never
     builds that component (fairseq parsed it and ignored it: fairseq-generate --wean-score concat decoded with the
-    checkpoint's score): the one line, or None."""
+    checkpoint's score), and fairseq-generate's --arch itself: the one line, or None. An architecture's option, or
+    --arch, that the task's code reads or the architecture's configuration carries into an option the command reads
+    is taken (:func:`arch_acts`)."""
     import argparse
     import sys
 
@@ -392,12 +393,197 @@ def training_option_problem(args, command=None):
         given = [(a.option_strings[0], a.dest) for a in actions if written.intersection(a.option_strings)
                  and getattr(args, a.dest, argparse.SUPPRESS) not in (argparse.SUPPRESS, defaults.get(a.dest, a.default))]
         given += [("--" + registry.replace("_", "-"), registry)] if registry != "arch" and choice != default else []
+        task = getattr(args, "task", None)
         for flag, dest in given:
-            reads = command_reads(command, getattr(args, "task", None)) if reads is None else reads
-            if dest == registry or dest not in reads:
+            reads = command_reads(command, task) if reads is None else reads
+            if dest == registry or (dest not in reads and not (registry == "arch" and dest in arch_acts(
+                    command, task, choice, args, (dest,)))):
                 return "{} does nothing here: {}".format(flag, why.format(dest if registry == "arch" else
                                                                          command.replace("_", "-")))
+        if registry == "arch" and written.intersection(("--arch", "-a")) and not arch_acts(command, task, choice, args):
+            return ("--arch does nothing in fairseq-{}: the model and its architecture come from --path (the "
+                    "checkpoint's stored options: change one with --model-overrides), and no code of --task {} reads "
+                    "the model's options".format(command.replace("_", "-"), task))
     return None
 
 
 add_option_check(training_option_problem)
+
+
+# ---- what a task's code reads from its configuration, found by reading it (as fairseq's tasks read their options:
+# cfg.NAME, args.NAME, self.cfg.NAME, getattr(args, "NAME")): the inference commands' options that only some tasks
+# read (--arch's, the training and validation subsets) are refused for the others. A task's code is the modules of
+# its classes (fairseq's tasks, the plugin's) and fairseq's multilingual data manager where it uses one; a
+# build_model's own argument is the checkpoint's stored model configuration (fairseq's loaders pass it), not read.
+_CONFIG_NAMES = ("args", "cfg", "task_cfg", "config")
+
+
+def _config_read(node, own):
+    """The option a node of a task's code reads from its configuration (``cfg.NAME``, ``getattr(args, "NAME")``)."""
+    import ast
+
+    def config(obj):
+        return (isinstance(obj, ast.Name) and obj.id in _CONFIG_NAMES and obj.id not in own) or (
+            isinstance(obj, ast.Attribute) and obj.attr in _CONFIG_NAMES and isinstance(obj.value, ast.Name)
+            and obj.value.id == "self")
+
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and config(node.value):
+        return node.attr
+    if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in (
+            "getattr", "safe_getattr", "hasattr", "safe_hasattr") and len(node.args) >= 2 and config(node.args[0]) \
+            and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+        return node.args[1].value
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _module_reads(module_name):
+    """{option: {place}} of one module's code: place is ``module.Class.function`` where it is read."""
+    import ast
+    import inspect
+
+    found = {}
+
+    def walk(node, place, own):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                params = {a.arg for a in child.args.args[1:]} if getattr(child, "name", "") == "build_model" else set()
+                walk(child, place + "." + child.name, params)
+                continue
+            name = _config_read(child, own)
+            if name:
+                found.setdefault(name, set()).add(place)
+            walk(child, place, own)
+
+    walk(ast.parse(inspect.getsource(sys.modules[module_name])), module_name, set())
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def task_reads(task):
+    """{option: {place}} of everything the code of ``--task task`` reads from its configuration (empty if unknown)."""
+    import inspect
+
+    from fairseq.tasks import TASK_REGISTRY
+
+    cls, names = TASK_REGISTRY.get(task), []
+    for klass in inspect.getmro(cls) if cls is not None else ():
+        if klass.__module__.startswith(("fairseq.tasks", "fairseq_wean")) and klass.__module__ not in names:
+            names.append(klass.__module__)
+    if any("MultilingualDatasetManager" in inspect.getsource(sys.modules[n]) for n in names):
+        from fairseq.data.multilingual import multilingual_data_manager
+
+        names.append(multilingual_data_manager.__name__)
+    found = {}
+    for name in names:
+        for dest, places in _module_reads(name).items():
+            found.setdefault(dest, set()).update(places)
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def _command_defaults(command, task):
+    """fairseq-``command``'s options with ``--task task`` at their defaults (a Namespace)."""
+    import argparse
+
+    from fairseq import options
+    from fairseq.tasks import TASK_REGISTRY
+
+    parser = getattr(options, _COMMAND_PARSERS[command])()
+    if task in TASK_REGISTRY:
+        TASK_REGISTRY[task].add_args(parser)
+    return argparse.Namespace(**{a.dest: a.default for a in parser._actions if a.dest != argparse.SUPPRESS})
+
+
+def arch_acts(command, task, arch, args, dests=None):
+    """What ``--arch arch`` (or, with ``dests``, those of its options as ``args`` holds them) changes in
+    fairseq-``command`` with ``--task task``: the options of ``dests`` (default: "arch", the architecture itself)
+    that the task's code reads (``task_reads``: sentence_ranking reads --max-positions) or whose value the
+    architecture's configuration carries into an option the command reads (roberta's sets --max-source-positions
+    from --max-positions); a configuration that fails on the command's defaults acts (nothing can be told)."""
+    import copy
+
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+
+    brought = {a.dest for a in component_actions("arch", arch)}
+    reads, own = task_reads(task), command_reads(command, task)
+    if dests is None:
+        configure = ARCH_CONFIG_REGISTRY.get(arch, lambda a: None)
+        bare = _command_defaults(command, task)
+        try:
+            after = copy.deepcopy(bare)
+            configure(after)
+        except Exception:  # noqa: BLE001  (a configuration needing options the defaults lack: it may act)
+            return {"arch"}
+        brought |= set(vars(after)) - set(vars(bare))
+        moved = any(getattr(after, d, None) != getattr(bare, d, None) for d in own)
+        return {"arch"} if moved or "arch" in reads or (brought - own) & set(reads) else set()
+    acting = {d for d in dests if d in reads}
+    configure = ARCH_CONFIG_REGISTRY.get(arch)
+    for dest in set(dests) - acting if configure is not None else ():
+        try:
+            plain = copy.deepcopy(_command_defaults(command, task))
+            given = copy.deepcopy(plain)
+            setattr(given, dest, getattr(args, dest, None))
+            configure(plain), configure(given)
+        except Exception:  # noqa: BLE001
+            acting.add(dest)
+            continue
+        if any(getattr(plain, d, None) != getattr(given, d, None) for d in own):
+            acting.add(dest)
+    return acting
+
+
+# ---- the subsets only fairseq-train (and, for --valid-subset, fairseq-validate) reads, given to an inference command:
+# refused unless the task's code reads the option (task_reads) at a place that acts in that command. option ->
+# (the commands that never read it themselves, why). INERT_READS: the places whose read changes nothing in an
+# inference command, with why (a new place, or a new task reading the option, is taken).
+SUBSET_OPTIONS = {
+    "train_subset": (_INFERENCE, "fairseq-train alone trains on it (fairseq-{} loads {})"),
+    "valid_subset": (("generate", "interactive", "eval_lm"), "fairseq-train and fairseq-validate alone validate on "
+                     "it (fairseq-{} loads {})"),
+    "combine_valid_subsets": (_INFERENCE, "fairseq-train alone combines valid, valid1, ...; this command loads each "
+                              "subset it names on its own"),
+    "ignore_unused_valid_subsets": (_INFERENCE, "fairseq-train alone looks for unused validation shards"),
+}
+_LOADS = {"generate": "--gen-subset", "eval_lm": "--gen-subset", "validate": "--valid-subset",
+          "interactive": "standard input, no subset"}
+INERT_READS = {
+    ("train_subset", "fairseq.tasks.translation.TranslationTask.load_dataset"): (
+        _INFERENCE, "it decides which shard of a later epoch to load: the inference commands load epoch 1"),
+    ("train_subset", "fairseq_wean.tasks.translation_with_metrics.TranslationWithMetricsTask.load_dataset"): (
+        ("generate", "interactive", "eval_lm"), "it skips validation's text check, which these commands never run"),
+    ("valid_subset", "fairseq_wean.tasks.translation_with_metrics.TranslationWithMetricsTask._check_options"): (
+        ("generate", "interactive", "eval_lm"), "only with --eval-refs/--eval-orig, which these commands refuse"),
+}
+
+
+def subset_reads(command, task, dest):
+    """The places of ``--task task``'s code that read ``dest`` and act in fairseq-``command``: every place of
+    ``task_reads`` but the :data:`INERT_READS` ones there, and a load_dataset in fairseq-interactive (it loads no
+    subset)."""
+    return sorted(place for place in task_reads(task).get(dest, ()) if command not in INERT_READS.get(
+        (dest, place), ((), None))[0] and not (command == "interactive" and place.endswith(".load_dataset")))
+
+
+def subset_option_problem(args, command=None):
+    """An option of :data:`SUBSET_OPTIONS` written (away from fairseq's default) in an inference command whose task
+    reads it nowhere that acts there: the one line, or None."""
+    import dataclasses
+
+    from fairseq.dataclass.configs import DatasetConfig
+
+    command = command or running_command()
+    written = {w.split("=", 1)[0] for w in sys.argv[1:] if isinstance(w, str) and w.startswith("--")}
+    defaults = {f.name: f.default for f in dataclasses.fields(DatasetConfig)}
+    for dest, (commands, why) in SUBSET_OPTIONS.items():
+        flag = "--" + dest.replace("_", "-")
+        if command not in commands or flag not in written or getattr(args, dest, None) in (defaults.get(dest), None):
+            continue
+        if not subset_reads(command, getattr(args, "task", None), dest):
+            return "{} does nothing here: {}; no code of --task {} that it runs reads it".format(
+                flag, why.format(command.replace("_", "-"), _LOADS[command]), getattr(args, "task", None))
+    return None
+
+
+add_option_check(subset_option_problem)

@@ -447,6 +447,11 @@ def _with_decoding_cross_checks(original):
             if problem is None:
                 raise
             parser.error(problem)
+        except argparse.ArgumentError as exc:  # two chosen components add one option (fairseq-generate's default
+            # --arch wav2vec2 and --task multilingual_masked_lm both add --mask-prob): fairseq's own bug, a traceback
+            parser.error("fairseq cannot build this command's options: {}: two of the components it adds options of "
+                         "(--task, --arch: fairseq-generate's default is wav2vec2, --criterion, ...) define it; "
+                         "this --task cannot be used here".format(exc))
         args = result[0] if parse_known else result
         if not suppress_defaults and args is not None:
             problem = decoding_option_problem(args) or no_effect_problem(args, given_options(parser, args, input_args))

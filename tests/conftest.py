@@ -368,3 +368,12 @@ def task_parsers():
             continue
         found.append((name, cls, parser))
     return found
+
+
+def undecided(names, always, rows):
+    """The names of ``names`` with neither a reason in ``always`` nor a row in ``rows``, sorted: the one shape of the
+    tests that require every option of a class to be decided (tests/test_option_noops.py, test_inert_options.py).
+    A name both in ``always`` and in ``rows`` is decided twice: an assertion naming them."""
+    both = sorted(set(always) & set(rows))
+    assert not both, "options both always acting and with a row: {}".format(both)
+    return sorted(set(names) - set(always) - set(rows))

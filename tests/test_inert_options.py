@@ -7,12 +7,15 @@
 * the options only fairseq-train reads, given to an inference command (``training_option_problem``: the
   model's in fairseq-generate, the criterion's, the optimizer's, the scheduler's), and every task's validation
   options (eval_*) in the commands that never validate;
+* fairseq-generate --arch itself where no code of the task reads the model's options (enumerated over every task
+  and command: tests/test_inference_subsets.py);
 * fairseq-train --nprocs-per-node (SlowMo's only), and fairseq-preprocess's '${' (compat's preprocess check).
 """
 import dataclasses
 import sys
 
 import pytest
+from conftest import undecided
 
 PARSERS = {"fairseq-generate": "get_generation_parser", "fairseq-interactive": "get_interactive_generation_parser",
            "fairseq-validate": "get_validation_parser", "fairseq-eval-lm": "get_eval_lm_parser",
@@ -61,9 +64,8 @@ def test_every_generation_option_has_a_decision_under_score_reference():
 
     names = score_reference_fields()
     assert {"beam", "temperature", "print_gates", "known_words"} <= names
-    undecided = sorted(names - set(SCORE_REFERENCE_READS) - set(SCORE_REFERENCE_INERT))
-    assert not undecided, "generation options with no --score-reference decision: {}".format(undecided)
-    assert not set(SCORE_REFERENCE_READS) & set(SCORE_REFERENCE_INERT)
+    missing = undecided(names, SCORE_REFERENCE_READS, SCORE_REFERENCE_INERT)
+    assert not missing, "generation options with no --score-reference decision: {}".format(missing)
     assert all(dest in OPTION_NEEDS for dest in SCORE_REFERENCE_INERT)
     stale = (set(SCORE_REFERENCE_READS) | set(SCORE_REFERENCE_INERT)) - names
     assert not {n for n in stale if not n.endswith("_mt")}
@@ -155,8 +157,8 @@ def test_an_option_only_training_reads_is_refused_in_inference(command, argv, fl
 
 
 @pytest.mark.parametrize("command,argv", [
-    ("fairseq-generate", ["--arch", "wean_lstm"]), ("fairseq-generate", ["--arch", "transformer",
-                                                                         "--max-source-positions", "100"]),
+    ("fairseq-generate", ["--max-source-positions", "100"]),  # the task's (fairseq-generate's --arch: refused)
+    ("fairseq-generate", ["--task", "sentence_ranking", "--arch", "roberta_base", "--max-positions", "256"]),
     ("fairseq-validate", ["--criterion", "core_mode_loss", "--mode-loss-weight", "0.5"]),  # overrides the stored one
     ("fairseq-validate", ["--eval-bleu"]),
     ("fairseq-train", ["--dropout", "0.5", "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1"]),
@@ -169,17 +171,22 @@ def test_every_plugin_model_option_is_refused_in_generate(tmp_path, monkeypatch,
     """The class: every option of every plugin model (its architecture's defaults filled in as fairseq fills them),
     given to fairseq-generate away from that default: refused, naming it and --model-overrides."""
     import fairseq_wean  # noqa: F401
-    from fairseq.models import MODEL_REGISTRY
+    import copy
 
-    from fairseq_wean.option_rules import command_reads, component_actions
+    from fairseq.models import ARCH_CONFIG_REGISTRY, MODEL_REGISTRY
+
+    from fairseq_wean.option_rules import _command_defaults, command_reads, component_actions
 
     tried, reads = 0, command_reads("generate", "translation")  # the task's (--max-source-positions): taken
     for arch in sorted(a for a, cls in MODEL_REGISTRY.items() if cls.__module__.startswith("fairseq_wean")):
-        defaults = parse("fairseq-generate", ["--arch", arch], tmp_path, monkeypatch)
+        defaults = copy.deepcopy(_command_defaults("generate", "translation"))
+        ARCH_CONFIG_REGISTRY[arch](defaults)  # the architecture's defaults, as fairseq fills them in
         for action in component_actions("arch", arch):
             default = getattr(defaults, action.dest, None)
-            if action.dest in reads:
-                parse("fairseq-generate", ["--arch", arch, action.option_strings[0], "100"], tmp_path, monkeypatch)
+            if action.dest in reads:  # taken: the line names --arch itself, which no code of translation reads
+                line = refused("fairseq-generate", ["--arch", arch, action.option_strings[0], "100"], tmp_path,
+                               monkeypatch, capsys)
+                assert line.startswith("fairseq-generate: error: --arch does nothing in fairseq-generate"), line
                 continue
             if action.nargs == 0:
                 if default:

@@ -2,7 +2,10 @@
 refused by one rule, :func:`fairseq_wean.scoring.inputs.check_distinct`, in every list that takes files:
 fairseq-wean-score --refs, fairseq-wean-report --sys and --refs, fairseq-train's --eval-refs; in every form of
 one file (the same path, another spelling of it, a symbolic link, a hard link, a link to its folder), in one
-stat a path (600 references are checked in milliseconds, where comparing every pair took 12 s)."""
+stat a path (600 references are checked in milliseconds, where comparing every pair took 12 s). Among references
+(inputs.CONTENT_DISTINCT) two byte-identical copies are refused too (inputs.check_distinct_content: files of one size
+hashed, streamed), in every entry point that takes references; copies of one output as two systems, or a system
+that is its sources, are scored."""
 import os
 import time
 
@@ -32,15 +35,22 @@ FORMS = {"the same path": lambda d: str(d / "ref.txt"), "another spelling": lamb
          "a symbolic link": lambda d: str(d / "link.txt"), "a hard link": lambda d: str(d / "hard.txt"),
          "a link to its folder": lambda d: str(d.parent / "folder-link" / "ref.txt")}
 ENTRIES = ("score --refs", "report --refs", "report --sys", "fairseq-train --eval-refs")
+# every entry point that takes references (compare: fairseq-wean-compare's scoring of a recipe's test files)
+REFERENCE_ENTRIES = ("score --refs", "report --refs", "fairseq-train --eval-refs", "compare --refs")
 
 
 def run_entry(entry, d, first, second, tmp_path, capsys):
     """(exit status or None, the one line) of ``entry`` given ``first`` and ``second`` in its list."""
     out = tmp_path / "page.html"
-    if entry == "fairseq-train --eval-refs":
-        from fairseq_wean.tasks.validation_files import check_eval_files
+    if entry in ("fairseq-train --eval-refs", "compare --refs"):
         try:
-            check_eval_files("{},{}".format(first, second), None)
+            if entry == "compare --refs":
+                from fairseq_wean.compare import report as compare_report
+                compare_report.score(str(d / "sys.txt"), {"orig": "sys.txt", "refs": [first, second],
+                                                          "metrics": "bleu"}, str(d))
+            else:
+                from fairseq_wean.tasks.validation_files import check_eval_files
+                check_eval_files("{},{}".format(first, second), None)
         except FairseqWeanError as e:
             return 1, str(e)
         return None, ""
@@ -67,10 +77,33 @@ def test_one_file_named_twice_is_refused_in_every_list(texts, tmp_path, capsys, 
     assert (code, line) == (1, "{} names {}: give each file once".format(option, twice))
 
 
-@pytest.mark.parametrize("entry", ENTRIES)
-def test_two_files_of_one_content_are_two_inputs(texts, tmp_path, capsys, entry):
-    """The rule is about one file: a copy is another file (two systems may write the same output)."""
-    code, line = run_entry(entry, texts, str(texts / "ref.txt"), str(texts / "other.txt"), tmp_path, capsys)
+@pytest.mark.parametrize("entry", REFERENCE_ENTRIES)
+def test_two_copies_among_the_references_are_refused_in_every_entry_point(texts, tmp_path, capsys, entry):
+    """A reference given twice as two copies (byte-identical files) counted as two references: refused, naming
+    both, before anything is scored or written; a reference of other bytes (one line changed) is another.
+    (gold.txt: no other name, which compare would refuse in a folder)"""
+    first, second = str(texts / "gold.txt"), str(texts / "other.txt")
+    code, line = run_entry(entry, texts, first, second, tmp_path, capsys)
+    assert (code, line) == (1, "--{} names two copies of one file ({} and {} hold the same bytes): a reference given "
+                               "twice is counted twice; give each reference once".format(
+                                   entry.split("--")[-1], first, second))
+    (texts / "other.txt").write_text("".join(line + "\n" for line in LINES[:-1] + ["the bird sang ."]))
+    code, line = run_entry(entry, texts, first, second, tmp_path, capsys)
+    assert code is None, line
+
+
+def test_the_reference_entries_are_every_entry_that_takes_references():
+    assert set(inputs.CONTENT_DISTINCT) == {entry.split()[-1] for entry in REFERENCE_ENTRIES}
+    assert set(REFERENCE_ENTRIES) - set(ENTRIES) == {"compare --refs"}
+
+
+def test_copies_as_systems_and_a_system_that_is_its_sources_are_scored(texts, tmp_path, capsys):
+    """Two systems with the same output (report --sys, score --compare-to), and --sys a copy of --orig (the
+    copy-source baseline): other files of one content, no references among them: scored."""
+    assert run_entry("report --sys", texts, str(texts / "ref.txt"), str(texts / "other.txt"), tmp_path, capsys)[0] \
+        is None
+    code, line = run_roles("score", texts, {"--sys": "ref.txt", "--compare-to": "other.txt", "--orig": "sys.txt"},
+                           tmp_path, capsys)
     assert code is None, line
 
 
@@ -80,13 +113,14 @@ def test_the_check_is_linear(tmp_path, monkeypatch):
     for i in range(600):
         paths.append(str(tmp_path / "ref{}.txt".format(i)))
         with open(paths[-1], "w") as f:
-            f.write("x\n")
-    looked = []
-    key = inputs.file_key
+            f.write("x{:04d}\n".format(i))  # one size: every file is read for its content, once
+    looked, read = [], []
+    key, digest = inputs.file_key, inputs.content_digest
     monkeypatch.setattr(inputs, "file_key", lambda path: looked.append(path) or key(path))
+    monkeypatch.setattr(inputs, "content_digest", lambda path: read.append(path) or digest(path))
     start = time.perf_counter()
     inputs.check_distinct(paths, "--refs")
-    assert len(looked) == 600 and time.perf_counter() - start < 1.0
+    assert len(looked) == 600 and sorted(read) == sorted(paths) and time.perf_counter() - start < 1.0
     os.symlink(paths[3], str(tmp_path / "late.txt"))
     with pytest.raises(FairseqWeanError, match=r"^--refs names one file twice \(.*ref3.txt and .*late.txt\): give"):
         inputs.check_distinct(paths + [str(tmp_path / "late.txt")], "--refs")

@@ -217,7 +217,8 @@ def test_real_benchmarks_are_under_the_bounds(name):
 def test_ter_work_follows_sacrebleus_first_search():
     """TER's estimate, against sacrebleu's own search: one edit distance's cells x (the first search's candidates,
     as sacrebleu's _shift counts them, x the searches there can be, the edit distance + 1, at most 1,011 + 8 x the
-    searches); the 4,000-token lines MAX_LINE_TOKENS lets through are over the bound (each row allocated)."""
+    searches) + 4 x the matching pairs sacrebleu's first search looks at x the searches; the 4,000-token lines
+    MAX_LINE_TOKENS lets through are over the bound (each row allocated)."""
     from sacrebleu.metrics import lib_ter
 
     from fairseq_wean.scoring import ter
@@ -233,7 +234,9 @@ def test_ter_work_follows_sacrebleus_first_search():
         candidates = min(first * searches, 1011)
         width = 25 if len(r) / max(len(h), 1) / 2 <= 25 else -(-len(r) // max(len(h), 1) // 2) - 25
         cells = len(h) * min(len(r) + 1, 2 * width) + len(r) + 1 + len(h) * (len(r) + 1) // 16  # + the rows' allocation
-        assert ter.line_work(h, r) == cells * (candidates + 8 * min(searches, candidates + 1)), (hyp, ref, first)
+        pairs = sum(1 for _ in lib_ter._find_shifted_pairs(h, r))
+        searched = min(searches, candidates + 1)
+        assert ter.line_work(h, r) == cells * (candidates + 8 * searched) + 4 * pairs * searched, (hyp, ref, first)
     long = ["w{}".format(i % 300) for i in range(M.MAX_LINE_TOKENS)]
     assert ter.line_work(long, long[::-1]) > M.MAX_WORK["ter"]  # one pair: ~1e10 units, minutes of TER
 
@@ -241,8 +244,10 @@ def test_ter_work_follows_sacrebleus_first_search():
 def test_work_estimates_against_hand_counts():
     assert M.metric_work("rougeL", [["a", "b"], ["c"]], [[["a"], ["c", "d", "e"]]]) == 2 * 1 + 1 * 3
     # TER (edit-distance cells, see test_ter_work_follows_sacrebleus_first_search): an equal pair has no candidate,
-    # one traced search of hyp x min(ref + 1, 50) cells, the last row and the rows' allocation (hyp x (ref + 1) / 16)
-    assert M.ter_line_work(["x"] * 60, ["x"] * 60) == (60 * 50 + 61 + 60 * 61 // 16) * 8
+    # one traced search of hyp x min(ref + 1, 50) cells, the last row and the rows' allocation (hyp x (ref + 1) / 16),
+    # and its matching pairs, 4 units each (x x: 60 starts x the 101 within 50 positions, each up to 10 long)
+    pairs = sum(min(10, 60 - max(h, r)) for h in range(60) for r in range(60) if abs(h - r) <= 50)
+    assert M.ter_line_work(["x"] * 60, ["x"] * 60) == (60 * 50 + 61 + 60 * 61 // 16) * 8 + 4 * pairs
     assert M.metric_work("ter", [["x"]], [[["y"]]]) == (1 * 2 + 2 + 0) * 8
     # past the limit, the streams counted so far extrapolated to all: 2 cells a stream, 4 streams
     assert M.metric_work("rougeL", [["a", "b"]], iter([[["c"]]] * 4), limit=(1, 4)) == 2 * 4

@@ -6,7 +6,7 @@ together (:data:`SECONDS_AT_BOUND`, :data:`MAX_CALL_SECONDS`, :func:`check_input
 the checks read the bounds here (a test that lowers one patches ``bounds``).
 """
 from fairseq_wean.errors import FairseqWeanError
-from fairseq_wean.scoring.ter import line_work as ter_line_work  # TER's work estimate (a pair of token lists)
+from fairseq_wean.scoring.ter import WorkBound, line_work as ter_line_work  # TER's work: its estimate, its count
 
 
 def _character_tokens(text):
@@ -23,7 +23,9 @@ def _character_tokens(text):
 # cells (:func:`fairseq_wean.scoring.ter.line_work`: the first shift search's candidates after sacrebleu's
 # filters x the searches there can be x the beam's cells; 0.009 us a unit on TurkCorpus tune, 2,000 x 8
 # references, 2.0e9 units in 15-19 s of CPU (ASSET valid 1.1e9, 9-13 s), up to ~0.05 us on crafted block swaps;
-# SECONDS_AT_BOUND takes 0.03); a line of more tokens than MAX_LINE_TOKENS is refused for them too.
+# SECONDS_AT_BOUND takes 0.03); a line of more tokens than MAX_LINE_TOKENS is refused for them too. The estimate
+# reads the first search only (a crafted input needs several times more): TER also counts its work as it goes,
+# and stops past MAX_WORK["ter"] (:func:`ter_work_bound`), so its time is bounded whatever the input.
 # Every other metric is linear: its unit is a character read, once per (sentence, reference) pair
 # (BLEU, chrF, ROUGE-1/2: output + reference; SARI and stats: + source; FKGL: the output alone).
 # Measured on 2 loaded cores, ASSET's valid set (2,000 sentences x 10 references, 4.3 million units):
@@ -51,15 +53,14 @@ CHRF_BYTES_PER_CHARACTER, MAX_CHRF_BYTES = 340, 1500 * 2 ** 20
 def metric_work(metric, sys_tokens, refs_tokens, limit=None):
     """The total work of ``metric`` (one of :data:`QUADRATIC_METRICS`) on token lists, summed over the
     lines and references (``refs_tokens``: a list of streams, or an iterable and its ``len``). Past
-    ``limit`` the rest is not counted: the streams counted so far are extrapolated to all of them."""
+    ``limit`` the rest is not counted (a TER estimate costs a search): the pairs counted so far are
+    extrapolated to all of them."""
     work = done = 0
     for done, stream in enumerate(refs_tokens, 1):
-        if metric == "ter":
-            work += sum(ter_line_work(h, stream[i]) for i, h in enumerate(sys_tokens))
-        else:
-            work += sum(len(h) * len(stream[i]) for i, h in enumerate(sys_tokens))
-        if limit is not None and work > limit[0]:
-            return work * limit[1] // done
+        for i, h in enumerate(sys_tokens):
+            work += ter_line_work(h, stream[i]) if metric == "ter" else len(h) * len(stream[i])
+            if limit is not None and work > limit[0]:
+                return work * limit[1] * len(sys_tokens) // ((done - 1) * len(sys_tokens) + i + 1)
     return work
 
 
@@ -94,13 +95,33 @@ def check_input_size(names, sys_sents, refs_streams, orig_sents=None, chars=Fals
                 _seconds(MAX_CALL_SECONDS), ", fewer references" if len(refs_streams or []) > 1 else ""))
 
 
+def ter_work_bound(sentences, references=None):
+    """The :class:`~fairseq_wean.scoring.ter.WorkBound` of one TER corpus (``sentences`` x ``references``, as
+    sacrebleu's TER object is given them: one system's output): :data:`MAX_WORK` ``["ter"]`` edit-distance
+    cells really computed (the estimate :func:`check_line_lengths` refuses on reads the first shift search
+    only); past it, a one-line FairseqWeanError naming the limit and where it stopped."""
+    def exceeded(work):
+        return FairseqWeanError(
+            "ter: these {} took more than the {:,} units of work ({}) this metric takes on one input, counted as "
+            "it ran (its shift search can go on far past what the first search promises, on repeated blocks of "
+            "words): stopped at sentence {:,}, nothing scored; score fewer or shorter sentences{}, or score without "
+            "ter".format(_counted("ter", sentences, references or 1, 1), MAX_WORK["ter"], WORK_UNITS["ter"],
+                         work.sentence, ", fewer references" if (references or 1) > 1 else ""))
+
+    return WorkBound(MAX_WORK["ter"], exceeded)
+
+
 def _seconds(t):
     return "{:,.0f}".format(t) if t >= 10 else "{:.2g}".format(t)
 
 
 def _shape(metric, sys_sents, refs_streams, systems):
-    return "{:,} sentences{}{}".format(len(sys_sents), " x {} references".format(len(refs_streams)) if len(
-        refs_streams) > 1 and metric != "fkgl" else "", " x {} systems".format(systems) if systems > 1 else "")
+    return _counted(metric, len(sys_sents), len(refs_streams), systems)
+
+
+def _counted(metric, sentences, references, systems):
+    return "{:,} sentences{}{}".format(sentences, " x {} references".format(references) if references > 1 and
+                                       metric != "fkgl" else "", " x {} systems".format(systems) if systems > 1 else "")
 
 
 def check_line_lengths(metric, sys_sents, refs_streams, chars=False, orig_sents=None, systems=1):

@@ -8,6 +8,7 @@ per id, in id order; its ``D-`` lines where the log was decoded with ``--bpe`` /
 for them. Every input must then have one line per test sentence, and hold words, not subword
 pieces (:func:`words_only`, :mod:`fairseq_wean.scoring.pieces`).
 """
+import hashlib
 import html
 import os
 import re
@@ -135,11 +136,48 @@ def file_key(path):
     return ("file", info.st_dev, info.st_ino)
 
 
+# The lists whose files may not be copies of one another (byte-identical: one reference counted twice, its
+# n-grams matched twice, the reference count of BLEU, SARI and TER changed). Not systems (two systems may write the
+# same output) nor roles (a system's output may be its sources: the copy-source baseline).
+CONTENT_DISTINCT = ("--refs", "--eval-refs")
+HASH_CHUNK = 1 << 20
+
+
+def content_digest(path):
+    """SHA-256 of a file's bytes, read in chunks of :data:`HASH_CHUNK` (memory bounded whatever its size)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(HASH_CHUNK), b""):
+            digest.update(chunk)
+    return digest.digest()
+
+
+def check_distinct_content(paths, option):
+    """Refuse two byte-identical copies in ``option``'s list (one of :data:`CONTENT_DISTINCT`), naming both:
+    only regular files of one size are read (a pipe or standard input, read once, is not), each once, streamed
+    (:func:`content_digest`); empty files are left to the reading's "nothing to score". A file named twice is
+    :func:`check_distinct`'s (its message first)."""
+    by_size = {}
+    for path in paths:
+        if path in textio.STDIN_NAMES or textio.node_kind(path, follow=True) != textio.REGULAR:
+            continue  # nothing there, a pipe, a device: the reading names it
+        by_size.setdefault(os.stat(path).st_size, []).append(path)
+    for size, group in by_size.items():
+        seen = {}
+        for path in group if len(group) > 1 and size else ():
+            first = seen.setdefault(content_digest(path), path)
+            if first != path:
+                raise FairseqWeanError(
+                    "{} names two copies of one file ({} and {} hold the same bytes): a reference given twice is "
+                    "counted twice; give each reference once".format(option, first, path))
+
+
 def check_distinct(paths, option):
     """Refuse one file named twice in ``option``'s list (a reference counted twice, a system
     compared with itself): one stat a path, linear in the list (a list of 600 references is checked
-    in milliseconds). Standard input is not a file here (reading it twice is refused where inputs
-    are read)."""
+    in milliseconds); in the lists of :data:`CONTENT_DISTINCT` (references) also two copies of one file
+    (:func:`check_distinct_content`). Standard input is not a file here (reading it twice is refused
+    where inputs are read)."""
     seen = {}
     for i, a in enumerate(paths):
         if a in textio.STDIN_NAMES:
@@ -149,6 +187,8 @@ def check_distinct(paths, option):
             b = paths[first]
             raise FairseqWeanError("{} names {}: give each file once".format(
                 option, "{} twice".format(a) if a == b else "one file twice ({} and {})".format(b, a)))
+    if option in CONTENT_DISTINCT:
+        check_distinct_content(paths, option)
 
 
 

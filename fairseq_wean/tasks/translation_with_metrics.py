@@ -67,8 +67,8 @@ from fairseq_wean.known_words import KnownWordsBeamSearch, KnownWordsConstraint,
 from fairseq_wean.scoring import sari as sari_lib
 from fairseq_wean.scoring.pieces import (FAIRSEQ_RULES, apply as pieces_apply, check_no_pieces, check_post_process,
                                         with_vocabulary)
-from fairseq_wean.scoring.metrics import (ROUGE_TYPES, SEGMENT, check_line_lengths, check_rouge_unit,
-                                         check_word_boundaries, rouge_sentence_scores)
+from fairseq_wean.scoring.metrics import (ROUGE_TYPES, SEGMENT, check_input_size, check_line_lengths,
+                                         check_rouge_unit, check_word_boundaries, rouge_sentence_scores)
 from fairseq_wean.textio import read_lines
 from fairseq_wean.tasks.validation_options import (  # noqa: F401 (their home before; tests import them here)
     VALIDATION_REFUSED_GENERATION_ARGS, check_detok_args, check_generation_args)
@@ -295,6 +295,40 @@ class TranslationWithMetricsTask(TranslationTask):
             check_line_lengths("rougeL", [], refs, chars=self.cfg.eval_rouge_chars)
         for metric in [m for m, on in (("BLEU", self.cfg.eval_bleu), ("SARI", self.cfg.eval_sari)) if on]:
             check_word_boundaries(metric, [r for stream in refs for r in stream], SEGMENT)  # unsegmented Chinese
+        self._check_validation_work(split, refs)
+
+    def validation_metrics(self):
+        """The metrics each validation computes (scoring's names), by the --eval-* options that log them."""
+        return [m for m, flag in METRIC_FLAGS.items() if getattr(self.cfg, flag)]
+
+    def _check_validation_work(self, split, refs):
+        """Each validation's metrics under the bound of one scoring call (:func:`~fairseq_wean.scoring.bounds.
+        check_input_size`: each metric's work on the whole subset, all references, and their seconds together),
+        before training: the references and sources are known here, the hypotheses not yet, so each is taken as
+        long as the longest of its source and references (a model's output of that subset)."""
+        dataset, names = self.datasets[split], self.validation_metrics()
+        if not names or not len(dataset):
+            return
+        if self.eval_orig is not None:
+            sources = self.eval_orig
+        elif getattr(dataset, "src", None) is not None:
+            sources = [self.src_dict.string(dataset.src[i], self.cfg.eval_bleu_remove_bpe) for i in range(len(dataset))]
+        else:
+            sources = None
+        refs = [stream for stream in refs if len(stream) == len(dataset)]  # no binarized target: none
+        sides = refs + ([sources] if sources is not None else [])
+        if not sides:
+            return
+        stand_in = [max((side[i] for side in sides), key=len) for i in range(len(dataset))]
+        try:
+            check_input_size(names, stand_in, refs, sources, chars=self.cfg.eval_rouge_chars)
+        except FairseqWeanError as e:
+            options = " ".join("--" + flag.replace("_", "-") for flag in dict.fromkeys(
+                METRIC_FLAGS[m] for m in names))
+            raise FairseqWeanError(
+                "validation of subset '{}' ({}{}; each output taken as long as its longest source or reference): {}; "
+                "or validate on fewer sentences (--valid-subset) or with fewer --eval-* metrics".format(
+                    split, options, " with --eval-refs" if self.eval_refs is not None else "", e)) from None
 
     def build_model(self, cfg, from_checkpoint=False):
         # FairseqTask's, not TranslationTask's: this class builds the generator for every metric

@@ -232,7 +232,9 @@ esac
 exit 0
 """
 STUB_TOOL = r"""#!/usr/bin/env bash
-{ printf '%s' "$(basename "$0")"; for a in "$@"; do printf '\037%s' "$a"; done; printf '\n'; } >> "$STUB_LOG"
+# one write of the whole line (O_APPEND): two stubs run at once (the demo trains two systems at a time) never mix lines
+line=$(basename "$0"); for a in "$@"; do line+=$'\037'"$a"; done
+printf '%s\n' "$line" >> "$STUB_LOG"
 exit 0
 """
 

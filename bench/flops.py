@@ -137,7 +137,7 @@ def main(argv=None):
                         "--table)")
     p.add_argument("--data-bin")
     p.add_argument("--table", default="", help="core_copy's alignment table")
-    p.add_argument("--max-tokens", type=at_least(1), default=2048)
+    p.add_argument("--max-tokens", type=bench_run.fairseq_ranged("max_tokens"), default=2048)
     p.add_argument("--batches", type=at_least(1), default=6)
     p.add_argument("--sizes", type=size_list, default=(256, 512, 1024),
                    help="sides of the square products whose best rate is the peak (default 256,512,1024)")

@@ -198,7 +198,7 @@ def get_parser():
     p.add_argument("--vocab", type=at_least(1), default=50000)
     p.add_argument("--models", default=",".join(bench_run.MODELS))
     p.add_argument("--steps", type=at_least(1), default=3, help="profiled training steps (default 3)")
-    p.add_argument("--max-tokens", type=at_least(1), default=2048)
+    p.add_argument("--max-tokens", type=bench_run.fairseq_ranged("max_tokens"), default=2048)
     p.add_argument("--gen-len", type=quantity("length"), default=16)
     p.add_argument("--top", type=at_least(1), default=8, help="operators listed per model and phase")
     p.add_argument("--workdir", default=os.path.join(bench_run.REPO, "work_dirs", "bench"))

@@ -561,6 +561,20 @@ def write_section(path, section, begin=BEGIN, end=END, what="--out"):
 MAX_UPDATES = 1000000  # a benchmark's training updates: more is a typo (fairseq's --max-update is an int64)
 
 
+def fairseq_ranged(dest, low=None, high=None):
+    """The argparse ``type`` of a bench option whose value becomes fairseq's option ``dest`` (``--max-tokens``,
+    ``--max-update``, ...): fairseq's own range (the row of :mod:`fairseq_wean.option_ranges` that fairseq-train
+    and fairseq-generate apply at parse), narrowed by the bench's ``low`` / ``high`` where given. A value
+    fairseq refuses is argparse's one-line error here, before any data is made, not fairseq-train's usage
+    text inside a traceback after it."""
+    from fairseq_wean.option_ranges import FAIRSEQ_RANGES, GENERATION_RANGES, SHARDING_RANGES
+
+    row_low, kind, row_high, above = {**FAIRSEQ_RANGES, **SHARDING_RANGES, **GENERATION_RANGES}[dest]
+    low = row_low if low is None else max(low, row_low)
+    high = row_high if high is None else high if row_high is None else min(high, row_high)
+    return at_least(low, kind, high, above and low == row_low)
+
+
 def number_list(low, kind=int, high=None):
     """An argparse ``type`` for a comma list of numbers, each in range (:func:`fairseq_wean.errors.at_least`)
     and each once (``--vocabs 5,5`` would measure one vocabulary twice): argparse's one-line usage error
@@ -589,11 +603,13 @@ def get_parser():
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated, from: " + ", ".join(MODELS))
     p.add_argument("--vocabs", type=number_list(1), default=None,
                    help="comma-separated vocabulary sizes, each once (default 8000,50000)")
-    p.add_argument("--updates", type=at_least(1, high=MAX_UPDATES), help="training updates per model")
-    p.add_argument("--interval", type=at_least(1), help="updates per measured log interval (at most --updates)")
+    p.add_argument("--updates", type=fairseq_ranged("max_update", 1, MAX_UPDATES), help="training updates per model")
+    p.add_argument("--interval", type=fairseq_ranged("log_interval"),
+                   help="updates per measured log interval (at most --updates)")
     p.add_argument("--warmup", type=at_least(0), help="log intervals dropped before the median (fewer than "
                                                       "--updates / --interval)")
-    p.add_argument("--max-tokens", type=at_least(1), default=2048, help="tokens per training batch (default 2048)")
+    p.add_argument("--max-tokens", type=fairseq_ranged("max_tokens"), default=2048,
+                   help="tokens per training batch (default 2048)")
     p.add_argument("--gen-len", type=options.quantity("length"), default=16, help="length of every generated hypothesis (default 16)")
     p.add_argument("--flop-batches", type=at_least(0), default=6,
                    help="training batches whose matrix-product FLOPs are counted per model (for the "

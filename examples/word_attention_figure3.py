@@ -26,6 +26,7 @@ def parse_args(argv=None):
     import_plugin()
     from fairseq_wean.cli import options
     from fairseq_wean.errors import FairseqWeanError, at_least
+    from fairseq_wean.option_ranges import GENERATION_RANGES
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--path", required=True, help="checkpoint of a --word-attention gated model")
@@ -33,7 +34,7 @@ def parse_args(argv=None):
     parser.add_argument("--target", help="target sentence to force-decode (default: beam search output)")
     parser.add_argument("--data", help="data-bin folder with the dictionaries (required: the folder a checkpoint "
                         "names is never read)")
-    parser.add_argument("--beam", type=at_least(1), default=5, help="beam size when no --target is given")
+    parser.add_argument("--beam", type=at_least(*GENERATION_RANGES["beam"]), default=5, help="beam size when no --target is given")
     parser.add_argument("--output", default="figure3.png", help="PNG file to write")
     parser = options.once(parser)
     args = parser.parse_args(argv)

@@ -29,12 +29,13 @@ def parse_args(argv=None):
         sys.path.insert(0, REPO)
     from fairseq_wean.cli import options
     from fairseq_wean.errors import at_least
+    from fairseq_wean.option_ranges import GENERATION_RANGES
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--path", required=True, help="checkpoint of a --word-attention gated model")
     parser.add_argument("--data", help="data-bin folder (required: the folder a checkpoint names is never read)")
     parser.add_argument("--subset", default="valid", help="binarized subset to measure (default: valid)")
-    parser.add_argument("--max-tokens", type=at_least(1), default=4000, help="tokens per batch (default: 4000)")
+    parser.add_argument("--max-tokens", type=at_least(*GENERATION_RANGES["max_tokens"]), default=4000, help="tokens per batch (default: 4000)")
     return options.once(parser).parse_args(argv)
 
 

@@ -27,7 +27,7 @@ Full data, for users who have it: the harvardnlp release https://github.com/harv
 """
 import os
 
-from preprocess import common
+from preprocess import common, vocab_sizes
 from preprocess.common import log, write_lines
 
 URL = "https://github.com/harvardnlp/sent-summary (summary.tar.gz)"
@@ -46,7 +46,7 @@ def parse_args(argv=None):
     p.add_argument("--variants", type=common.variant_list(VARIANTS),
                    default="word,word-pg", help="comma list of " + ",".join(common.VARIANTS))
     p.add_argument("--threshold", type=at_least(0), help="word vocabulary: words seen at least this often (default 2)")
-    p.add_argument("--spm-vocab", type=at_least(1), help="sentencepiece vocabulary size (default 8000)")
+    p.add_argument("--spm-vocab", type=vocab_sizes.size_type(), help="sentencepiece vocabulary size (default 8000)")
     args = common.parse(p, argv)
     common.data_dir_or(p, args, "--sumdata")
     return common.apply_tiny(common.check_variant_options(p, args), max_sentences=300, max_eval=12)
@@ -108,6 +108,7 @@ def main(argv=None):
     variants = common.build_variants(out, text_dir, SRC, TGT, PREFIXES, args.variants.split(","),
                                      threshold=args.threshold, spm_vocab=args.spm_vocab, workers=args.workers,
                                      small=bool(args.max_sentences))
+    vocab_sizes.record_built(out, variants, args, SRC)
     recipe = {
         "task": "summarization", "dataset": "gigaword", "src": SRC, "tgt": TGT,
         "data_dir": os.path.abspath(args.sumdata or args.data_dir), "options": common.recorded_options(args),

@@ -29,7 +29,7 @@ http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz).
 import os
 import re
 
-from preprocess import common
+from preprocess import common, vocab_sizes
 from preprocess.common import RecipeError, log, read_lines, write_lines
 
 URL = "http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz (https://wit3.fbk.eu/2014-01)"
@@ -47,7 +47,7 @@ def parse_args(argv=None):
     p = common.base_parser(__doc__.split("\n")[0], default_out=os.path.join(common.REPO, "work_dirs", "iwslt14"))
     p.add_argument("--raw", help="unpacked de-en.tgz (train.tags.de-en.*, IWSLT14.*.xml): the full recipe")
     p.add_argument("--bpe-codes", help="apply these subword-nmt codes instead of learning 10,000 merges")
-    p.add_argument("--bpe-merges", type=at_least(1),
+    p.add_argument("--bpe-merges", type=vocab_sizes.size_type(),
                    help="joint BPE merges learned without --bpe-codes (default 10000)")
     p.add_argument("--valid-decode", type=at_least(1), default=1000, help="validation pairs decoded after every epoch")
     p.add_argument("--variants", type=common.variant_list(VARIANTS),
@@ -194,6 +194,7 @@ def main(argv=None):
     variants = common.build_variants(out, text_dir, SRC, TGT, PREFIXES, args.variants.split(","),
                                      bpe_codes=codes, bpe_merges=args.bpe_merges, workers=args.workers,
                                      small=bool(args.max_sentences))
+    vocab_sizes.record_built(out, variants, args, SRC)
     recipe = {
         "task": "translation", "dataset": "iwslt14", "src": SRC, "tgt": TGT, "smoke_test_only": smoke,
         "data_dir": os.path.abspath(args.raw or args.data_dir), "options": common.recorded_options(args), "variants": variants, "stats": stats,

@@ -23,7 +23,7 @@ Official source (research agreement): http://icrc.hitsz.edu.cn/Article/show/139.
 import os
 import re
 
-from preprocess import common
+from preprocess import common, vocab_sizes
 from preprocess.common import log, read_lines, write_lines
 
 URL = "http://icrc.hitsz.edu.cn/Article/show/139.html (LCSTS, research agreement)"
@@ -76,7 +76,7 @@ def parse_args(argv=None):
     p = common.base_parser(__doc__.split("\n")[0], default_out=os.path.join(common.REPO, "work_dirs", "lcsts"))
     p.add_argument("--min-score", type=at_least(1, high=5), default=3,
                    help="keep PART II/III pairs with human score >= this (scores are 1 to 5)")
-    p.add_argument("--vocab", type=at_least(1), default=4000, help="characters in the dictionary (WEAN: 4000)")
+    p.add_argument("--vocab", type=vocab_sizes.size_type(), default=4000, help="characters in the dictionary (WEAN: 4000)")
     p.add_argument("--valid-decode", type=at_least(1), default=500, help="validation pairs decoded after every epoch")
     p.add_argument("--variants", type=common.variant_list(VARIANTS),
                    default="word", help="'word' (= characters here; the only variant)")
@@ -163,6 +163,7 @@ def main(argv=None):
         common.fairseq_preprocess(text_dir, os.path.join(out, "word"), SRC, TGT, train="train",
                                   valid=["valid", "validdec"], test=["test"], workers=args.workers,
                                   extra=["--nwordssrc", str(args.vocab), "--nwordstgt", str(args.vocab)])
+    vocab_sizes.record_built(out, variants, args, SRC)
     lead_n = sorted({int(round(stats["test_summary_mean_chars"])), 20})
     rows = lead_table(out, text_dir, lead_n)
     for n, s in rows:

@@ -17,7 +17,7 @@ Official source: https://github.com/multi30k/dataset (``data/task1/tok/``).
 """
 import os
 
-from preprocess import common
+from preprocess import common, vocab_sizes
 from preprocess.common import log, write_lines
 
 URL = "https://github.com/multi30k/dataset/tree/master/data/task1/tok"
@@ -35,8 +35,8 @@ def parse_args(argv=None):
     p.add_argument("--variants", type=common.variant_list(VARIANTS),
                    default="word,word-pg", help="comma list of " + ",".join(common.VARIANTS))
     p.add_argument("--threshold", type=at_least(0), help="word vocabulary: words seen at least this often (default 2)")
-    p.add_argument("--bpe-merges", type=at_least(1), help="joint BPE merges of the bpe variant (default 10000)")
-    p.add_argument("--spm-vocab", type=at_least(1), help="sentencepiece vocabulary size (default 8000)")
+    p.add_argument("--bpe-merges", type=vocab_sizes.size_type(), help="joint BPE merges of the bpe variant (default 10000)")
+    p.add_argument("--spm-vocab", type=vocab_sizes.size_type(), help="sentencepiece vocabulary size (default 8000)")
     return common.apply_tiny(common.check_variant_options(p, common.parse(p, argv)), max_sentences=300, max_eval=12)
 
 
@@ -75,6 +75,7 @@ def main(argv=None):
     variants = common.build_variants(out, text_dir, SRC, TGT, PREFIXES, args.variants.split(","),
                                      threshold=args.threshold, spm_vocab=args.spm_vocab, bpe_merges=args.bpe_merges,
                                      workers=args.workers, small=bool(args.max_sentences))
+    vocab_sizes.record_built(out, variants, args, SRC)
     recipe = {
         "task": "translation", "dataset": "multi30k", "src": SRC, "tgt": TGT,
         "data_dir": os.path.abspath(args.data_dir), "options": common.recorded_options(args), "variants": variants, "stats": stats,

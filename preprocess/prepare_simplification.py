@@ -37,7 +37,7 @@ adds them to the training data (not part of the fixed setting).
 import argparse
 import os
 
-from preprocess import common
+from preprocess import common, vocab_sizes
 from preprocess.common import RecipeError, log, write_lines
 
 URLS = {
@@ -64,7 +64,7 @@ def parse_args(argv=None):
                    help="comma list of " + ",".join(VARIANTS))
     p.add_argument("--word-threshold", type=at_least(0),
                    help="fairseq-preprocess --thresholdsrc/--thresholdtgt (default 2)")
-    p.add_argument("--spm-vocab", type=at_least(1), help="sentencepiece vocabulary size (default 8000)")
+    p.add_argument("--spm-vocab", type=vocab_sizes.size_type(), help="sentencepiece vocabulary size (default 8000)")
     p.add_argument("--add-wikilarge", action="store_true",
                    help="also train on WikiLarge train (needs wiki.full.aner.ori.train.{src,dst})")
     args = common.apply_tiny(common.check_variant_options(p, common.parse(p, argv)), max_sentences=400, max_eval=12)
@@ -229,6 +229,7 @@ def main(argv=None):
     variants = common.build_variants(out, text_dir, SRC, TGT, PREFIXES, args.variants.split(","),
                                      threshold=args.word_threshold, spm_vocab=args.spm_vocab,
                                      workers=args.workers, small=bool(args.max_sentences))
+    vocab_sizes.record_built(out, variants, args, SRC)
     if "word" in variants:
         d = os.path.join(out, "word", "dict.{}.txt".format(SRC))
         stats["word_vocab"] = sum(1 for _ in open(d, encoding="utf-8")) + 4

@@ -92,6 +92,7 @@ EXEMPT = {
     "fairseq_wean.cli.__init__": "no tool",
     "preprocess.__init__": "no tool",
     "preprocess.common": "helpers of the prepare_* recipes",
+    "preprocess.vocab_sizes": "helpers of the prepare_* recipes (vocabulary sizes asked and built), no text read",
     "preprocess.check_parallel": "cleans a pair of line-parallel files in any form (BPE'd text is binarized too)",
     "preprocess.fastbpe_codes": "reads BPE codes, not text (tests/test_fastbpe_codes.py)",
     "preprocess.prepare_gigaword": "reads its own benchmark's raw files and writes every vocabulary form",

@@ -13,10 +13,9 @@ The three decoders (``wean_lstm``, ``core_copy``, ``word_attn_gated``) share:
   ``left_pad_source``, ``max_positions``), as a base class.
 """
 import torch
-import torch.nn as nn
 from fairseq.models import FairseqIncrementalDecoder
 
-from fairseq_wean.modules.layers import Linear
+from fairseq_wean.modules.layers import Dropout, Linear
 
 
 def rows_stay_in_their_sentences(sentence_ids, new_order):
@@ -113,7 +112,7 @@ class RecurrentDecoder(FairseqIncrementalDecoder):
         self.left_pad_source = left_pad_source
         self.num_layers = num_layers
         self.max_target_positions = max_target_positions
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout, self)
         # W_s; s_0 reads the final state of both directions (default), or with
         # initial_state_from="backward" that of the backward one only (RNNsearch's s_0 = tanh(W_s h<-_1))
         self.initial_state_from = initial_state_from

@@ -1,13 +1,26 @@
-"""Parameter-initialising constructors, in one place (as in ``fairseq/models/lstm.py``), and the
-recurrent layers, which compute in one precision under CPU autocast on every path and every CPU."""
+"""Parameter-initialising constructors, in one place (as in ``fairseq/models/lstm.py``), the models'
+dropout (:func:`Dropout`), and the recurrent layers, which compute in one precision under CPU
+autocast on every path and every CPU."""
 import contextlib
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from fairseq.modules import FairseqDropout
 from torch.nn.utils.rnn import PackedSequence
 
 from fairseq_wean import cpu
+
+
+def Dropout(p, owner):
+    """Every dropout of the plugin's models: fairseq's ``FairseqDropout`` named after the class that
+    owns it (``owner``: the encoder or decoder), as ``fairseq/models/lstm.py`` names its own. In
+    training the same as ``nn.Dropout(p)`` (the same ``F.dropout`` call, the same random numbers);
+    fairseq's ``--retain-dropout`` (and ``--retain-dropout-modules`` with the class names) keeps it
+    on at inference, which it does for ``FairseqDropout`` modules only. torch's recurrent layers'
+    own between-layer dropout (``nn.LSTM`` / ``nn.GRU``'s ``dropout=``, and :class:`GRU`'s
+    unpacked twin of it) stays off at inference, as in fairseq's ``lstm``."""
+    return FairseqDropout(p, module_name=type(owner).__name__)
 
 
 def Embedding(num_embeddings, embedding_dim, padding_idx):
@@ -194,7 +207,7 @@ class GRU(RecurrentUnderAutocast, nn.GRU):
                 outputs.append(out)
             x = torch.cat(outputs, dim=-1) if directions > 1 else outputs[0]
             if layer < self.num_layers - 1 and self.dropout > 0 and self.training:
-                x = F.dropout(x, self.dropout, training=True)  # between layers, as nn.GRU
+                x = F.dropout(x, self.dropout, training=True)  # between layers, as nn.GRU (not retained: see Dropout)
         return x.masked_fill(~real.unsqueeze(-1), 0.0), torch.stack(finals)
 
 

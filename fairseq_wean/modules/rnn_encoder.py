@@ -16,7 +16,7 @@ from fairseq import utils
 from fairseq.models import FairseqEncoder
 
 from fairseq_wean.modules.decoder_state import reorder_per_sentence
-from fairseq_wean.modules.layers import RNN
+from fairseq_wean.modules.layers import RNN, Dropout
 
 DEFAULT_MAX_POSITIONS = 1024
 
@@ -76,8 +76,8 @@ class RNNEncoder(FairseqEncoder):
         super().__init__(dictionary)
         self.embed_tokens = embed_tokens
         self.padding_idx = embed_tokens.padding_idx
-        self.dropout_in = nn.Dropout(dropout_in)
-        self.dropout_out = nn.Dropout(dropout_out)
+        self.dropout_in = Dropout(dropout_in, self)
+        self.dropout_out = Dropout(dropout_out, self)
         self.left_pad = left_pad
         self.max_source_positions = max_source_positions
         self.num_directions = 2 if bidirectional else 1

@@ -2,8 +2,9 @@
 
     python -m preprocess.split_characters < raw.txt > chars.txt      # then fairseq-preprocess chars.*
 
-Every character becomes a token, whitespace is dropped, and a run of ASCII letters and digits
-stays one token: '苹果发布iPhone 6，售价5288元' -> '苹 果 发 布 iPhone6 ， 售 价 5288 元'. This is
+Every character becomes a token with its combining marks (a grapheme cluster: 'a' and U+0308 are one
+token, as 'ä' is), whitespace is dropped, and a run of ASCII letters and digits stays one token:
+'苹果发布iPhone 6，售价5288元' -> '苹 果 发 布 iPhone6 ， 售 价 5288 元'. This is
 ``fairseq_wean.scoring.metrics.character_tokens`` (case kept), the tokenization of ROUGE with
 ``--rouge-chars`` / ``--eval-rouge-chars`` in every tool, so a model trained on this text is scored
 on the units it writes. Score the decoded output against the raw references with
@@ -23,7 +24,7 @@ import tempfile
 from fairseq_wean import textio
 from fairseq_wean.cli.options import once
 from fairseq_wean.errors import FairseqWeanError, run_cli
-from fairseq_wean.scoring.metrics import character_tokens
+from fairseq_wean.scoring.metrics import ZERO_WIDTH, character_tokens, character_units
 from fairseq_wean.scoring.pieces import check_words
 
 PROG = "split_characters"
@@ -37,15 +38,28 @@ def split_characters(line):
     return " ".join(part for part in _parts(line) if part)
 
 
+def _cluster_end(line, cut):
+    """Where the grapheme cluster of ``line[cut - 1]`` ends (a character and its combining marks are one token:
+    :func:`~fairseq_wean.scoring.metrics.character_tokens`), for a character that is not ASCII, a space or
+    zero-width; ``cut`` where it ends there."""
+    return max(cut, character_units().match(line, cut - 1).end())
+
+
 def _parts(line):
     """``line``'s tokens, joined, in parts of about :data:`LONG` characters. A part ends after a character
-    that is not ASCII and not a space: a token of its own (a run of ASCII letters and digits, and fairseq's
-    ``<unk>`` forms, are ASCII), so the parts' tokens are the line's."""
+    that is not ASCII, a space nor zero-width, at the end of its grapheme cluster: a token of its own (a run of
+    ASCII letters and digits, and fairseq's ``<unk>`` forms, are ASCII), so the parts' tokens are the line's."""
     start = 0
     while len(line) - start > LONG:
         cut = start + LONG
-        while cut < len(line) and (line[cut - 1].isascii() or line[cut - 1].isspace()):
-            cut += 1
+        while cut < len(line):
+            if line[cut - 1].isascii() or line[cut - 1].isspace() or line[cut - 1] in ZERO_WIDTH:
+                cut += 1
+                continue
+            end = _cluster_end(line, cut)
+            if end == cut:
+                break
+            cut = end
         yield " ".join(character_tokens(line[start:cut], lower=False))
         start = cut
     yield " ".join(character_tokens(line[start:], lower=False))

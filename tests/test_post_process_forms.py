@@ -151,3 +151,27 @@ def test_a_symbol_fairseq_has_no_rule_for_is_refused(symbol, tmp_path):
                                                if "report" in entry else []),
                    check=False)
         assert proc.returncode == 2 and "invalid choice" in proc.stderr, proc.stderr
+
+
+# sentencepiece's byte-fallback pieces: a model trained with byte_fallback writes characters outside its vocabulary as
+# their UTF-8 bytes ('12' -> <0x31> <0x32>); fairseq's string-level --post-process sentencepiece leaves them, only
+# sentencepiece's decoder (fairseq-generate --bpe sentencepiece: the D- lines) turns them back into text
+BYTE_PIECES = ["\u2581A \u2581man \u2581with \u2581 <0x31> <0x32> \u2581dogs", "\u2581a \u2581dog \u2581ran"]
+BYTES_LEFT = [pieces.post_process(line, "sentencepiece") for line in BYTE_PIECES]  # 'A man with <0x31><0x32> dogs'
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+@pytest.mark.parametrize("lines,symbol", [(BYTE_PIECES, "sentencepiece"), (BYTE_PIECES, None), (BYTES_LEFT, None)],
+                         ids=["pieces under sentencepiece", "pieces", "after fairseq's post-processing"])
+def test_byte_fallback_pieces_are_refused_at_every_entry_point(entry, lines, symbol, tmp_path):
+    assert BYTES_LEFT[0] == "A man with <0x31><0x32> dogs"
+    message = entry_point(entry, lines, symbol, tmp_path)
+    assert message is not None and "holds sentencepiece byte-fallback pieces" in message, message
+    assert "decoded by sentencepiece" in message, message
+
+
+@pytest.mark.parametrize("line", ["<0x31>", "x <0xE2><0x82><0xAC> y", "\u2581a <0x0A>"])
+def test_byte_pieces_are_a_piece_kind(line):
+    assert pieces.piece_kind([line])[0] == pieces.BYTE_KIND
+    assert pieces.piece_entries(line.split()).get("sentencepiece")  # a model's entries: sentencepiece's
+    assert pieces.piece_kind(["<0x1>", "<0xzz>", "0x31", "<0x31"])[0] is None  # not sentencepiece's form

@@ -6,7 +6,8 @@ its ``H-<id>`` lines (:class:`fairseq_wean.scoring.generate_log.GenerateLog`: th
 per id, in id order; its ``D-`` lines where the log was decoded with ``--bpe`` / ``--tokenizer``,
 ``--hyp-lines`` chooses). Without ``--orig`` / ``--refs`` a log's ``S-`` / ``T-`` lines stand in
 for them. Every input must then have one line per test sentence, and hold words, not subword
-pieces (:func:`words_only`, :mod:`fairseq_wean.scoring.pieces`).
+pieces (:func:`words_only`, :mod:`fairseq_wean.scoring.pieces`), in one Unicode normalization form
+(:func:`check_normalization`).
 """
 import hashlib
 import html
@@ -90,6 +91,7 @@ def words_only(systems, orig, orig_path, refs, ref_paths, post_process=None):
     before = list(raw[0]) + [raw[1]] + list(raw[2] or [])
     pieces.check_post_process([(name, lines, None) for (name, _, _), lines in zip(named, before)], post_process)
     pieces.check_no_pieces(named)
+    check_normalization([(name, lines) for name, lines, _ in named])  # the files named, before any metric's work
     return out_systems, orig, refs
 
 
@@ -294,3 +296,73 @@ def check_log_matches_inputs(log, n, orig, orig_path, refs, ref_paths, first_log
                     "log was generated from other data (another --gen-subset or test set): give the files the log "
                     "was generated from".format(
                         log.path, what, kind, sid, short(table[sid]), sid + 1, short(streams[0][sid])))
+
+
+# -------------------------------------------------------------------------------------------------
+# Unicode normalization forms: one text, two spellings ('ä' as one character, NFC, or as 'a' and a combining
+# U+0308, NFD) are different words and characters to every metric, as to sacrebleu (which normalizes nothing):
+# a system in NFD scored against its own text in NFC got BLEU 75.5. Inputs that are each in one form score as
+# sacrebleu scores them; inputs that mix the two forms are refused (the fix: every input in NFC), so that every
+# score printed is sacrebleu's on the files as given.
+NFC_FIX = ("normalize every input to NFC, e.g. python3 -c \"import sys, unicodedata; sys.stdout.write(unicodedata."
+           "normalize('NFC', sys.stdin.read()))\" < FILE > FILE.nfc")
+
+
+def _spelt(line, form, longer):
+    """Whether ``line`` holds text that ``form`` spells with more (``longer``) or fewer characters: NFD writes a
+    precomposed letter as a letter and marks (composed text), NFC a letter and its marks as one (decomposed
+    text). A singleton such as the ohm sign, which both forms replace by one character, is neither."""
+    if unicodedata.is_normalized(form, line):
+        return False
+    size = len(unicodedata.normalize(form, line))
+    return size > len(line) if longer else size < len(line)
+
+
+def normalization_forms(lines):
+    """(decomposed example, composed example): a word of ``lines`` written decomposed (NFD: a letter and its
+    combining marks, where NFC has one character) and one written composed (NFC: a precomposed letter), None
+    where there is none. Cheap on ordinary text: a line in one form passes a quick check in C."""
+    decomposed = composed = None
+    for line in lines:
+        if decomposed is None and _spelt(line, "NFC", longer=False):
+            decomposed = next((w for w in line.split() if _spelt(w, "NFC", longer=False)), line[:30])
+        if composed is None and _spelt(line, "NFD", longer=True):
+            composed = next((w for w in line.split() if _spelt(w, "NFD", longer=True)), line[:30])
+        if decomposed is not None and composed is not None:
+            break
+    return decomposed, composed
+
+
+def _shown(word, decomposed):
+    """A word as a message shows it, with the code points that differ (invisible on screen): its combining marks
+    where ``decomposed``, else its precomposed letters."""
+    codes = [ch for ch in word if unicodedata.combining(ch)] if decomposed else [
+        ch for ch in word if len(unicodedata.normalize("NFD", ch)) > 1]
+    return "{!r} with {}".format(word[:30], ", ".join("U+{:04X}".format(ord(ch)) for ch in codes[:3]) or "jamo")
+
+
+SCORED_APART = ("the same text spelt in two forms scores as different words and characters (sacrebleu does not "
+                "normalize)")
+
+
+def check_normalization(named_inputs, harm=SCORED_APART):
+    """Refuse, in one line naming the inputs and the fix (:data:`NFC_FIX`), inputs compared with one another
+    whose text is in two Unicode normalization forms: some decomposed (NFD) and some composed (NFC), in two
+    inputs or within one (lines of two origins concatenated). ``named_inputs``: (name, lines) per input (lines
+    None: not given, or an iterator: read once, and only until both forms are seen); every scoring entry calls it
+    (fairseq-wean-score, -report, -compare through the library, fairseq-generate --scoring rouge, validation in
+    fairseq-train), as fairseq-preprocess does for a corpus (``harm``: what the two forms would do there)."""
+    decomposed = composed = None
+    for name, lines in named_inputs:
+        if lines is None:
+            continue
+        d, c = normalization_forms(lines)
+        decomposed = decomposed or (d and (name, d))
+        composed = composed or (c and (name, c))
+        if decomposed and composed:
+            forms = "NFD (decomposed letters, e.g. {}) {} NFC (composed, e.g. {})".format(
+                _shown(decomposed[1], True), "and" if decomposed[0] == composed[0] else "and " + composed[0] + " in",
+                _shown(composed[1], False))
+            raise FairseqWeanError(
+                "{} {} Unicode {}: {}; {}".format(
+                    decomposed[0], "mixes" if decomposed[0] == composed[0] else "is in", forms, harm, NFC_FIX))

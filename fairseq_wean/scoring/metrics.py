@@ -27,11 +27,13 @@ module in its folder) and must stay cheap and import cleanly.
   invented-word percentages (see ``invented_words``).
 """
 import re
+import unicodedata
 
 import numpy as np
 
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.scoring import sari as sari_lib
+from fairseq_wean.scoring.inputs import check_normalization
 from fairseq_wean.scoring.bleu_checks import (  # noqa: F401  (BLEU's tokenizer and n-grams)
     bleu_tokenize_option, check_bleu_ngrams, check_bleu_tokenizer, sacrebleu_tokenizer_problem)
 from fairseq_wean.scoring.scripts import (  # noqa: F401  (the script checks, here since every metric uses them)
@@ -55,7 +57,20 @@ BOOTSTRAP_SEED = 12345  # sacrebleu's default seed for its paired bootstrap
 
 # ---------------------------------------------------------------------------------------------
 # ROUGE
-CHARACTER_UNITS = re.compile(r"[A-Za-z0-9]+|.", re.S)
+# a run of ASCII letters and digits (each not followed by a combining mark), else one grapheme cluster: a
+# character with its combining marks ('a' + U+0308, Indic vowel signs, Hangul jamo of one syllable, emoji with
+# their modifiers), one unit as on screen (the regex module, sacrebleu's dependency, knows Unicode's clusters)
+CHARACTER_UNITS = r"(?:[A-Za-z0-9](?![\p{M}]))+|\X"
+_UNITS = []
+
+
+def character_units():
+    """The compiled :data:`CHARACTER_UNITS` (compiled when first used: this module is imported by the plugin)."""
+    if not _UNITS:
+        import regex
+
+        _UNITS.append(regex.compile(CHARACTER_UNITS, regex.S))
+    return _UNITS[0]
 
 
 def character_tokens(text, lower=True):
@@ -63,8 +78,10 @@ def character_tokens(text, lower=True):
     fairseq-generate --scoring rouge --rouge-chars, and the report's character units).
 
     Spaces never matter (the text is read without them: '雅虎 2014年' and '雅 虎 2 0 1 4 年' are
-    the same tokens), nor do zero-width characters (:data:`ZERO_WIDTH`, invisible like a space); every other character is a token, except that a run of ASCII letters and
-    digits is one token, lowercased ('iPhone6' -> 'iphone6', also when written 'i P h o n e 6');
+    the same tokens), nor do zero-width characters (:data:`ZERO_WIDTH`, invisible like a space); every other
+    character is a token with its combining marks (a grapheme cluster: 'a' + U+0308 is one token, as 'ä' is),
+    except that a run of ASCII letters and digits is one token, lowercased ('iPhone6' -> 'iphone6', also when
+    written 'i P h o n e 6');
     fairseq's unknown-word forms are one token each, ``<<unk>>`` (its targets) and ``<unk>``
     (its hypotheses, markers ``<unk-N>`` too), which never match each other, as in fairseq's BLEU.
     ``lower=False`` keeps the case (``python -m preprocess.split_characters`` writes data so).
@@ -86,7 +103,7 @@ def _character_tokens(text, lower):
     squeezed = "".join(ch for ch in text if not ch.isspace() and ch not in ZERO_WIDTH)
     if lower:
         squeezed = "".join(ch.lower() if ch.isascii() else ch for ch in squeezed)
-    return CHARACTER_UNITS.findall(squeezed)
+    return character_units().findall(squeezed)
 
 
 class CharTokenizer:
@@ -173,15 +190,28 @@ def check_rouge_unit(refs_streams, chars, option="--rouge-chars"):
 
 
 _ROUGE_KEPT = re.compile(r"[a-z0-9]")
+# ROUGE by words: the share of words that may be deleted whole (French 'à', 'où': about 2%), and the share that
+# may lose some letters (German ~10%, Spanish ~14%, French ~25% of words; Vietnamese ~85%, Czech and Polish over
+# half), at most
+ROUGE_DROPPED_WORDS = 0.05
+ROUGE_DAMAGED_WORDS = 0.4
+
+
+def _lost(ch):
+    """Whether rouge-score's tokenizer deletes ``ch`` from a word (it keeps a-z and 0-9 after lowercasing): a
+    letter or digit outside them, or a combining mark."""
+    return not ch.isascii() and (ch.isalnum() or unicodedata.category(ch).startswith("M"))
 
 
 def check_rouge_words(texts, what, option="--rouge-chars"):
-    """Refuse ROUGE by words on ``texts`` that hold any word rouge-score's tokenizer deletes whole
-    (letters or digits, none of them a-z/0-9: Cyrillic, Greek, accented-only...): such a word never
-    counts, whatever its share (25% Cyrillic words, all of them wrong, still gives ROUGE-1 = 100).
-    Punctuation-only tokens are not words and are dropped by every ROUGE."""
-    words = dropped = 0
-    example = None
+    """Refuse ROUGE by words on ``texts`` where rouge-score's tokenizer (a-z and 0-9 after lowercasing, every other
+    character a space) loses text: more than :data:`ROUGE_DROPPED_WORDS` of the words deleted whole (Cyrillic,
+    Greek, accented-only words never count: 25% Cyrillic words, all of them wrong, gave ROUGE-1 = 100), or more
+    than :data:`ROUGE_DAMAGED_WORDS` of the words losing letters ('mưa' and 'mua' become one word: Vietnamese with
+    every word's diacritics changed gave ROUGE-1 83). Punctuation-only tokens are not words and are dropped by
+    every ROUGE."""
+    words = dropped = damaged = 0
+    example = damaged_example = None
     for text in texts:
         for token in text.split():
             if not any(ch.isalnum() for ch in token):
@@ -190,11 +220,21 @@ def check_rouge_words(texts, what, option="--rouge-chars"):
             if not _ROUGE_KEPT.search(token.lower()):
                 dropped += 1
                 example = example or token
-    if dropped:
+            if any(_lost(ch) for ch in token):
+                damaged += 1
+                damaged_example = damaged_example or token
+    if dropped > ROUGE_DROPPED_WORDS * words:
         raise FairseqWeanError(
             "ROUGE drops {:.1f}% of the {}s' words (non a-z: {} of {}, e.g. {!r}): rouge-score's tokenizer keeps "
-            "only a-z and 0-9, so those words would never count; score them with chrF, or by character ({}) for "
-            "Chinese/Japanese".format(100.0 * dropped / words, what, dropped, words, example[:40], option))
+            "only a-z and 0-9, so those words would never count (over {:.0%} is refused); score them with chrF, "
+            "or by character ({}) for Chinese/Japanese".format(100.0 * dropped / words, what, dropped, words,
+                                                               example[:40], ROUGE_DROPPED_WORDS, option))
+    if damaged > ROUGE_DAMAGED_WORDS * words:
+        raise FairseqWeanError(
+            "ROUGE by words loses letters of {:.1f}% of the {}s' words ({} of {}, e.g. {!r}; over {:.0%} is "
+            "refused): rouge-score's tokenizer keeps only a-z and 0-9, so words that differ in the other letters "
+            "(diacritics: 'mưa'/'mua') count as one; score with chrF or BLEU".format(
+                100.0 * damaged / words, what, damaged, words, damaged_example[:40], ROUGE_DAMAGED_WORDS))
 
 
 MAX_WORD_CHARACTERS = 1000  # textstat's syllable counter: ~8 us a character; no English word is near it
@@ -225,6 +265,7 @@ def rouge_sentence_scores(sys_sents, refs_streams, types=ROUGE_TYPES, chars=Fals
     unit is checked here (:func:`check_rouge_unit`, naming ``unit_option``); ``unit_option=None``
     only where the caller checked all its references before (validation, batch by batch)."""
     if unit_option is not None:
+        check_normalization([("the output", sys_sents), ("the references", [r for s in refs_streams for r in s])])
         check_rouge_unit(refs_streams, chars, unit_option)
         if not chars:
             check_rouge_words(sys_sents, "output", unit_option)
@@ -430,6 +471,8 @@ def build_metrics(names, sys_sents, orig_sents, refs_streams, sari_mode="default
     # every side a metric counts the whitespace tokens of, in one form (stats: lengths, copies, invented words)
     sides = {"sys": ("the output", sys_sents), "orig": ("the sources", orig_sents),
              "refs": ("the references", refs_text if refs_streams else None)}
+    # one Unicode normalization form on every side compared (fairseq_wean.scoring.inputs, the files' rule)
+    check_normalization(list(sides.values()))
     counted = {"sari": ("refs", "orig", "sys"), "ter": ("refs", "sys"), "stats": ("sys", "orig", "refs"),
                "bleu": ("refs", "sys") if bleu_tokenize in WORD_BLEU_TOKENIZERS else ()}
     for name, read in counted.items():

@@ -15,7 +15,8 @@ of 100. So:
   the end of a token (subword-nmt, fastBPE), ``▁`` (sentencepiece, and fairseq's ``characters``),
   ``_EOW``, the letter form (``t h e | c a t``), ``_``-marked word starts (fairseq's ``wordpiece``
   rule), ``<SIL>`` tokens; and one no rule undoes, WordPiece's ``##`` continuations (``un ##believ
-  ##able``: fairseq's ``--bpe bert``, whose decoding joins them), refused with that fix;
+  ##able``: fairseq's ``--bpe bert``, whose decoding joins them), refused with that fix, and
+  sentencepiece's byte-fallback pieces (``<0x31><0x32>`` for ``12``: only sentencepiece decodes them);
 * :func:`check_no_pieces` refuses, in one line naming the fix, any input that still holds pieces
   after the post-processing asked for: pieces on one side only are an error, not a score, and so
   are pieces on both sides (a score of pieces is not a score of words).
@@ -66,6 +67,19 @@ SILENCE_TOKEN = re.compile(r"(^|\s)<SIL>(?=\s|$)")
 # WordPiece's continuation mark (BERT; fairseq's --bpe bert): no --post-process rule removes it
 CONTINUATION = re.compile(r"(^|\s)##[^\s#]")
 CONTINUATION_KIND = "wordpiece '##'"
+# sentencepiece's byte-fallback pieces (a model trained with byte_fallback writes a character outside its
+# vocabulary as its UTF-8 bytes, '12' as <0x31><0x32>): only sentencepiece's decoder turns them back into text,
+# fairseq's string-level --post-process sentencepiece leaves them
+BYTE_PIECE = re.compile(r"<0x[0-9A-F]{2}>")
+BYTE_KIND = "sentencepiece byte-fallback"
+# the kinds no --post-process rule undoes: (why, how to get words)
+UNDONE = {
+    CONTINUATION_KIND: ("no {option} rule removes them (fairseq's wordpiece rule joins '_'-marked pieces)",
+                        "score text decoded by --bpe bert (fairseq-generate's D- lines), or words"),
+    BYTE_KIND: ("no {option} rule decodes them (fairseq's sentencepiece rule joins pieces, not bytes)",
+                "score text decoded by sentencepiece (fairseq-generate --bpe sentencepiece --sentencepiece-model "
+                "M: its D- lines), or words"),
+}
 
 
 def with_vocabulary(lines, dictionary):
@@ -96,6 +110,12 @@ def check_post_process(named_inputs, symbol, option="--post-process", known=POST
             "{} holds WordPiece '##' continuations, which {} {} does not remove (no fairseq rule does; its wordpiece "
             "rule joins '_'-marked pieces): score text decoded by --bpe bert (fairseq-generate's D- lines), or words"
             .format(continued[0], option, symbol))
+    bytes_left = [name for name, lines, _ in named_inputs if lines is not None and any(
+        BYTE_PIECE.search(line) for line in lines)]
+    if bytes_left:
+        why, fix = UNDONE[BYTE_KIND]
+        raise FairseqWeanError("{} holds {} pieces, which {} {} leaves as they are: {}; {}".format(
+            bytes_left[0], BYTE_KIND, option, symbol, why.format(option=option), fix))
     named = [(name, lines) for name, lines, _ in named_inputs if lines is not None]
     if not named:
         return
@@ -113,11 +133,11 @@ def check_post_process(named_inputs, symbol, option="--post-process", known=POST
 def piece_kind(lines):
     """(kind, example) of the first subword piece in ``lines``: kind ``subword_nmt`` (a token
     ending in ``@@``), ``sentencepiece`` (``▁``), ``_EOW``, ``letter``, ``wordpiece`` (a line that
-    starts with a ``_``-marked word), ``silence`` (a ``<SIL>`` token), or :data:`CONTINUATION_KIND`
-    (a token starting with ``##``); (None, None) for text without pieces."""
+    starts with a ``_``-marked word), ``silence`` (a ``<SIL>`` token), :data:`CONTINUATION_KIND`
+    (a token starting with ``##``) or :data:`BYTE_KIND` (``<0x31>``); (None, None) for text without pieces."""
     for line in lines:
         for kind, pattern in (("subword_nmt", SUBWORD_PIECE), (CONTINUATION_KIND, CONTINUATION),
-                              ("_EOW", EOW_PIECE), ("silence", SILENCE_TOKEN)):
+                              ("_EOW", EOW_PIECE), ("silence", SILENCE_TOKEN), (BYTE_KIND, BYTE_PIECE)):
             m = pattern.search(line)
             if m:
                 return kind, line[max(0, m.start() - 20): m.end() + 20].strip()
@@ -146,6 +166,10 @@ def check_no_pieces(named_inputs, option="--post-process"):
                 "{} holds WordPiece '##' continuations ({!r}): scored as they are, pieces count as words, and no "
                 "{} rule removes them (fairseq's wordpiece rule joins '_'-marked pieces): score text decoded by "
                 "--bpe bert (fairseq-generate's D- lines), or words".format(name, example, option))
+        if kind in UNDONE:
+            why, how = UNDONE[kind]
+            raise FairseqWeanError("{} holds {} pieces ({!r}): scored as they are, pieces count as words, and {}: "
+                                   "{}".format(name, kind, example, why.format(option=option), how))
         raise FairseqWeanError(
             "{} holds {} pieces ({!r}): scored as they are, pieces count as words; {}, or pass {} {} to score "
             "every input after fairseq's post-processing".format(
@@ -164,7 +188,7 @@ def apply(lines, symbol):
 # Tools that read WORDS (fairseq-wean-align-table, preprocess.unk_markers, split_characters)
 # Every mark piece_kind looks for contains one of these: a line without any cannot hold a piece
 # (a quick filter, so that a training corpus of millions of lines is checked in seconds)
-PIECE_MARKS = ("@@", "##", "_", "<SIL>", "|", SENTENCEPIECE_MARK)
+PIECE_MARKS = ("@@", "##", "_", "<SIL>", "|", SENTENCEPIECE_MARK, "<0x")
 # the script check (metrics.check_word_boundaries) reads at most this many lines, evenly spread
 SCRIPT_SAMPLE = 10000
 # a dictionary of pieces: at least this share of its entries are pieces of one kind
@@ -179,6 +203,7 @@ def piece_entries(words):
     for word in words:
         if any(mark in word for mark in PIECE_MARKS):
             kind = piece_kind([word])[0]
+            kind = "sentencepiece" if kind == BYTE_KIND else kind  # a byte-fallback entry: a sentencepiece model's
             if kind is not None:
                 kinds.setdefault(kind, []).append(word)
     return kinds

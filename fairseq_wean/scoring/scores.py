@@ -185,6 +185,7 @@ def sentence_scores(hyps, *, sources=None, references, metric="sari", sari_mode=
     check_rouge_options(rouge_chars, rouge_stemmer)
     M.check_bleu_tokenizer(bleu_tokenize, "bleu_tokenize")
     _check_inputs(hyps, sources, references, [m for m in (metric, "bleu") if m])
+    M.check_normalization([("hyps", hyps), ("sources", sources or []), ("references", [r for s in references for r in s])])
     M.check_input_size([m for m in (metric, "bleu") if m], hyps, references, sources, rouge_chars)  # before any
     from sacrebleu.metrics import BLEU
 

@@ -69,6 +69,7 @@ from fairseq_wean.scoring.pieces import (FAIRSEQ_RULES, apply as pieces_apply, c
                                         with_vocabulary)
 from fairseq_wean.scoring.metrics import (ROUGE_TYPES, SEGMENT, check_input_size, check_line_lengths,
                                          check_rouge_unit, check_word_boundaries, rouge_sentence_scores)
+from fairseq_wean.scoring.inputs import check_normalization
 from fairseq_wean.textio import read_lines
 from fairseq_wean.tasks.validation_options import (  # noqa: F401 (their home before; tests import them here)
     VALIDATION_REFUSED_GENERATION_ARGS, check_detok_args, check_generation_args)
@@ -289,6 +290,11 @@ class TranslationWithMetricsTask(TranslationTask):
             named += [("--eval-refs " + path, lines, "give the references as text (before BPE / sentencepiece)")
                       for path, lines in zip(self.cfg.eval_refs.split(","), self.eval_refs)]
         check_no_pieces(named, option="--eval-bleu-remove-bpe")
+        if self.eval_refs is not None or self.eval_orig is not None:  # compared with what the model writes: one form
+            check_normalization(
+                [("the target dictionary (what the model writes)", self.tgt_dict.symbols[self.tgt_dict.nspecial:])]
+                + [("--eval-refs " + path, lines) for path, lines in zip(self.cfg.eval_refs.split(","), self.eval_refs or [])]
+                + ([("--eval-orig " + self.cfg.eval_orig, self.eval_orig)] if self.eval_orig is not None else []))
         refs = self.eval_refs or [targets or []]
         if self.cfg.eval_rouge:  # all the references here (one batch's could be all digits); ROUGE-L's lengths
             check_rouge_unit(refs, self.cfg.eval_rouge_chars, option="--eval-rouge-chars")

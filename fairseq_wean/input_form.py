@@ -258,11 +258,41 @@ def _fix(found, expected, bpe, entry):
     return "give the text in {}, as the model's data was".format(name(expected))
 
 
+# characters that show nothing: a sentence made only of them (and whitespace) has no word. Unicode's control,
+# format (zero-width space/joiners U+200B-U+200D, U+2060, the BOM, bidi marks, soft hyphen, tag characters),
+# surrogate and separator categories, and the other default-ignorable code points (the combining grapheme joiner,
+# the Hangul fillers, the variation selectors)
+INVISIBLE_CATEGORIES = ("Cc", "Cf", "Cs", "Zs", "Zl", "Zp")
+INVISIBLE_POINTS = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0"
+                              "\U000e0000-\U000e0fff]")
+NUL = "\x00"
+
+
+def blank(text):
+    """Whether ``text`` has no visible character (only whitespace, control, format and other invisible characters:
+    ``str.strip()`` keeps U+200B, the BOM, bidi marks, NUL)."""
+    import unicodedata
+
+    return all(char.isspace() or unicodedata.category(char) in INVISIBLE_CATEGORIES or INVISIBLE_POINTS.match(char)
+               for char in text)
+
+
 def empty_problem(what):
-    """The one line for an empty or whitespace-only sentence ``what`` given to a model (fairseq-interactive's line, the
-    hub's sentence): fairseq decoded it into a hypothesis of the maximum length."""
-    return ("{} is empty (no word, only whitespace): there is nothing to translate (fairseq decoded it into a "
-            "hypothesis of the maximum length); remove it".format(what))
+    """The one line for an empty sentence ``what`` given to a model (fairseq-interactive's line, the hub's sentence:
+    no visible character, :func:`blank`): fairseq decoded it into a hypothesis of the maximum length."""
+    return ("{} is empty (no word, only whitespace or invisible characters): there is nothing to translate (fairseq "
+            "decoded it into a hypothesis of the maximum length); remove it".format(what))
+
+
+def text_problem(text, what):
+    """The one line for a sentence ``text`` (named ``what``) that is no text to translate: :func:`blank`, or holding a
+    NUL character (binary data: fairseq-wean-score refuses it too; fairseq read it as a word's letter); or None."""
+    if blank(text):
+        return empty_problem(what)
+    if NUL in text:
+        return ("{} holds a NUL character (position {}): that is binary data, not text; remove it".format(
+            what, text.index(NUL)))
+    return None
 
 
 def form_problem(dictionary, line, bpe=None, entry="fairseq-interactive", what=None):
@@ -271,8 +301,9 @@ def form_problem(dictionary, line, bpe=None, entry="fairseq-interactive", what=N
     with the fix; None when they match. ``bpe``: the ``--bpe`` name in use (None: none); ``entry``:
     ``fairseq-interactive`` or ``hub`` (the spelling of the fix); ``what``: the line's name in the message."""
     tokens = line.split()
-    if not tokens:
-        return empty_problem(what or "{} input".format(entry))
+    problem = text_problem(line.replace(SPACE_MARK, " "), what or "{} input".format(entry))  # (after --bpe: '\u2581')
+    if problem is not None:
+        return problem
     expected, example = dictionary_form(dictionary)
     found, marked = line_form(tokens)
     if found in (WORDS, CHARACTERS):  # pieces below the share, of another dictionary: named as such
@@ -280,6 +311,8 @@ def form_problem(dictionary, line, bpe=None, entry="fairseq-interactive", what=N
         if foreign is not None and foreign[0] != expected:
             found, marked = foreign
     unknown, unstarted = None, False
+    if found == CHARACTERS and bpe is not None and FORM_OF_BPE.get(bpe) == expected != CHARACTERS:
+        found = expected  # the model's own --bpe split letters it does not know (a bidi mark inside a word): its form
     if found != expected:
         unknown = _unknown(dictionary, marked)
         # most of them the dictionary has: its --bpe wrote them (a line of IDS_LINE numbers is no text of words)

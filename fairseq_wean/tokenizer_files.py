@@ -39,6 +39,8 @@ the task: moses' ``--source-lang``) is unset is refused too: fairseq overrides i
 """
 import argparse
 import re
+import string
+import unicodedata
 
 from fairseq_wean import textio
 from fairseq_wean.errors import FairseqWeanError
@@ -370,7 +372,11 @@ LOSSY = {("tokenizer", "moses"): "it detokenizes ('world , 12 .' becomes 'world,
          ("bpe", "unk_markers"): "its decode restores each <unk-N> from the hypothesis' source, which a trial has not"}
 # the surface of a piece outside the model's vocabulary, by component: text outside it does not come back
 ROUND_TRIP = "it does not give text back"
-UNKNOWN_SURFACES = {"sentencepiece": "\u2047", "byte_bpe": "\u2047"}
+# (sentencepiece's byte_fallback pieces '<0xNN>': fairseq's string-level decode leaves them, as it leaves '⁇')
+UNKNOWN_SURFACES = {"sentencepiece": re.compile("\u2047|<0x[0-9A-F]{2}>"), "byte_bpe": re.compile("\u2047")}
+# the trial's sentences: PROBE_TEXT, and every letter and digit at a word's end and alone (a --bpe-separator 'e'
+# passed PROBE_TEXT, which has no word ending in 'e', and then ate every 'e ' of the output)
+PROBE_TEXTS = (PROBE_TEXT, " ".join("{0} x{0}".format(c) for c in string.ascii_letters + string.digits))
 
 
 def _given(config, values):
@@ -382,18 +388,44 @@ def _given(config, values):
             if f.name in values and f.name != "_name" and f.name not in paths and values[f.name] != f.default}
 
 
-def round_trip_problem(section, name, decoded, options):
-    """Why the component ``name`` of ``section``, whose decode of its encoding of :data:`PROBE_TEXT` is ``decoded``,
-    does not give its text back (compared word for word: a leading space of byte_bpe is no change), or None; a
-    component of :data:`LOSSY` is lossy by design, a piece outside the vocabulary (:data:`UNKNOWN_SURFACES`) is the
-    model's. ``options``: its other options given, named in the line (``--bpe-separator ''``)."""
-    if (section, name) in LOSSY or not isinstance(decoded, str) or decoded.split() == PROBE_TEXT.split():
+def option_texts(options):
+    """A trial sentence for each short text option given (``--bpe-separator '++'``): words that end with it, hold it,
+    and it alone (a separator no word of :data:`PROBE_TEXTS` ends with ate the text that holds it)."""
+    return tuple("x{0} {0} x{0}x .".format(v) for _, v in sorted(options.items())
+                 if isinstance(v, str) and 0 < len(v) <= 10 and v.strip() == v)
+
+
+def _difference(text, decoded):
+    """The words of ``text`` and ``decoded`` from the first that differs (a few of each)."""
+    words, back = text.split(), decoded.split()
+    first = next((i for i, (a, b) in enumerate(zip(words, back)) if a != b), min(len(words), len(back)))
+    start = max(0, first - 2)
+    return " ".join(words[start:start + 6]), " ".join(back[start:start + 6])
+
+
+def _normalized(text):
+    """``text`` as a normalizing model reads it (NFKC, case-folded: sentencepiece's nfkc_cf rule), word by word."""
+    return unicodedata.normalize("NFKC", text).casefold().split()
+
+
+def round_trip_problem(section, name, decoded, options, text=PROBE_TEXT):
+    """Why the component ``name`` of ``section``, whose decode of its encoding of ``text`` (one of
+    :data:`PROBE_TEXTS`) is ``decoded``, does not give its text back (compared word for word: a leading space of
+    byte_bpe is no change), or None; a component of :data:`LOSSY` is lossy by design, a piece outside the vocabulary
+    (:data:`UNKNOWN_SURFACES`) is the model's, and so is its normalization of what it encodes (``decoded`` is
+    ``text`` NFKC-normalized or case-folded: a model trained with ``nfkc_cf`` gives back lower case).
+    ``options``: its other options given, named in the line (``--bpe-separator ''``)."""
+    if (section, name) in LOSSY or not isinstance(decoded, str) or decoded.split() == text.split():
         return None
-    if UNKNOWN_SURFACES.get(name, "\0") in decoded:
+    if name in UNKNOWN_SURFACES and UNKNOWN_SURFACES[name].search(decoded):
+        return None
+    if _normalized(decoded) == _normalized(text):
         return None
     given = ["{} {!r}".format(_name(k, False), v) for k, v in sorted(options.items()) if v not in (None, "???")]
+    if len(text) > 60:  # the words where they differ
+        text, decoded = ("..." + part + "..." for part in _difference(text, decoded))
     return ROUND_TRIP + ": decode(encode({!r})) is {!r}, so every line it decodes would be changed " \
-           "so{}".format(PROBE_TEXT, decoded, " (with {})".format(", ".join(given)) if given else "")
+           "so{}".format(text, decoded, " (with {})".format(", ".join(given)) if given else "")
 
 
 def build_problem(section, name, values):
@@ -417,7 +449,7 @@ def build_problem(section, name, values):
         return _BUILT[key]
     saved = [(importlib.import_module(m), a) for m, a in TRIAL_STATE]
     saved = [(getattr(m, a), dict(getattr(m, a))) for m, a in saved]
-    output, problem = io.StringIO(), None
+    output, problem, given = io.StringIO(), None, _given(config, kept)
     try:
         with contextlib.redirect_stderr(output), contextlib.redirect_stdout(output):
             target = argparse.Namespace(**{section: name}, **kept) if config is not None else name
@@ -426,8 +458,9 @@ def build_problem(section, name, values):
                 from fairseq.data import Dictionary  # unk_markers: the model's dictionary, set later
 
                 built.set_dictionary(Dictionary())
-            decoded = built.decode(built.encode(PROBE_TEXT))
-        problem = round_trip_problem(section, name, decoded, _given(config, kept))
+            decoded = [(text, built.decode(built.encode(text))) for text in PROBE_TEXTS + option_texts(given)]
+        problem = next((found for found in (round_trip_problem(section, name, d, given, text)
+                                            for text, d in decoded) if found is not None), None)
     except (Exception, SystemExit) as exc:  # noqa: B902  (whatever the component raises, subword_nmt's exit)
         problem = _first_line(exc, output.getvalue())
     finally:

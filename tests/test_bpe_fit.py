@@ -68,7 +68,9 @@ def files(tmp_path_factory):
     for name, source in (("spm", "train.txt"), ("bbpe", "btrain.txt")):
         spm.SentencePieceTrainer.train(input=str(folder / source), model_prefix=str(folder / name), vocab_size=60,
                                        model_type="bpe", hard_vocab_limit=False, minloglevel=2)
-    (folder / "encoder.json").write_text(json.dumps({c: i for i, c in enumerate(bytes_to_unicode().values())}))
+    encoder = {c: i for i, c in enumerate(bytes_to_unicode().values())}
+    encoder.update({"\u0120t": len(encoder), "he": len(encoder) + 1})  # the merges' results (vocab.bpe below)
+    (folder / "encoder.json").write_text(json.dumps(encoder))
     (folder / "vocab.bpe").write_text("#version: 0.2\n\u0120 t\nh e\n")
     return {"subword_nmt": {"bpe_codes": str(folder / "codes")},
             "sentencepiece": {"sentencepiece_model": str(folder / "spm.model")},
@@ -226,3 +228,43 @@ def test_the_hub_refuses_gpt2_on_a_word_model_before_translating(tiny, files):
     hub = from_pretrained(str(folder), checkpoint_file="checkpoint_last.pt", data_name_or_path=str(data),
                           bpe="subword_nmt", **files["subword_nmt"])  # a BPE that fits: loaded
     assert hub.cfg.bpe._name == "subword_nmt"
+
+
+# every sentencepiece training choice a researcher may make: given back (in the model's own normalization; a piece
+# outside its vocabulary, '\u2047' or a byte piece '<0xNN>', is the model's): accepted by the trial
+SPM_CHOICES = {"plain": {}, "nfkc_cf (lower-cases)": {"normalization_rule_name": "nfkc_cf"},
+               "identity normalization": {"normalization_rule_name": "identity"},
+               "byte_fallback, split_digits": {"byte_fallback": True, "split_digits": True},
+               "whitespace as suffix": {"treat_whitespace_as_suffix": True},
+               "no dummy prefix": {"add_dummy_prefix": False}, "unigram": {"model_type": "unigram"}}
+
+
+@pytest.mark.parametrize("choice", sorted(SPM_CHOICES))
+def test_every_sentencepiece_training_choice_passes_the_trial(tmp_path, choice):
+    import sentencepiece as spm
+
+    text = ["Hello World , the Cat sat on the mat", "A dog runs in the park and the big red ball"] * 20
+    (tmp_path / "train.txt").write_text("\n".join(text) + "\n")  # no digit: '12' is outside the vocabulary
+    extra = dict(SPM_CHOICES[choice])
+    spm.SentencePieceTrainer.train(input=str(tmp_path / "train.txt"), model_prefix=str(tmp_path / "m"),
+                                   vocab_size=300 if extra.get("byte_fallback") else 60,
+                                   model_type=extra.pop("model_type", "bpe"), hard_vocab_limit=False,
+                                   minloglevel=2, **extra)
+    assert T.component_problem("bpe", "sentencepiece", {"sentencepiece_model": str(tmp_path / "m.model")}) is None
+
+
+# --bpe-separator: a separator that some word ends with eats text in fairseq's decode ((x + ' ').replace(sep + ' ', ''))
+SEPARATORS = {"": "'Helloworld,12.'", ".": "'Hello world , 12'", "e": "'...d xd xf xf g xg...'",
+              "a": "'...xb xb c xc d xd...'", "s": "'...r xr xt xt u xu...'", "\u00e9": "'xx\u00e9x .'",
+              "@@": None, "++": None, "@@@": None}
+
+
+@pytest.mark.parametrize("separator", sorted(SEPARATORS))
+def test_a_separator_that_eats_text_fails_the_trial(files, separator):
+    problem = T.component_problem("bpe", "subword_nmt", dict(files["subword_nmt"], bpe_separator=separator))
+    if SEPARATORS[separator] is None:
+        assert problem is None, problem
+        return
+    assert problem is not None and "it does not give text back: decode(encode(" in problem, problem
+    assert ")) is {}, so every line".format(SEPARATORS[separator]) in problem, problem
+    assert "(with --bpe-separator {!r})".format(separator) in problem, problem

@@ -85,6 +85,9 @@ LEGITIMATE = [
     ("subword_nmt", "the cat on a", None),  # a line of words --bpe leaves whole (most in the dictionary)
     ("sentencepiece", "\u2581the \u2581c at \u2581sat", "sentencepiece"),
     ("characters", "t h e \u2581 c a t", "characters"),
+    # a bidi mark inside a word: the model's own sentencepiece splits the word into letters
+    ("sentencepiece", "\u2581the \u2581 \u202e c a t", "sentencepiece"),
+    ("sentencepiece", "\u2581the \u2581 \u2066 c a t \u2069", "sentencepiece"),
     ("zh", "\u6211 \u7231 \u4f60", None),  # a Chinese model of characters given characters
     ("bpe20", "the c@@ at sat", None),  # a subword-nmt dictionary with 20% marked pieces (the scorer's rule: words)
 ]
@@ -199,3 +202,38 @@ def test_text_of_real_encoders_against_their_dictionaries(encoded, form):
     for given, (_, lines) in encoded.items():
         refused = [line for line in lines if input_form.form_problem(d, line) is not None]
         assert (refused == []) == (given == form), (given, refused)
+
+
+# a sentence with no visible character (input_form.blank): empty, whatever strip() says; visible ones are not
+INVISIBLE = {"zero-width space": "\u200b", "zero-width non-joiner": "\u200c", "zero-width joiner": "\u200d",
+             "word joiner": "\u2060", "byte order mark": "\ufeff", "right-to-left mark": "\u200f",
+             "left-to-right mark": "\u200e", "right-to-left override": "\u202e", "isolates": "\u2066\u2069",
+             "NUL": "\x00", "C0 controls": "\x01\x02", "DEL": "\x7f", "Mongolian vowel separator": "\u180e",
+             "soft hyphen": "\u00ad", "tag space": "\U000e0020", "combining grapheme joiner": "\u034f",
+             "lone surrogate": "\ud800", "variation selector": "\ufe0f", "Hangul filler": "\u3164",
+             "with whitespace": " \u200b \u200f\t\u3000", "empty": "", "whitespace": " \t"}
+VISIBLE = {"word and zero-width space": "the\u200b", "bidi mark in a word": "the \u202ecat", "emoji": "\U0001f600",
+           "combining acute alone": "\u0301", "Thai": "\u0e01\u0e32\u0e23", "no-break space and word": "\xa0the"}
+
+
+@pytest.mark.parametrize("entry", ENTRIES)
+@pytest.mark.parametrize("name", sorted(INVISIBLE))
+def test_a_sentence_of_invisible_characters_is_empty(name, entry):
+    d = dictionary(DICTIONARIES["words"])
+    text = INVISIBLE[name]
+    assert input_form.blank(text) and not input_form.blank(text + "a")
+    for line in (text, "\u2581 " + text):  # as given, and after sentencepiece (fairseq-interactive's check)
+        problem = input_form.form_problem(d, line, None, entry, "X")
+        assert problem is not None and problem.startswith("X is empty (no word, only whitespace or invisible "), problem
+
+
+@pytest.mark.parametrize("name", sorted(VISIBLE))
+def test_a_sentence_with_a_visible_character_is_not_empty(name):
+    assert not input_form.blank(VISIBLE[name])
+    assert input_form.text_problem(VISIBLE[name], "X") is None
+
+
+def test_a_nul_inside_a_sentence_is_refused():
+    d = dictionary(DICTIONARIES["words"])
+    assert input_form.form_problem(d, "the\x00cat sat", None, "hub", "X") == (
+        "X holds a NUL character (position 3): that is binary data, not text; remove it")

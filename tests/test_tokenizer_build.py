@@ -71,7 +71,9 @@ def companion(tmp_path, section, name, field, bad):
         return str(path)
     if name == "gpt2":
         path = tmp_path / "encoder.json"
-        path.write_text(json.dumps({c: i for i, c in enumerate(bytes_to_unicode().values())}))
+        encoder = {c: i for i, c in enumerate(bytes_to_unicode().values())}
+        encoder.update({m: len(encoder) + i for i, m in enumerate(("\u0120t", "\u0120a", "he"))})  # the merges'
+        path.write_text(json.dumps(encoder))  # results (CONTENTS' gpt2 merges), as a real encoder.json has them
         return str(path)
     return bad
 

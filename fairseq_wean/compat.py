@@ -16,7 +16,9 @@ this order:
    :mod:`fairseq_wean.checkpoint_safety`.
 3. A sentence longer than the model accepts (validation, fairseq-generate,
    fairseq-interactive) is a one-line error that counts them and names the fixes
-   (:func:`install_size_filter_message`).
+   (:func:`install_size_filter_message`); so is a subset whose every sentence is skipped as too long
+   (:func:`nothing_left_problem`) and fairseq-eval-lm blocks above the model's positions
+   (:mod:`fairseq_wean.eval_lm_checks`).
 4. Distributed training runs on CPU (gloo) with fairseq's default ``--ddp-backend
    pytorch_ddp`` and under torchrun. See :mod:`fairseq_wean.distributed`.
 5. Before anything is trained or written: ``--criterion core_mode_loss`` with a model
@@ -59,6 +61,8 @@ this order:
 20. Sharded translation data (``train1``, ``--combine-valid-subsets``) loads: ``--upsample-primary``'s default
     -1 means no upsampling (fairseq tiled the primary shard -1 times, a ValueError traceback;
     :func:`~fairseq_wean.fixes_training.install_upsample_primary_default`).
+21. The numpy names fairseq 0.12 uses that numpy removed (``np.compat.long``, ``np.int``, ``np.float``,
+    ``np.percentile(interpolation=)``) work in fairseq's modules, with any numpy (:mod:`fairseq_wean.numpy_removed`).
 
 The ranges of fairseq's numeric options and their cross-rules: :func:`fairseq_wean.patching.install_option_ranges`.
 Fixes 1-7 and 16 live here; the decoding fixes (8-11, 15, 17-19) in :mod:`fairseq_wean.fixes_decoding`, the
@@ -70,7 +74,7 @@ import os
 import numpy as np
 from fairseq.data import data_utils
 
-from fairseq_wean import checkpoint_safety, distributed, textio
+from fairseq_wean import checkpoint_safety, distributed, eval_lm_checks, numpy_removed, textio
 from fairseq_wean.fixes_decoding import (install_diverse_beam_search_fixes, install_eval_lm_subword_nmt,
                                          install_generate_data_checks,
                                          install_generate_results_file,
@@ -116,6 +120,27 @@ def batch_by_size_keeping_last(indices, *args, **kwargs):
     return batches
 
 
+def nothing_left_problem(task, dataset, indices, max_positions):
+    """The one line for a subset whose every sentence (block) is longer than the model accepts, where fairseq
+    skips them (--skip-invalid-size-inputs-valid-test, training data, fairseq-eval-lm's blocks): fairseq went on
+    with nothing (an IndexError in batch_by_size, a ZeroDivisionError, or eval-lm's "Perplexity: 1.00" over 0
+    tokens). None for data that is no loaded subset: fairseq-interactive's buffer of input lines and the hub's
+    sentences, where a skipped line is that line's own matter (the next buffer may have shorter ones)."""
+    datasets = getattr(task, "datasets", {}) or {}
+    names = [name for name, loaded in datasets.items()
+             if loaded is dataset or getattr(dataset, "dataset", None) is loaded]  # eval-lm's context window wraps it
+    if not names:
+        return None
+    sizes = [dataset.size(int(i)) for i in indices[:10000]]
+    shortest = min(sizes, key=lambda size: tuple(size) if hasattr(size, "__len__") else (size,))
+    shortest = tuple(int(n) for n in shortest) if hasattr(shortest, "__len__") else int(shortest)
+    return ("every one of the {} sentence(s) of {} is longer than the model accepts (max positions {}; the shortest "
+            "has length {}): all would be skipped, leaving nothing to use; raise --max-source-positions / "
+            "--max-target-positions (--tokens-per-sample for a language model: at most the model's positions) or "
+            "give a subset with shorter sentences".format(
+                len(indices), "subset " + names[0], max_positions, shortest))
+
+
 def install_size_filter_message():
     """One line instead of fairseq's traceback for a sentence longer than the model accepts.
 
@@ -124,14 +149,15 @@ def install_size_filter_message():
     fairseq-interactive it raises ``Exception("Size of sample #i is invalid ...")`` unless
     ``--skip-invalid-size-inputs-valid-test`` is given (then such sentences get no hypothesis).
     We keep that behaviour and only make the message a FairseqWeanError that counts the
-    sentences and names the fixes.
+    sentences and names the fixes. Where fairseq skips them and none is left, that too is one line
+    (:func:`nothing_left_problem`), before any batch is made.
     """
     from fairseq.tasks import FairseqTask
 
     def wrap_filter_indices_by_size(original):
         def filter_indices_by_size(self, indices, dataset, max_positions=None, ignore_invalid_inputs=False):
             try:
-                return original(self, indices, dataset, max_positions, ignore_invalid_inputs)
+                kept = original(self, indices, dataset, max_positions, ignore_invalid_inputs)
             except Exception as exc:
                 if not str(exc).startswith("Size of sample #"):
                     raise
@@ -145,6 +171,11 @@ def install_size_filter_message():
                     "files with python -m preprocess.check_parallel --max-len N before "
                     "fairseq-preprocess".format(len(ignored), max_positions, int(ignored[0]), size)
                 ) from exc
+            if len(kept) == 0 and len(indices) > 0:  # every sentence skipped: nothing to decode, score or train
+                problem = nothing_left_problem(self, dataset, indices, max_positions)
+                if problem is not None:
+                    raise FairseqWeanError(problem)
+            return kept
 
         return filter_indices_by_size
 
@@ -386,8 +417,10 @@ def refuse_non_regular(path, what):
 
 
 def install_preprocess_input_check():
-    """fairseq-preprocess ``--user-dir fairseq_wean``: refuse raw files with a ``\r`` inside a line, and an
-    option given twice (``cli.options.once``, as fairseq's other commands with the plugin).
+    """fairseq-preprocess ``--user-dir fairseq_wean``: refuse raw files with a ``\r`` inside a line, an
+    option given twice (``cli.options.once``, as fairseq's other commands with the plugin), and, before any
+    work, an output in --destdir it must not write (a link, pipe, folder or hard link at one of its names; a
+    rerun's dictionaries: :mod:`fairseq_wean.preprocess_outputs`).
 
     fairseq-preprocess opens text files with Python's universal newlines, so a lone ``\r``
     ends a line: that file gets one sentence more than it has lines, and every later pair is
@@ -423,6 +456,9 @@ def install_preprocess_input_check():
 
             if interpolation_problem(args) is not None:
                 raise FairseqWeanError(interpolation_problem(args))
+            from fairseq_wean import preprocess_outputs  # every file it writes in --destdir: no link, pipe, folder
+
+            preprocess_outputs.check(args, preprocess)
             langs = [args.source_lang] + ([] if args.only_source or not args.target_lang else [args.target_lang])
             for option in ("trainpref", "validpref", "testpref"):
                 for prefix in (getattr(args, option, None) or "").split(","):
@@ -441,6 +477,15 @@ def install_preprocess_input_check():
                         if found is not None:
                             raise FairseqWeanError(textio.byte_order_mark_problem(
                                 "fairseq-preprocess input", os.path.abspath(path), *found))
+            from fairseq_wean.scoring.inputs import check_normalization  # one Unicode normalization form a language
+
+            for lang in langs:
+                files = ["{}.{}".format(p, lang) if lang else p for option in ("trainpref", "validpref", "testpref")
+                         for p in (getattr(args, option, None) or "").split(",") if p]
+                check_normalization(
+                    [(os.path.abspath(f), textio.iter_lines(f, "fairseq-preprocess input")) for f in files],
+                    harm="fairseq-preprocess would make a word spelt both ways two dictionary entries (two words to "
+                         "the model, <unk> for one spelling in the other files)")
             return original(args)
 
         return main
@@ -449,10 +494,12 @@ def install_preprocess_input_check():
               "newlines: a \\r inside a line splits it")
     wrap_once(preprocess, "main", wrap_main)
 
+
 def apply():
     install_batches_keep_the_last()
     checkpoint_safety.install()
     install_size_filter_message()
+    eval_lm_checks.install()  # fairseq-eval-lm blocks above the model's positions (fix 3's class)
     distributed.install()
     install_build_checks()
     install_binarized_data_checks()
@@ -474,3 +521,4 @@ def apply():
     install_option_ranges()  # every numeric option of fairseq's parsers, and their cross-rules
     install_eval_lm_subword_nmt()  # fairseq-eval-lm --post-process subword_nmt: see its docstring
     install_upsample_primary_default()  # sharded translation data: see its docstring
+    numpy_removed.install()  # numpy names fairseq uses that numpy removed: see fairseq_wean/numpy_removed.py

@@ -67,7 +67,7 @@ def install_interactive_input_reader():
 
     def wrap_make_batches(original):
         def make_batches(lines, cfg, task, max_positions, encode_fn):
-            from fairseq_wean.input_form import bpe_name, form_problem
+            from fairseq_wean.input_form import bpe_name, form_problem, text_problem
 
             dictionary = task.source_dictionary
             bpe, constraints = bpe_name(cfg), cfg.generation.constraints
@@ -75,8 +75,9 @@ def install_interactive_input_reader():
                 source = line.split("\t")[0] if constraints else line
                 # encoded here for the check only: fairseq encodes every line again, in its order (a BPE that
                 # keeps per-line state, --bpe unk_markers, ends as without the check)
-                problem = form_problem(dictionary, encode_fn(source), bpe, "fairseq-interactive",
-                                       "fairseq-interactive input line {}".format(state["read"] + i + 1))
+                what = "fairseq-interactive input line {}".format(state["read"] + i + 1)
+                problem = text_problem(source, what) or form_problem(dictionary, encode_fn(source), bpe,
+                                                                     "fairseq-interactive", what)
                 if problem is None:
                     continue
                 error = FairseqWeanError(problem)
@@ -381,7 +382,8 @@ _GENERATE_RUN = []  # the cfg of the fairseq-generate run in progress (its _main
 def install_generate_data_checks():
     """fairseq-generate checks its options against the data of ``--gen-subset`` as soon as that is loaded,
     before the model decodes a sentence (fairseq's scorer saw the references only after the whole set was
-    decoded): :func:`check_generate_data`. ``_main`` records its cfg; its first
+    decoded): :func:`check_generate_data`; under ``--score-reference`` the summary line says what its score is
+    (:data:`SCORED_REFERENCES`). ``_main`` records its cfg; its first
     ``FairseqTask.get_batch_iterator`` (on the loaded subset, before the first batch; tasks override
     ``load_dataset``, not this) runs the check."""
     import fairseq_cli.generate as generate
@@ -390,12 +392,24 @@ def install_generate_data_checks():
     def wrap_generate(original):
         def _main(cfg, output_file):
             _GENERATE_RUN.append(cfg)
+            _SCORING_REFERENCES.append(bool(cfg.generation.score_reference))
             try:
                 return original(cfg, output_file)
             finally:
                 _GENERATE_RUN.pop()
+                _SCORING_REFERENCES.pop()
 
         return _main
+
+    def wrap_build_scorer(original):  # the summary line's scorer under --score-reference: see SCORED_REFERENCES
+        def build_scorer(*args, **kwargs):
+            scorer = original(*args, **kwargs)
+            if _SCORING_REFERENCES and _SCORING_REFERENCES[-1] and hasattr(scorer, "result_string"):
+                result_string = scorer.result_string
+                scorer.result_string = lambda *a, **k: "{} {}".format(result_string(*a, **k), SCORED_REFERENCES)
+            return scorer
+
+        return build_scorer
 
     def wrap_batches(original):
         def get_batch_iterator(self, dataset, *args, **kwargs):
@@ -408,6 +422,16 @@ def install_generate_data_checks():
 
     wrap_once(generate, "_main", wrap_generate)
     wrap_once(FairseqTask, "get_batch_iterator", wrap_batches)
+    wrap_once(generate.scoring, "build_scorer", wrap_build_scorer)
+
+
+# fairseq-generate --score-reference: the summary line ("Generate test with beam=5: BLEU4 = 66.77") scores each
+# reference against itself as the hypothesis path prints it (an <unk> of the reference is "<<unk>>" on one side,
+# "<unk>" on the other: a mismatch), under a beam that was not used. A check of the scoring path (100 where it is
+# consistent: the project's tests read it so), not a model's score: the line keeps fairseq's text and says so.
+SCORED_REFERENCES = ("(--score-reference: the references scored against themselves through the hypothesis path, each "
+                     "<unk> a mismatch; no model output, not a model's score)")
+_SCORING_REFERENCES = []
 
 
 def check_generate_data(cfg, task, dataset, split):

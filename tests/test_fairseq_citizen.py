@@ -47,6 +47,7 @@ PATCHES = ["compat 1 (last batch kept)", "compat 2 / checkpoint_safety", "compat
            "compat 16 (dictionary files)", "compat 17 (--results-path file)",
            "compat 18 (--min-len above the maximum length)", "option ranges (fairseq's parsers)",
            "compat 19 (eval-lm --post-process subword_nmt)", "compat 20 (--upsample-primary's default -1)",
+                                                             "compat 21 (numpy removals)",
            "report/gate_lines (--print-gates)",
            "unk_replacement (--replace-unk)", "hub (the Python API)"]
 

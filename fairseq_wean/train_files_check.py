@@ -12,7 +12,10 @@ name (registered with :func:`fairseq_wean.patching.add_option_check` by
 * fairseq-train's other files in --save-dir (:data:`SAVE_DIR_FILES`: ``crash.pt``, written on a failed
   step, and ``dummy``, the writable-folder probe it opens with "w" and removes; every ``NAME.tmp`` it renames
   over a checkpoint): no link, folder or pipe (a folder at crash.pt was an IsADirectoryError traceback at the
-  crash; a link at ``dummy`` truncated its target), and no ``dummy`` with content;
+  crash; a link at ``dummy`` truncated its target), and no ``dummy`` with content; the names it writes in place
+  (every ``NAME.tmp``, ``dummy``; with --write-checkpoints-asynchronously the checkpoints and crash.pt too) no hard
+  link either (``textio.in_place_problem``: a ``checkpoint1.pt.tmp`` hard-linked to a file outside got the
+  checkpoint written into that file);
 * files fairseq writes in place (``--log-file``): no link, folder, pipe/device or hard link;
   folders it writes into (``--tensorboard-logdir``, ``--results-path``): a folder where they exist, and
   below --tensorboard-logdir the folder of every tag fairseq-train logs (:func:`tensorboard_folders`) absent or
@@ -102,6 +105,10 @@ def save_dir_problem(args):
         raise FairseqWeanError("--save-dir {}: {} is a file of {} bytes: fairseq-train truncates and removes it (its "
                                "check that the folder is writable); nothing was trained; move it away".format(
                                    save_dir, dummy, os.path.getsize(dummy)))
+    # the names written in place (opened "wb"/"w"), where a hard link would carry the write to its other name: every
+    # NAME.tmp, the dummy probe, and with --write-checkpoints-asynchronously every checkpoint (written, not renamed)
+    in_place = set(written) | {SAVE_DIR_FILES[1]} | (set(names) | {SAVE_DIR_FILES[0]} if getattr(
+        args, "write_checkpoints_asynchronously", False) else set())
     for name in names + list(SAVE_DIR_FILES) + sorted(written):
         # raised, not returned: the same error (FairseqWeanError, exit 1) as checkpoint_safety's later check
         # of checkpoint_last.pt / checkpoint_best.pt, now made here for every name, before any work
@@ -114,6 +121,10 @@ def save_dir_problem(args):
         if kind is not None:
             raise FairseqWeanError("--save-dir {}: {} is {}; nothing was trained (fairseq-train writes or removes "
                                    "it); move it away".format(save_dir, path, checkpoint_file_problem(path)))
+        problem = textio.in_place_problem(path) if name in in_place else None
+        if problem is not None:  # a hard link: opened with "wb" in place, its other name's file was overwritten
+            raise FairseqWeanError("--save-dir {}: {} {}: refused; nothing was trained (fairseq-train writes it in "
+                                   "place); move it away".format(save_dir, path, problem))
     last = "checkpoint_last{}.pt".format(suffix)
     foreign = [name for name in names if name != last and not name.startswith("checkpoint_best")]
     if foreign and not any(name.startswith("checkpoint_last") for name in names):

@@ -165,6 +165,46 @@ def install_training_file_checks():
 
     add_option_check(training_files_problem)
     install_start_checkpoint_read_once()
+    install_divergence_one_line()
+
+
+
+
+def divergence_error(exc, save_dir, num_updates):
+    """fairseq's FloatingPointError of a diverging run (``Minimum loss scale reached`` of the fp16/AMP scaler,
+    ``gradients are Nan/Inf``, a non-finite loss) as a FairseqWeanError: one line naming the divergence and the
+    crash.pt fairseq saved before re-raising; the checkpoints written before are not touched."""
+    import os
+
+    from fairseq_wean.errors import FairseqWeanError
+
+    crash = os.path.join(save_dir or ".", "crash.pt")
+    kept = "fairseq saved the model at that point to {}".format(crash) if os.path.isfile(crash) else \
+        "no crash.pt was written"
+    first = " ".join(str(exc).split())[:200] or type(exc).__name__
+    return FairseqWeanError(
+        "training diverged at update {} ({}): {}; the checkpoints written before are kept: lower --lr, add "
+        "--clip-norm, or check the optimizer's options (--adam-eps, --weight-decay, ...)".format(
+            num_updates + 1, first, kept))
+
+
+def install_divergence_one_line():
+    """A diverging run ends in one line (:func:`divergence_error`, exit 1 through the plugin's excepthook) instead
+    of fairseq's FloatingPointError traceback. fairseq's ``Trainer.train_step`` saves ``crash.pt`` and re-raises;
+    the wrapper only renames the error, after fairseq's own handling."""
+    from fairseq.trainer import Trainer
+
+    def wrap(original):
+        def train_step(self, *args, **kwargs):
+            try:
+                return original(self, *args, **kwargs)
+            except FloatingPointError as exc:
+                raise divergence_error(exc, self.cfg.checkpoint.save_dir, self.get_num_updates()) from exc
+
+        train_step.__doc__ = original.__doc__
+        return train_step
+
+    wrap_once(Trainer, "train_step", wrap)
 
 
 # [(path, its stat), state]: the checkpoint fairseq-train's start checks read, kept for fairseq's own read

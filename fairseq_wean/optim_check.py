@@ -12,11 +12,19 @@ fairseq-train (``patching.add_option_check``):
   the run "trains" and changes nothing. Allowed where the schedule moves away from it on its own (triangular
   cycles up to --max-lr, polynomial_decay towards a positive --end-learning-rate, manual's own table,
   pass_through's optimizer schedule);
+* :func:`relation_problem`: relations no one-option range says (a literal's count, betas below 1, --warmup-init-lr,
+  --end-learning-rate and --min-lr against --lr);
 * :func:`trial_problem`: everything else the two components refuse. Both are built as fairseq-train builds them
-  (its configuration, from these options), on one dummy parameter, and the schedule is stepped once: whatever
-  fails there (torch's ``Invalid momentum value``, a ZeroDivisionError, a missing library for a fused or
-  accelerator-only optimizer) is one line naming the component and its options, instead of a traceback after the
-  data and the model were loaded.
+  (its configuration, from these options), on one dummy parameter; the optimizer is stepped once after the backward
+  of a trivial loss, and the schedule is simulated over the run's updates (:func:`schedule_updates`: every update
+  up to --max-update, or a stated sample of them). Whatever fails there (torch's ``Invalid momentum value``, a
+  ZeroDivisionError, an --adam-betas unpacked at the first step, a missing library for a fused or accelerator-only
+  optimizer, cosine's math domain error at a late update) is one line naming the component and its options,
+  instead of a traceback after the data and the model were loaded; so is a rate that is negative or not finite, a
+  rate of 0 to the end of the run, a run --stop-min-lr stops before its first update (:func:`schedule_problem`), an
+  --lr list the scheduler reads one value of, and a weight decay that multiplies the weights by
+  1 - lr x decay <= 0 at the schedule's highest rate (:func:`decay_problem`);
+* :func:`insertion_problem`: denoising's --insert against the model's positions.
 """
 import argparse
 import logging
@@ -137,15 +145,19 @@ def _short(exc):
 
 
 def trial_problem(args):
-    """Build ``--optimizer`` and ``--lr-scheduler`` as fairseq-train does, on one dummy parameter, and step the
-    schedule once: what fails, in one line naming the component and its options, or None."""
+    """Build ``--optimizer`` and ``--lr-scheduler`` as fairseq-train does, on one dummy parameter: the optimizer is
+    stepped once (after the backward of a trivial loss: what it unpacks at its first step, --adam-betas of one or
+    three values, adafactor's eps pair, fails there) and the schedule is simulated over the run's updates
+    (:func:`schedule_updates`, :func:`schedule_problem`): what fails, in one line naming the component and its
+    options, or None."""
     import torch
     from fairseq import optim
     from fairseq.optim import lr_scheduler
 
     sections = (("optimizer", optim.OPTIMIZER_REGISTRY, optim.OPTIMIZER_DATACLASS_REGISTRY),
                 ("lr_scheduler", lr_scheduler.LR_SCHEDULER_REGISTRY, lr_scheduler.LR_SCHEDULER_DATACLASS_REGISTRY))
-    built = [torch.nn.Parameter(torch.zeros(2))]
+    # three magnitudes: a decay that flips the sign of every one is multiplicative (lr x weight decay >= 1)
+    built = [torch.nn.Parameter(torch.tensor([1e-3, 1.0, 1e3]))]
     previous = logging.root.manager.disable
     logging.disable(max(previous, logging.WARNING))  # its warnings (manual's "epoch=1 does not exist") are the run's
     try:
@@ -154,28 +166,229 @@ def trial_problem(args):
         logging.disable(previous)
 
 
+def _step(optimizer, param, lr=None):
+    """One update of ``optimizer`` after the backward of a loss with a zero gradient; the weights after it."""
+    import torch
+
+    if "Fused" in type(getattr(optimizer, "optimizer", optimizer)).__name__:
+        return None  # an accelerator-only kernel: the CPU trial cannot step it (its build was tried)
+    with torch.no_grad():
+        param.copy_(torch.tensor([1e-3, 1.0, 1e3]))
+    param.grad = None
+    (param * 0).sum().backward()
+    if lr is not None:
+        optimizer.set_lr(lr)
+    optimizer.step()
+    return param.detach().clone()
+
+
 def _trial(args, sections, built):
     from fairseq import optim
     from fairseq.optim import lr_scheduler
 
+    param, optimizer = built[0], None
     for section, registry, dataclasses in sections:
         if getattr(args, section, None) not in registry:
             return None  # fairseq's parser refuses an unknown name itself
         try:
             config = _component_config(section, args, registry, dataclasses)
             if section == "optimizer":
-                built = optim.build_optimizer(config, built)
-            else:
-                scheduler = lr_scheduler.build_lr_scheduler(config, built)
-                scheduler.step_begin_epoch(1)
-                rates = [scheduler.step_update(0), scheduler.step_update(1)]
-                if not all(isinstance(r, (int, float)) and math.isfinite(r) and r >= 0 for r in rates):
-                    raise ValueError("the first rates are {}".format(rates))
+                optimizer = optim.build_optimizer(config, built)
+                _step(optimizer, param)
+                continue
+            scheduler = lr_scheduler.build_lr_scheduler(config, optimizer)
+            updates, rates = _simulate(scheduler, args)
+            problem = schedule_problem(args, updates, rates) or _lr_list_problem(
+                args, registry, dataclasses, optimizer, rates)
+            if problem is None and rates:
+                problem = decay_problem(args, _step(optimizer, param, max(rates)), max(rates))
         except Exception as exc:  # any failure of fairseq's or torch's own building code: one line, not a traceback
             return "--{} {} cannot run with these options ({}); its options: {}".format(
                 section.replace("_", "-"), getattr(args, section), _short(exc),
                 _given_options(section, args))
+        if problem:
+            return problem
     return None
+
+
+# the schedule is stepped at every update up to EXHAUSTIVE (and the last TAIL of the run, consecutively), and at
+# SAMPLES updates spaced geometrically up to --max-update (or HORIZON updates when --max-update is not given: the
+# run's length in updates is then unknown) and at every update manual's --update2lr names
+EXHAUSTIVE, TAIL, SAMPLES, HORIZON = 4000, 1000, 400, 10 ** 8
+
+
+def schedule_updates(args):
+    """The update numbers the schedule is simulated at, sorted, and the number of updates of the run (None when
+    --max-update is not given). ``step_update(n)`` sets the rate of update n + 1."""
+    import json
+
+    most = _number(args, "max_update", 0) or 0
+    end = most if most > 0 else HORIZON
+    if end <= EXHAUSTIVE + TAIL:
+        return list(range(end)), (most or None)
+    points = set(range(EXHAUSTIVE)) | set(range(end - TAIL, end)) | {
+        min(end - 1, int(EXHAUSTIVE * (end / EXHAUSTIVE) ** (i / SAMPLES))) for i in range(SAMPLES + 1)}
+    try:
+        points |= {int(k) for k in json.loads(getattr(args, "update2lr", None) or "{}") if 0 <= int(k) < end}
+    except (ValueError, TypeError):
+        pass  # manual's own parse refuses it
+    return sorted(points), (most or None)
+
+
+def _simulate(scheduler, args):
+    """The rates at :func:`schedule_updates`. The scheduler reads its options from a plain copy of its configuration
+    (the same values: omegaconf's attribute access was most of the time of a simulated update)."""
+    from omegaconf import DictConfig, OmegaConf
+
+    if isinstance(getattr(scheduler, "cfg", None), DictConfig):
+        scheduler.cfg = argparse.Namespace(**OmegaConf.to_container(scheduler.cfg, resolve=True))
+    scheduler.step_begin_epoch(1)
+    updates, _ = schedule_updates(args)
+    return updates, [scheduler.step_update(n) for n in updates]
+
+
+def _rate(value):
+    return "{:g}".format(value) if isinstance(value, (int, float)) else repr(value)
+
+
+def schedule_problem(args, updates, rates):
+    """The simulated rates (``rates[i]``: of update ``updates[i] + 1``): a rate that is negative or not a finite
+    number (manual's table, a schedule's arithmetic) is refused; so is a run that stops before its first update
+    (the first rate at or below --stop-min-lr: fairseq-train's loop stops there) and a rate of 0 from some update
+    to the end of the run (--max-update given; without it, from the second update on: the run cannot train)."""
+    name = getattr(args, "lr_scheduler", None)
+    for n, rate in zip(updates, rates):
+        if not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate < 0:
+            return ("--lr-scheduler {} gives update {} the learning rate {}: a rate must be a finite number >= 0 at "
+                    "every update of the run (the schedule was simulated over the run's updates); its options: "
+                    "{}".format(name, n + 1, _rate(rate), _given_options("lr_scheduler", args)))
+    stop = _number(args, "stop_min_lr", -1)
+    if rates and rates[0] <= stop:
+        return ("--stop-min-lr {:g}: fairseq-train stops once the learning rate is at or below it, and the first "
+                "rate of --lr-scheduler {} is {}: the run would stop before its first update; give a --stop-min-lr "
+                "below the rates the run should train at".format(stop, name, _rate(rates[0])))
+    zero = len(rates)
+    while zero > 0 and rates[zero - 1] == 0:
+        zero -= 1
+    if zero == len(rates) or zero == 0:
+        return None  # a rate of 0 at the start only: zero_lr_problem's
+    _, most = schedule_updates(args)
+    first = updates[zero] + 1
+    if most is None and first > 2:
+        return None  # the run may end (--max-epoch) before the rate reaches 0
+    return ("--lr-scheduler {}: the learning rate is 0 from update {} to the end of the run ({}): those updates "
+            "train nothing; its options: {} (e.g. --total-num-update at least --max-update, a smaller --power, or "
+            "--end-learning-rate above 0)".format(
+                name, first, "--max-update {}".format(most) if most else "every later update, whatever its length",
+                _given_options("lr_scheduler", args)))
+
+
+def _lr_list_problem(args, registry, dataclasses, optimizer, rates):
+    """An --lr list (several values) under a scheduler whose rates are those of its first value alone: the other
+    values do nothing (step, polynomial_decay read ``cfg.lr[0]``; fixed reads one value per epoch)."""
+    from fairseq.optim import lr_scheduler
+
+    lrs = _lrs(args)
+    if len(lrs) < 2:
+        return None
+    single = argparse.Namespace(**dict(vars(args), lr=lrs[:1]))
+    alone = lr_scheduler.build_lr_scheduler(_component_config("lr_scheduler", single, registry, dataclasses),
+                                            optimizer)
+    _, alone_rates = _simulate(alone, single)
+    again = lr_scheduler.build_lr_scheduler(_component_config("lr_scheduler", args, registry, dataclasses),
+                                            optimizer)
+    if alone_rates != rates or _epoch_rates(alone, len(lrs)) != _epoch_rates(again, len(lrs)):
+        return None
+    return ("--lr {}: --lr-scheduler {} reads only the first value ({:g}); the others do nothing: give one --lr "
+            "(--lr-scheduler fixed takes one value per epoch)".format(
+                ",".join("{:g}".format(v) for v in lrs), args.lr_scheduler, lrs[0]))
+
+
+def _epoch_rates(scheduler, count):
+    """The rate of an update in each of the epochs 1 .. count + 1, as fairseq-train sets it: the epoch's start
+    (``step_begin_epoch``), then ``step_update`` (``Trainer.lr_step``), which has the last word."""
+    rates = []
+    for epoch in range(1, count + 2):
+        scheduler.step_begin_epoch(epoch)
+        rates.append(scheduler.step_update(epoch * 10))
+    return rates
+
+
+def decay_problem(args, after, rate):
+    """One update with a zero gradient at the schedule's highest rate: weights of three magnitudes that all end at
+    or below 0 (or not finite) are a weight decay that multiplies every weight by 1 - lr x decay <= 0 (decoupled,
+    or L2 under SGD-like updates) at every update: the model cannot train."""
+    values = [] if after is None else after.tolist()
+    if not values or all(math.isfinite(v) for v in values) and any(v > 0 for v in values):
+        return None
+    return ("--optimizer {} with --weight-decay {} at the learning rate {:g} (the schedule's highest): one update "
+            "with a zero gradient takes the weights 0.001, 1, 1000 to {}: each update multiplies every weight by "
+            "1 - lr x weight decay <= 0; keep the highest rate x --weight-decay below 1".format(
+                args.optimizer, _rate(getattr(args, "weight_decay", None)), rate,
+                ", ".join("{:g}".format(v) for v in after.tolist())))
+
+
+# Python-literal options of the optimizers: how many numbers each unpacks (extra ones were ignored silently,
+# fewer a traceback at the first step) and whether each is a moving-average rate (beta), which must stay below 1
+LITERAL_SHAPES = {"adam_betas": (2, True), "adamax_betas": (2, True), "lamb_betas": (2, True),
+                  "adafactor_eps": (2, False)}
+# scheduler -> its floor option: the rate it decays or anneals towards (a floor above --lr inverts the schedule;
+# cosine silently lowered it to --lr)
+SCHEDULE_FLOORS = {"polynomial_decay": "end_learning_rate", "cosine": "min_lr"}
+WARMUP_FROM_INIT = ("inverse_sqrt", "reduce_lr_on_plateau", "cosine", "fixed")
+
+
+def relation_problem(args):
+    """What no one-option range says: a literal of the wrong count, a beta of 1 (torch's Adam refuses it: the
+    average never moves; Adam's bias correction 1 - beta^t divides by 0), a warmup whose --warmup-init-lr is above
+    --lr (it runs downwards), a floor (--end-learning-rate, --min-lr) above --lr."""
+    import ast
+
+    optimizer = getattr(args, "optimizer", None)
+    own = _own_options("optimizer", optimizer)
+    for dest, (count, rates) in LITERAL_SHAPES.items():
+        text = getattr(args, dest, None) if dest in own else None
+        try:
+            value = ast.literal_eval(text) if isinstance(text, str) else text
+        except (ValueError, SyntaxError):
+            continue  # the range row refuses it
+        if not isinstance(value, (tuple, list)):
+            continue
+        flag = "--" + dest.replace("_", "-")
+        if len(value) != count:
+            return "{} {}: --optimizer {} reads exactly {} numbers, got {}".format(flag, text, optimizer, count,
+                                                                                len(value))
+        if rates and any(isinstance(v, (int, float)) and v >= 1 for v in value):
+            return ("{} {}: each beta must be below 1 (a moving average with beta 1 never moves from its start, "
+                    "and Adam's bias correction 1 - beta^t divides by 0)".format(flag, text))
+    beta1 = _number(args, "beta1") if "beta1" in own else None
+    if beta1 is not None and beta1 >= 1:
+        return "--beta1 {:g}: must be below 1 (with 1 the first moment never moves from 0: no update)".format(beta1)
+    lrs, scheduler = _lrs(args), getattr(args, "lr_scheduler", None)
+    if not lrs:
+        return None
+    top, schedule_own = max(lrs), _own_options("lr_scheduler", scheduler)
+    init = _number(args, "warmup_init_lr", -1)
+    if scheduler in WARMUP_FROM_INIT and "warmup_init_lr" in schedule_own and _number(args, "warmup_updates", 0) > 0 \
+            and init > top:
+        return ("--warmup-init-lr {:g} is above --lr {:g}: a warmup rises from --warmup-init-lr to --lr (this one "
+                "would run downwards); give a --warmup-init-lr below --lr, e.g. 0".format(init, top))
+    floor = SCHEDULE_FLOORS.get(scheduler)
+    value = _number(args, floor) if floor in schedule_own else None
+    if value is not None and value > top > 0:  # from --lr 0: a ramp up by design (ZERO_LR_MOVES)
+        return ("--{} {:g} is above --lr {:g}: --lr-scheduler {} goes from --lr down to it (above, the schedule is "
+                "inverted or silently clamped); give a value below --lr".format(
+                    floor.replace("_", "-"), value, top, scheduler))
+    return None
+
+
+def _own_options(section, name):
+    from fairseq_wean.option_rules import component_actions
+
+    try:
+        return {a.dest for a in component_actions(section, name)}
+    except Exception:  # an unknown name: fairseq's parser refuses it
+        return set()
 
 
 def optim_option_problem(args):
@@ -184,7 +397,8 @@ def optim_option_problem(args):
     if running_command() != "train" or not hasattr(args, "lr_scheduler") or not hasattr(args, "optimizer"):
         return None
     rule = SCHEDULE_NEEDS.get(getattr(args, "lr_scheduler", None))
-    return (rule(args) if rule else None) or zero_lr_problem(args) or trial_problem(args)
+    return (rule(args) if rule else None) or zero_lr_problem(args) or relation_problem(args) or \
+        trial_problem(args)
 
 
 def label_smoothing_problem(args):
@@ -201,5 +415,23 @@ def label_smoothing_problem(args):
     return option_problem(1.0, value)
 
 
+def insertion_problem(args):
+    """denoising's --insert P adds ceil(P x n) random tokens to each block of n <= --tokens-per-sample tokens: the
+    grown block must fit the model's --max-source-positions (past it, an IndexError of the position embedding at the
+    first batch, a crash.pt, an abort). Every task with --insert (denoising, multilingual_denoising)."""
+    insert, tokens = _number(args, "insert", 0), _number(args, "tokens_per_sample")
+    most = _number(args, "max_source_positions")
+    if not insert or tokens is None or most is None:
+        return None
+    grown = tokens + math.ceil(tokens * insert)
+    if grown <= most:
+        return None
+    return ("--insert {:g}: a block of --tokens-per-sample {} tokens grows to {} with the inserted ones, more than "
+            "the model's --max-source-positions {}: lower --insert (a share of each block: at most {:g} here) or "
+            "--tokens-per-sample".format(insert, tokens, grown, most, math.floor((most - tokens) / tokens * 1000)
+                                        / 1000))
+
+
 add_option_check(optim_option_problem)
+add_option_check(insertion_problem)
 add_option_check(label_smoothing_problem)

@@ -44,6 +44,10 @@ GENERATION_ANY_VALUE = {"lm_weight": "a weight of either sign",
 
 
 
+# --tokens-per-sample: a block of tokens the language models (transformer_lm, ...) take as their
+# --max-target-positions when it is not given: the cap of that option (modules/model_options.MAX_POSITIONS,
+# a million tokens) applies to it too; fairseq allocated its positions table (1e9: 32 GB, an allocator traceback)
+MAX_TOKENS_PER_SAMPLE = 1 << 20
 # fairseq's other numeric options, of every parser fairseq builds (fairseq-train, -generate,
 # -interactive, -validate, -eval-lm: dataset, distributed, checkpoint, optimization, the translation
 # and language_modeling tasks, adam and the lr schedulers), as (low, kind, high, above). Out of
@@ -69,6 +73,10 @@ FAIRSEQ_RANGES = {
     "warmup_init_lr": (-1, float, None, False),  # any negative: fairseq's "not given" (-1 its default)
     "lr_shrink": (0, float, 1, True), "lr_threshold": (0, float, None, False), "lr_patience": (0, int, None, False),
     "force_anneal": (0, int, None, False),
+    # --use-bmuf's block update: a momentum in [0, 1] as --momentum's, a positive block rate, a sync every N >= 1
+    # updates (nan and negatives were taken)
+    "block_lr": (0, float, None, True), "block_momentum": (0, float, 1, False),
+    "global_sync_iter": (1, int, None, False), "warmup_iterations": (0, int, None, False),
     "buffer_size": (1, int, None, False),  # fairseq-interactive: its default 0 is read as 1; given, at least 1
     "all_gather_list_size": (1, int, None, False), "amp_batch_retries": (0, int, None, False),
     "amp_init_scale": (1, int, None, False), "amp_scale_window": (1, int, None, False),
@@ -95,7 +103,7 @@ FAIRSEQ_RANGES = {
     "batch_size_valid": (1, int, None, False), "max_tokens_valid": (1, int, None, False),
     # fairseq-eval-lm and its language_modeling task
     "context_window": (0, int, None, False), "softmax_batch": (1, int, None, False),
-    "tokens_per_sample": (1, int, None, False), "output_dictionary_size": (-1, int, None, False),  # -1: all
+    "tokens_per_sample": (1, int, MAX_TOKENS_PER_SAMPLE, False), "output_dictionary_size": (-1, int, None, False),  # -1: all
     # the options every registered --optimizer and --lr-scheduler adds (tests/test_optim_options.py enumerates them):
     # outside, torch's ValueError or fairseq's assert after the batches were built, or nan training and a crash.pt
     "momentum": (0, float, 1, False), "adadelta_rho": (0, float, 1, False), "adadelta_eps": (0, float, None, True),
@@ -122,7 +130,9 @@ FAIRSEQ_RANGES = {
     **{share: (0, float, 1, False) for share in (
         "mask", "mask_random", "permute", "rotate", "shuffle_instance", "mask_prob", "leave_unmasked_prob",
         "random_token_prob", "noise_density", "word_blanking_prob", "word_dropout_prob", "eos_prob_threshold")},
-    "insert": (0, float, None, False), "poisson_lambda": (0, float, None, False), "mask_stdev": (0, float, None, False),
+    "insert": (0, float, None, False),  # its bound by the positions: optim_check.insertion_problem
+    # span-poisson masking: Poisson(0) spans are all empty and the dataset loops for ever adding more
+    "poisson_lambda": (0, float, None, True), "mask_stdev": (0, float, None, False),
     "mask_multiple_length": (1, int, None, False), "mean_noise_span_length": (1, float, None, False),
     "replace_length": (-1, int, 1, False),  # -1: "N tokens"
     "permute_sentences": (-1, float, 1, False),  # a share of sentences (0.12.3 types it int: kept int there); -1: off

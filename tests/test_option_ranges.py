@@ -331,8 +331,11 @@ def test_recipes_refuse_bad_variants_and_numbers_before_any_work(module, argv, m
 FAIRSEQ_COMMANDS = [
     ("fairseq-train", "get_training_parser", ["--arch", "lstm", "--task", "translation_with_metrics", "--optimizer",
                                               "adam", "--lr-scheduler", "inverse_sqrt", "--max-tokens", "1000"]),
+    # --use-bmuf adds BMUF's options (--block-lr, --block-momentum, ...)
     ("fairseq-train", "get_training_parser", ["--arch", "lstm", "--task", "translation", "--optimizer", "adam",
-                                              "--lr-scheduler", "reduce_lr_on_plateau", "--batch-size", "8"]),
+                                              "--lr-scheduler", "reduce_lr_on_plateau", "--batch-size", "8",
+                                              "--use-bmuf", "--distributed-world-size", "2",
+                                              "--distributed-init-method", "tcp://localhost:12345"]),
     ("fairseq-generate", "get_generation_parser", ["--path", "x.pt", "--task", "translation_with_metrics"]),
     ("fairseq-interactive", "get_interactive_generation_parser", ["--path", "x.pt"]),
     ("fairseq-validate", "get_validation_parser", ["--path", "x.pt", "--task", "translation", "--max-tokens", "1000"]),

@@ -1,14 +1,25 @@
-"""The rows of fairseq's own options in the plugin's parse-time tables (:mod:`fairseq_wean.patching`): decoding
-options that do nothing in the given combination (``add_option_need``) and fairseq-eval-lm's options that
-contradict each other (``add_option_check``), and the inference commands' options only some tasks read (--arch, the
-training and validation subsets), decided by reading each task's code (``task_reads``). Other modules declare the
-rows of their own options (the task's validation options, CoRe's, fairseq-train's files, the data folder's
-subsets). Imported by :func:`patching.install_option_ranges`."""
+"""The rows of fairseq's own options in the plugin's parse-time tables (:mod:`fairseq_wean.patching`): options that
+do nothing in the given combination (``add_option_need``), fairseq-eval-lm's that contradict each other, the inference
+commands' options only some tasks read (--arch, the subsets; ``task_reads``), fairseq's training-only option groups
+in them (``INFERENCE_INERT``) and fairseq-validate's stored criterion. Other modules declare the rows of their own
+options (the task's validation options, CoRe's, fairseq-train's files, the data folder's subsets). Imported by
+:func:`patching.install_option_ranges`."""
+import argparse
+import ast
+import copy
+import dataclasses
 import functools
+import glob
+import importlib.util
+import inspect
+import os
 import sys
+import types
 
 from fairseq_wean.patching import (_decodes, _number, add_option_check, add_option_need,  # noqa: F401
                                    running_command)
+
+_INFERENCE = ("generate", "interactive", "validate", "eval_lm")
 
 
 add_option_need("diverse_beam_strength", lambda a: _number(a, "diverse_beam_groups", -1) > 0,
@@ -39,17 +50,32 @@ add_option_need("results_path", lambda a: False,
 add_option_need("post_process", lambda a: _criterion_reads(a, "post_process"),
                 "fairseq-validate scores the binarized references token by token and post-processes no text "
                 "(only a criterion with a post_process option, e.g. ctc, reads it)", commands=("validate",))
-add_option_need("gen_subset", lambda a: running_command() not in ("interactive", "train"),
-                "fairseq-interactive translates standard input and fairseq-train reads --train-subset/"
-                "--valid-subset, never --gen-subset", commands=("interactive", "train"))
+add_option_need("gen_subset", lambda a: False, "fairseq-interactive translates standard input, fairseq-train reads "
+                "--train-subset/--valid-subset and fairseq-validate --valid-subset, never --gen-subset",
+                commands=("interactive", "train", "validate"))
+add_option_need("mask_random", lambda a: _number(a, "mask") > 0, "it is the share of --mask's masked tokens made "
+                "random, and --mask is 0 (nothing is masked)")
+
+
+def _has_shards(args):
+    """Whether a data folder holds a second shard (SPLIT1.*, as load_langpair_dataset reads) of a loaded subset."""
+    names = {"train": ("train_subset", "valid_subset"), "validate": ("valid_subset",)}.get(running_command(), ())
+    data, names = getattr(args, "data", None), names or ("gen_subset",)
+    subsets = [s for n in names for s in str(getattr(args, n, "") or "").split(",") if s]
+    return any(glob.glob(os.path.join(glob.escape(folder), glob.escape(s) + "1.*")) for s in subsets
+               for folder in (data.split(os.pathsep) if isinstance(data, str) else ()))
+
+
+add_option_need("upsample_primary", _has_shards, "it weighs a subset's first shard against its others (SPLIT1, "
+                "SPLIT2, ... in the data folder), and it has none", commands=("train",) + _INFERENCE)
+add_option_need("use_bmuf", lambda a: _number(a, "distributed_world_size", 1) > 1 or "WORLD_SIZE" in os.environ,
+                "BMUF averages the models of several processes, and this run has one (--distributed-world-size 1; "
+                "fairseq-wean-train-cpu-dist --nproc-per-node N starts several on the CPU)", commands=("train",))
 
 
 def _iterative_task(name):
     """Whether the task ``name`` decodes with fairseq's IterativeRefinementGenerator (its build_generator says)."""
-    import inspect
-
     from fairseq.tasks import TASK_REGISTRY
-
     build = getattr(TASK_REGISTRY.get(name), "build_generator", None)
     return build is not None and "IterativeRefinementGenerator" in inspect.getsource(build)
 
@@ -57,7 +83,6 @@ def _iterative_task(name):
 def _criterion_reads(args, field):
     """Whether the criterion of ``args`` has the dataclass field ``field`` (it then reads the shared option)."""
     from fairseq.criterions import CRITERION_DATACLASS_REGISTRY
-
     config = CRITERION_DATACLASS_REGISTRY.get(getattr(args, "criterion", None))
     return config is not None and field in getattr(config, "__dataclass_fields__", {})
 
@@ -95,7 +120,6 @@ CPU_BF16 = "bfloat16 on CPU is the plugin's --task translation_with_metrics --cp
 
 def _uses_cuda(args):
     from fairseq_wean.distributed import uses_cuda
-
     return uses_cuda(args)
 
 
@@ -104,8 +128,6 @@ def precision_problem(args):
     CPU (fairseq asserts CUDA after the data and model are built) and --bf16 (and --memory-efficient-bf16) without
     torch_xla (fairseq's --bf16 sets --tpu and asks for a TPU device, an AttributeError after the model is built);
     one line at parse instead, or None."""
-    import importlib.util
-
     if running_command() != "train":
         return None
     for dest in ("memory_efficient_bf16", "bf16"):  # the --memory-efficient- form sets bf16 too: named first
@@ -121,7 +143,6 @@ def precision_problem(args):
 
 
 add_option_check(precision_problem)
-_INFERENCE = ("generate", "interactive", "validate", "eval_lm")
 add_option_need("amp", lambda a: running_command() == "train" and _uses_cuda(a),
                 "fairseq-train's --amp is torch's CUDA autocast (off on the CPU: it trains in float32), and "
                 "fairseq-generate, -interactive, -validate and -eval-lm read no --amp; " + CPU_BF16,
@@ -160,10 +181,7 @@ def restores_a_checkpoint(args):
     """Whether fairseq-train restores a checkpoint whose state the --reset-* options act on: metric_check's
     start_checkpoint (fairseq's own choice: --save-dir's checkpoint_last{suffix}.pt, --restore-file,
     --continue-once), not --finetune-from-model (fairseq resets everything itself, and refuses the two together)."""
-    import types
-
     from fairseq_wean.metric_check import start_checkpoint
-
     return not getattr(args, "finetune_from_model", None) and \
         start_checkpoint(types.SimpleNamespace(checkpoint=args)) is not None
 
@@ -183,7 +201,6 @@ def interpolation_problem(args):
     takes it for an interpolation (an InterpolationKeyError traceback, or a value resolved from the environment);
     one line at parse naming the option, or None (textio.PATH_RULES: the same rule for the tools' folders)."""
     from fairseq_wean.stored_paths import INTERPOLATION
-
     for dest, value in sorted(vars(args).items()):
         values = value if isinstance(value, (list, tuple)) else [value]
         for item in values:
@@ -238,10 +255,10 @@ add_option_check(task_needs_problem)
 SCORE_REFERENCE_READS = {
     "score_reference": "itself", "print_alignment": "the scorer's alignment (SequenceScorer's compute_alignment)",
     "replace_unk": "the output's unknown words", "replace_unk_source": "the output's unknown words",
-    "sacrebleu": "the score line's scorer", "print_gates": "a teacher-forced pass over the hypothesis (the reference)",
-    "retain_dropout": "the model's preparation (dropout kept: the scores change)",
+    "sacrebleu": "refused in any case (INFERENCE_INERT)", "print_gates": "a teacher-forced pass over the reference",
+    "retain_dropout": "the model's preparation (its FairseqDropout modules kept on: the scores change)",
     "retain_dropout_modules": "the model's preparation, with --retain-dropout",
-    "no_seed_provided": "fairseq's bookkeeping of --seed", "eos_token": "read by speech_to_text's data, not decoding",
+    "no_seed_provided": "fairseq's bookkeeping of --seed", "eos_token": "refused but for speech tasks (INFERENCE_INERT)",
 }
 SCORE_REFERENCE_INERT = (
     "beam", "beam_mt", "nbest", "max_len_a", "max_len_b", "max_len_a_mt", "max_len_b_mt", "min_len", "match_source_len",
@@ -257,7 +274,6 @@ def also_needs(dest, condition, why, commands=None, both_why=None):
     """Add ``condition`` to ``dest``'s row of ``patching.OPTION_NEEDS`` (both must hold; the reasons joined, or
     ``both_why``, so the one line names either), or declare the row where it has none."""
     from fairseq_wean.patching import OPTION_NEEDS
-
     if dest not in OPTION_NEEDS:
         return add_option_need(dest, condition, why, commands)
     first, first_why, first_commands = OPTION_NEEDS[dest]
@@ -313,20 +329,15 @@ def _component(registry, choice):
     """The class behind ``--registry choice`` (None if unknown)."""
     if registry == "arch":
         from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_REGISTRY
-
         return ARCH_MODEL_REGISTRY.get(choice) or MODEL_REGISTRY.get(choice)
     from fairseq.registry import REGISTRIES
-
     return REGISTRIES[registry]["registry"].get(choice)
 
 
 def component_actions(registry, choice):
     """The argparse actions ``--registry choice`` adds, as fairseq's parse_args_and_arch adds them (a model's with
     argparse.SUPPRESS defaults: absent unless given)."""
-    import argparse
-
     from fairseq.dataclass.utils import gen_parser_from_dataclass
-
     cls = _component(registry, choice)
     parser = argparse.ArgumentParser(add_help=False, conflict_handler="resolve",
                                      argument_default=argparse.SUPPRESS if registry == "arch" else None)
@@ -337,28 +348,28 @@ def component_actions(registry, choice):
     return [a for a in parser._actions if a.option_strings]
 
 
-def command_reads(command, task):
-    """The dests fairseq-``command`` reads with ``--task task``: its own parser's and the task's (an option a model
-    shares with the task, --max-source-positions, is the task's)."""
-    import argparse
-
+@functools.lru_cache(maxsize=None)
+def _command_parser(command, task):
+    """fairseq-``command``'s parser with ``--task task``'s options (read, never parsed with)."""
     from fairseq import options
     from fairseq.tasks import TASK_REGISTRY
-
     parser = getattr(options, _COMMAND_PARSERS[command])()
     if task in TASK_REGISTRY:
         TASK_REGISTRY[task].add_args(parser)
-    return {a.dest for a in parser._actions} - {argparse.SUPPRESS}
+    return parser
+
+
+def command_reads(command, task):
+    """The dests fairseq-``command`` reads with ``--task task``: its own parser's and the task's (an option a model
+    shares with the task, --max-source-positions, is the task's)."""
+    return {a.dest for a in _command_parser(command, task)._actions} - {argparse.SUPPRESS}
 
 
 def _defaults_without(args, registry, choice, dests):
     """The values fairseq gives ``dests`` when none is written: an architecture's are filled in by its
     configuration function (ARCH_CONFIG_REGISTRY, at the end of parse_args_and_arch), applied here to the parsed
     options without them."""
-    import argparse
-
     from fairseq.models import ARCH_CONFIG_REGISTRY
-
     if registry != "arch" or choice not in ARCH_CONFIG_REGISTRY:
         return {}
     bare = argparse.Namespace(**{k: v for k, v in vars(args).items() if k not in dests})
@@ -373,11 +384,7 @@ def training_option_problem(args, command=None):
     checkpoint's score), and fairseq-generate's --arch itself: the one line, or None. An architecture's option, or
     --arch, that the task's code reads or the architecture's configuration carries into an option the command reads
     is taken (:func:`arch_acts`)."""
-    import argparse
-    import sys
-
     from fairseq.registry import REGISTRIES
-
     command = command or running_command()
     if command not in _COMMAND_PARSERS:
         return None
@@ -420,8 +427,6 @@ _CONFIG_NAMES = ("args", "cfg", "task_cfg", "config")
 
 def _config_read(node, own):
     """The option a node of a task's code reads from its configuration (``cfg.NAME``, ``getattr(args, "NAME")``)."""
-    import ast
-
     def config(obj):
         return (isinstance(obj, ast.Name) and obj.id in _CONFIG_NAMES and obj.id not in own) or (
             isinstance(obj, ast.Attribute) and obj.attr in _CONFIG_NAMES and isinstance(obj.value, ast.Name)
@@ -439,9 +444,6 @@ def _config_read(node, own):
 @functools.lru_cache(maxsize=None)
 def _module_reads(module_name):
     """{option: {place}} of one module's code: place is ``module.Class.function`` where it is read."""
-    import ast
-    import inspect
-
     found = {}
 
     def walk(node, place, own):
@@ -462,17 +464,13 @@ def _module_reads(module_name):
 @functools.lru_cache(maxsize=None)
 def task_reads(task):
     """{option: {place}} of everything the code of ``--task task`` reads from its configuration (empty if unknown)."""
-    import inspect
-
     from fairseq.tasks import TASK_REGISTRY
-
     cls, names = TASK_REGISTRY.get(task), []
     for klass in inspect.getmro(cls) if cls is not None else ():
         if klass.__module__.startswith(("fairseq.tasks", "fairseq_wean")) and klass.__module__ not in names:
             names.append(klass.__module__)
     if any("MultilingualDatasetManager" in inspect.getsource(sys.modules[n]) for n in names):
         from fairseq.data.multilingual import multilingual_data_manager
-
         names.append(multilingual_data_manager.__name__)
     found = {}
     for name in names:
@@ -484,15 +482,8 @@ def task_reads(task):
 @functools.lru_cache(maxsize=None)
 def _command_defaults(command, task):
     """fairseq-``command``'s options with ``--task task`` at their defaults (a Namespace)."""
-    import argparse
-
-    from fairseq import options
-    from fairseq.tasks import TASK_REGISTRY
-
-    parser = getattr(options, _COMMAND_PARSERS[command])()
-    if task in TASK_REGISTRY:
-        TASK_REGISTRY[task].add_args(parser)
-    return argparse.Namespace(**{a.dest: a.default for a in parser._actions if a.dest != argparse.SUPPRESS})
+    return argparse.Namespace(**{a.dest: a.default for a in _command_parser(command, task)._actions
+                                 if a.dest != argparse.SUPPRESS})
 
 
 def arch_acts(command, task, arch, args, dests=None):
@@ -501,10 +492,8 @@ def arch_acts(command, task, arch, args, dests=None):
     that the task's code reads (``task_reads``: sentence_ranking reads --max-positions) or whose value the
     architecture's configuration carries into an option the command reads (roberta's sets --max-source-positions
     from --max-positions); a configuration that fails on the command's defaults acts (nothing can be told)."""
-    import copy
 
     from fairseq.models import ARCH_CONFIG_REGISTRY
-
     brought = {a.dest for a in component_actions("arch", arch)}
     reads, own = task_reads(task), command_reads(command, task)
     if dests is None:
@@ -555,6 +544,8 @@ INERT_READS = {
         ("generate", "interactive", "eval_lm"), "it skips validation's text check, which these commands never run"),
     ("valid_subset", "fairseq_wean.tasks.translation_with_metrics.TranslationWithMetricsTask._check_options"): (
         ("generate", "interactive", "eval_lm"), "only with --eval-refs/--eval-orig, which these commands refuse"),
+    ("best_checkpoint_metric", "fairseq_wean.tasks.translation_with_metrics.TranslationWithMetricsTask._check_options"): (
+        _INFERENCE, "it checks that validation logs the metric, and these commands write no checkpoint"),
 }
 
 
@@ -569,10 +560,7 @@ def subset_reads(command, task, dest):
 def subset_option_problem(args, command=None):
     """An option of :data:`SUBSET_OPTIONS` written (away from fairseq's default) in an inference command whose task
     reads it nowhere that acts there: the one line, or None."""
-    import dataclasses
-
     from fairseq.dataclass.configs import DatasetConfig
-
     command = command or running_command()
     written = {w.split("=", 1)[0] for w in sys.argv[1:] if isinstance(w, str) and w.startswith("--")}
     defaults = {f.name: f.default for f in dataclasses.fields(DatasetConfig)}
@@ -587,3 +575,76 @@ def subset_option_problem(args, command=None):
 
 
 add_option_check(subset_option_problem)
+
+
+# ---- fairseq's option groups the inference parsers add (checkpoint, distributed, dataset): each field decided per
+# command (tests/test_inference_groups.py), refused where neither the command's code nor its task's reads it.
+_GI = ("generate", "interactive")
+_SAVES = "fairseq-{} restores, writes and keeps no checkpoint (its model is --path's; a fairseq-train option)"
+_WRAPS = "fairseq-{} never wraps the model for distributed training (DDP, FSDP, SlowMo: a fairseq-train option)"
+INFERENCE_INERT = {
+    **dict.fromkeys(("save_dir", "restore_file", "continue_once", "finetune_from_model", "reset_dataloader",
+                     "reset_lr_scheduler", "reset_meters", "reset_optimizer", "optimizer_overrides", "save_interval",
+                     "save_interval_updates", "keep_interval_updates", "keep_interval_updates_pattern",
+                     "keep_last_epochs", "keep_best_checkpoints", "no_save", "no_epoch_checkpoints",
+                     "no_last_checkpoints", "no_save_optimizer_state", "best_checkpoint_metric",
+                     "maximize_best_checkpoint_metric", "patience", "load_checkpoint_on_all_dp_ranks",
+                     "write_checkpoints_asynchronously"), (_GI, _SAVES)),
+    **dict.fromkeys(("ddp_comm_hook", "bucket_cap_mb", "fix_batches_to_gpus", "find_unused_parameters",
+                     "gradient_as_bucket_view", "fast_stat_sync", "heartbeat_timeout", "broadcast_buffers",
+                     "slowmo_momentum", "slowmo_base_algorithm", "localsgd_frequency", "zero_sharding",
+                     "no_reshard_after_forward", "fp32_reduce_scatter", "cpu_offload", "use_sharded_state",
+                     "not_fsdp_flatten_parameters"), (_INFERENCE, _WRAPS)),
+    **dict.fromkeys(("max_valid_steps", "validate_interval", "validate_interval_updates", "validate_after_updates",
+                     "fixed_validation_seed", "disable_validation", "max_tokens_valid", "batch_size_valid", "curriculum",
+                     "grouped_shuffling", "update_epoch_batch_itr", "update_ordered_indices_seed"),
+                    (_INFERENCE, "only fairseq-train's epochs and validation read it (fairseq-{} reads each batch of "
+                     "--max-tokens/--batch-size once, in order)")),
+    **dict.fromkeys(("num_shards", "shard_id"), (_GI + ("validate",), "fairseq-{} splits its data by "
+                                                 "--distributed-world-size and the process's rank, never by it")),
+    "sacrebleu": (_GI, "fairseq-generate's score line is --scoring's (--scoring sacrebleu for sacrebleu's 13a "
+                  "tokenization; fairseq-interactive scores nothing): --sacrebleu only silences fairseq's warning"),
+    "eos_token": (_GI, "only speech tasks' data read it (fairseq-{} decodes until the dictionary's </s>)"),
+}
+
+
+def inference_group_problem(args, command=None):
+    """An option of :data:`INFERENCE_INERT` written (any of its spellings, away from the command's default) in a
+    command whose task reads it nowhere that acts there (:func:`subset_reads`): the one line, or None."""
+    command, task = command or running_command(), getattr(args, "task", None)
+    written = {w.split("=", 1)[0] for w in sys.argv[1:] if isinstance(w, str) and w.startswith("-")}
+    for action in _command_parser(command, task)._actions if command in _COMMAND_PARSERS else ():
+        commands, why = INFERENCE_INERT.get(action.dest, ((), None))
+        if command in commands and written.intersection(action.option_strings) and getattr(
+                args, action.dest, None) != action.default and not subset_reads(command, task, action.dest):
+            return "{} does nothing here: {}".format(action.option_strings[0], why.format(command.replace("_", "-")))
+    return None
+
+
+add_option_check(inference_group_problem)
+
+
+def validate_criterion_problem(args):
+    """fairseq-validate builds --path's stored criterion, setting its fields by name (overwrite_args_by_name):
+    --criterion naming another, or an option it has no field for, does nothing (old args checkpoints: taken)."""
+    from fairseq_wean.checkpoint_container import INERT, stored_configuration
+    from fairseq_wean.metric_check import _entry
+    path = getattr(args, "path", None)
+    if running_command() != "validate" or not isinstance(path, str) or not os.path.isfile(path):
+        return None
+    stored = _entry((stored_configuration(path) or {}).get("cfg"), "criterion")
+    name = None if stored is None or isinstance(stored, INERT) else _entry(stored, "_name")
+    written = {w.split("=", 1)[0] for w in sys.argv[1:] if isinstance(w, str) and w.startswith("-")}
+    if not isinstance(name, str) or _component("criterion", getattr(args, "criterion", None)) is None:
+        return None
+    fixed = "fairseq-validate builds the checkpoint's criterion, {}, and sets only the fields it has".format(name)
+    if "--criterion" in written and args.criterion != name:
+        return "--criterion {} does nothing here: {}".format(args.criterion, fixed)
+    for action in component_actions("criterion", args.criterion):
+        if written.intersection(action.option_strings) and action.dest not in stored and action.dest not in \
+                command_reads("validate", getattr(args, "task", None)):
+            return "{} does nothing here: {}".format(action.option_strings[0], fixed)
+    return None
+
+
+add_option_check(validate_criterion_problem)

@@ -24,9 +24,10 @@ from conftest import undecided
 # the criterion's act in fairseq-train, and inference commands refuse them: option_rules.training_option_problem)
 ALWAYS = {
     # fairseq's generation options
-    "eos_token": "fairseq's", "model_overrides": "the model's options", "no_seed_provided": "the seed",
+    "eos_token": "refused where only a speech task's data read it (option_rules.INFERENCE_INERT)", "model_overrides": "the model's options", "no_seed_provided": "the seed",
     "path": "the checkpoint", "print_alignment": "prints alignments", "quiet": "the output",
-    "replace_unk": "the output's unknown words", "retain_dropout": "dropout at inference", "sacrebleu": "the score",
+    "replace_unk": "the output's unknown words", "retain_dropout": "dropout at inference",
+    "sacrebleu": "refused in every command (option_rules.INFERENCE_INERT: fairseq reads it to silence a warning)",
     # the plugin's generation options
     "print_gates": "the condition is the checkpoint's model (a gate): refused before the first batch is decoded "
                    "(report/gate_lines.check_model_has_gate, tests/test_report.py)",
@@ -166,6 +167,14 @@ ROWS = {
     # --combine-valid-subsets / --ignore-unused-valid-subsets in the inference commands: option_rules.SUBSET_OPTIONS,
     # not a row here (tried over every task and command in tests/test_inference_subsets.py)
     # acts only in a --save-dir with checkpoint_best.pt and no checkpoint_last.pt: tests/test_training_bounds.py
+    # a share of the tokens --mask masks (denoising tasks); the primary shard's weight against SPLIT1, SPLIT2, ...
+    "mask_random": ("fairseq-train", ["--task", "denoising", "--mask-random", "0.5"],
+                    "--mask-random does nothing here",
+                    ["--task", "denoising", "--mask", "0.3", "--mask-random", "0.5"]),
+    "upsample_primary": ("fairseq-train", ["--upsample-primary", "5"], "--upsample-primary does nothing here",
+                         ["--upsample-primary", "5", "--dataset-impl", "raw", "-s", "en", "-t", "de"]),
+    # BMUF on one process (acting: a rank of a launcher that sets WORLD_SIZE, as torchrun's)
+    "use_bmuf": ("fairseq-train", ["--use-bmuf"], "--use-bmuf does nothing here", ["--use-bmuf"]),
     "overwrite_best_checkpoint": ("fairseq-train", ["--task", "translation_with_metrics", "--overwrite-best-checkpoint"],
                                   "--overwrite-best-checkpoint does nothing here", None),
 }
@@ -227,6 +236,12 @@ def test_an_option_that_does_nothing_is_refused_and_acts_where_it_does(dest, tmp
         monkeypatch.setattr(torch.cuda, "is_available", lambda: dest in ACT_WITH_CUDA)
         if "{tmp}/ck.pt" in acting:  # a checkpoint to restore
             torch.save({"model": {}, "args": None, "cfg": None}, str(tmp_path / "ck.pt"))
+        if dest == "use_bmuf":
+            monkeypatch.setenv("WORLD_SIZE", "2")
+        if dest == "upsample_primary":  # a training subset with a second shard
+            for name in ("train", "train1", "valid"):
+                for side in ("en", "de"):
+                    (tmp_path / "{}.en-de.{}".format(name, side)).write_text("a b\n")
         parse(command, [a.replace("{tmp}", str(tmp_path)) for a in acting], tmp_path, monkeypatch)
 
 

@@ -184,7 +184,7 @@ MUTANTS = [
     # --- scoring: ROUGE's unit against the references' script
     ("T1", METRICS, "share, example, _ = latin_letter_share(texts)", "share, example, _ = 0.0, None, None",
      "character ROUGE on Latin text scored (each line one token)", ["tests/test_rouge_unit.py"]),
-    ("T2", METRICS, "    if unit_option is not None:\n        check_rouge_unit(", "    if False:\n        check_rouge_unit(",
+    ("T2", METRICS, "    if unit_option is not None:\n        check_normalization(", "    if False:\n        check_normalization(",
      "ROUGE computed without checking its unit", ["tests/test_rouge_unit.py"]),
     # --- nothing lost, nobody in: one mechanism per class
     ("F1", TEXTIO, "    if write and info.st_nlink > 1:", "    if False:",
@@ -202,6 +202,13 @@ MUTANTS = [
      "a word tool fed unsegmented Chinese/Thai", ["tests/test_word_tools.py::test_align_table_text_and_dict_of_one_form"]),
     ("B1", BOUNDS, "    if work > MAX_WORK[metric]:", "    if work > 10 * MAX_WORK[metric]:",
      "ROUGE-L/TER run over their bound on a whole input", ["tests/test_scoring_bounds.py"]),
+    ("N1", "fairseq_wean/scoring/inputs.py", "        if decomposed and composed:", "        if decomposed and composed and 0:",
+     "inputs in two Unicode normalization forms scored (the same text as different words)",
+     ["tests/test_text_forms.py::test_the_message_names_the_files_and_the_code_points"]),
+    ("B2", "fairseq_wean/scoring/ter.py", "if self.limit is not None and self.done", "if self.limit is None and self.done",
+     "TER's shift search run past its bound on a crafted input", ["tests/test_ter_work_bound.py"]),
+    ("S1", "fairseq_wean/optim_check.py", "not math.isfinite(rate) or rate < 0:", "not math.isfinite(rate):",
+     "a schedule reaching a negative learning rate trained", ["tests/test_optim_schedule.py::test_schedule_mistakes_are_one_line_before_any_work"]),
     ("F3", TEXTIO, "        except FileExistsError:\n            # there already", "        except NotADirectoryError:\n            # there already",
      "a run folder made meanwhile by a parallel run an error (the runner's runs/ race)",
      ["tests/test_textio.py::test_makedirs_in_folder_keeps_a_folder_made_meanwhile"]),

@@ -18,6 +18,9 @@ every loader (``safe_load`` is the ``torch.load`` of fairseq's checkpoint readin
   traceback. The pickle's storage declarations are read by an unpickler that builds nothing
   (:class:`_ScanUnpickler`: every global an inert stand-in, nothing imported or called); each
   declared ``numel x element size`` must be the record's size, every record must be declared;
+* a member torch.save does not write as it is (:func:`_saved_members_problem`, :data:`SAVED_MEMBERS`): one outside
+  the archive's folder, a name it never writes, a ``byteorder`` but ``little`` (torch 2.x byte-swaps every weight of
+  a ``big`` one, torch 1.13 ignores the member: two models from one file), a ``version`` it never writes;
 * a member ``constants.pkl``, which makes torch read the file as a TorchScript archive
   (``torch.jit.load``): a real one (it has ``code/``) or a checkpoint with that member added;
 * any other bytes (not a checkpoint torch can read: the damaged-file line).
@@ -70,8 +73,8 @@ def _zip_problem(f, size):
     try:
         with zipfile.ZipFile(f) as archive:
             members = archive.infolist()
-            problem = _members_problem(f, size, members)
-            return problem or _records_problem(archive, members)
+            problem = _members_problem(f, size, members) or _records_problem(archive, members)
+            return problem or _saved_members_problem(archive, members)
     except (zipfile.BadZipFile, EOFError, ValueError, OSError, NotImplementedError) as exc:
         return "damaged", "not a complete zip archive: {}".format(exc)
 
@@ -100,6 +103,52 @@ def _members_problem(f, size, members):
             return "compressed", (info.filename, COMPRESSION_NAMES.get(method, "method {}".format(method)))
         if info.file_size != info.compress_size or info.header_offset + info.compress_size > size:
             return "damaged", "member {} claims {} bytes, more than the file holds".format(info.filename, info.file_size)
+    return None
+
+
+# What torch.save writes into its zip's one folder besides ``data.pkl`` and the storage records ``data/KEY``
+# (torch 1.13: ``version`` alone; torch >= 2.1 the others too), each torch reads: name -> (the bytes it may hold,
+# what torch.save writes). torch 2.x raises a traceback for an unknown ``byteorder`` (torch 1.13 ignores the member:
+# a parser differential) and byte-swaps every weight for ``big`` (torch 1.13 does not: one file, two models), a
+# traceback for a ``version`` outside 1..its maximum or a ``.storage_alignment`` that is no integer. Any other member
+# is one torch.save never writes (a ``.data/version`` would replace ``version``, a ``constants.pkl`` makes it a
+# TorchScript archive).
+SAVED_MEMBERS = {"version": (rb"[1-3]\n?", "'3'"), "byteorder": (rb"little", "'little'"),
+                 ".format_version": (rb"1", "'1'"), ".storage_alignment": (rb"[1-9][0-9]{0,5}", "a whole number (64)"),
+                 ".data/serialization_id": (rb"[0-9]{1,64}", "decimal digits")}
+BIG_ENDIAN = ("torch >= 2.1 byte-swaps every weight of such a file and torch 1.13 ignores the member, so it is two "
+              "different models on the torches fairseq-wean supports; torch.save writes 'little' on every machine "
+              "they run on: re-save the weights with torch.save there")
+
+
+def _saved_members_problem(archive, members):
+    """``("member", why)`` for a member of the zip that torch.save does not write as it is (:data:`SAVED_MEMBERS`):
+    outside the folder of the first member (torch refuses the file), a name torch.save never writes, a value it
+    never writes, or no ``version`` (torch refuses the file); else None."""
+    first = members[0].filename
+    if "/" not in first:
+        return "member", "its first member {} is in no folder (torch.save writes every member into one)".format(first)
+    prefix = first.split("/")[0] + "/"
+    for info in members:
+        name, rest = info.filename, info.filename[len(prefix):]
+        if not name.startswith(prefix):
+            return "member", "its member {} lies outside the archive's folder {} (torch.save writes every member " \
+                             "into one; torch refuses the file)".format(name, prefix)
+        if rest == "data.pkl" or re.fullmatch(r"data/[^/]+", rest):
+            continue  # the pickle and the storage records: _records_problem
+        if rest not in SAVED_MEMBERS:
+            return "member", "it holds a member {}, which torch.save never writes (it writes data.pkl, data/KEY, " \
+                             "{})".format(name, ", ".join(SAVED_MEMBERS))
+        pattern, written = SAVED_MEMBERS[rest]
+        value = archive.read(info) if info.file_size <= 64 else b"(%d bytes)" % info.file_size
+        if rest == "byteorder" and value == b"big":
+            return "member", "its member {} is 'big': {}".format(name, BIG_ENDIAN)
+        if not re.fullmatch(pattern, value):
+            return "member", "its member {} is {!r}, where torch.save writes {}".format(
+                name, value.decode("utf-8", "replace").rstrip("\n")[:40], written)
+    if prefix + "version" not in {info.filename for info in members}:
+        return "member", "it has no member {}version, which torch.save always writes (torch refuses the file " \
+                         "without it)".format(prefix)
     return None
 
 
@@ -161,11 +210,13 @@ class _ScanUnpickler(pickle.Unpickler):
             tensors = self.tensors
 
             def record(cls, *args, **kwargs):
+                built = object.__new__(cls)
                 if cls.pickled_name in REBUILDS:
                     tensors.append((cls.pickled_name, args))
+                    built.rebuild_args = args  # (storage, offset, size, stride, ...): a tensor's declared shape
                 elif cls.pickled_name == FROM_TYPE and len(args) > 2 and isinstance(args[2], tuple):
                     tensors.append((getattr(args[0], "pickled_name", None), args[2]))
-                return object.__new__(cls)
+                return built
 
             self._globals[key] = type("Global", (_Inert,), {"pickled_name": key, "__new__": record})
         return self._globals[key]
@@ -332,10 +383,10 @@ def opcode_problem(message):
 
 def container_problem(f):
     """``(kind, detail)`` when the open binary file ``f`` is no container torch.save writes (see the
-    module docstring), else None; ``kind``: ``"tar"``, ``"compressed"`` (detail: member, method) or
-    ``"damaged"`` or ``"torchscript"`` (detail: None for a torch.jit.save archive, else the member
-    ``constants.pkl`` that makes torch take it for one). Reads headers and the pickle (never run, see
-    :class:`_ScanUnpickler`), no tensor data; ``f`` is back at its start."""
+    module docstring), else None; ``kind``: ``"tar"``, ``"compressed"`` (detail: member, method),
+    ``"damaged"``, ``"member"`` (detail: why, :func:`_saved_members_problem`) or ``"torchscript"`` (detail: None
+    for a torch.jit.save archive, else the member ``constants.pkl`` that makes torch take it for one). Reads
+    headers and the pickle (never run, see :class:`_ScanUnpickler`), no tensor data; ``f`` is back at its start."""
     f.seek(0, 2)
     size = f.tell()
     f.seek(0)
@@ -367,6 +418,8 @@ def check_container(f, path, damaged_error, torchscript_error):
         raise FairseqWeanError(
             "refusing to load checkpoint {}: it holds a member {}, which torch.save never writes and which makes "
             "torch read the file as a TorchScript archive (torch.jit.load); nothing was read".format(path, detail))
+    if kind == "member":
+        raise FairseqWeanError("refusing to load checkpoint {}: {}; nothing was read".format(path, detail))
     if kind == "tar":
         raise FairseqWeanError(
             "refusing to load checkpoint {}: it is a tar archive (torch's oldest format, whose members torch "
@@ -377,6 +430,21 @@ def check_container(f, path, damaged_error, torchscript_error):
             "uncompressed (a compressed member can expand without bound in memory); nothing was read".format(
                 path, *detail))
     raise damaged_error(path, detail)
+
+
+def refused_error(path, what):
+    return FairseqWeanError(
+        "refusing to load checkpoint {}: its pickle calls {}, which is not on fairseq-wean's "
+        "allow-list of checkpoint classes (see docs/troubleshooting.md, 'Safe checkpoints'); only load it "
+        "with weights_only=False if you trust its source".format(path, what)
+    )
+
+
+def damaged_error(path, problem):
+    return FairseqWeanError(
+        "checkpoint {} is truncated or corrupted ({}); use an earlier checkpoint, e.g. "
+        "checkpoint_best.pt or checkpoint_EPOCH_UPDATES.pt in the same folder".format(path, problem)
+    )
 
 
 def starts_as_zip(path):

@@ -20,6 +20,8 @@ Also here, because they are about checkpoint files:
 * before torch sees a file, ``safe_load`` refuses any container torch.save does not write
   (``checkpoint_container``: a tar archive, which torch 1.13 unpacks to disk first; a compressed zip
   member, a decompression bomb; anything but a zip or torch's legacy pickle stream);
+* the state fairseq's torch.load returns has the shape fairseq's loaders read, and a model section that builds where a
+  model is built from it (``checkpoint_kind.state_problem``): one line naming what is wrong, before fairseq reads it;
 * a truncated or corrupted checkpoint is a one-line error naming the file (``checkpoint_error``); every
   loader checks its file first (``check_checkpoint_file``): missing, a folder or a pipe is one line;
 * no path or ``${...}`` interpolation stored in a checkpoint's configuration is opened or resolved
@@ -49,7 +51,8 @@ import typing
 
 import torch
 
-from fairseq_wean.checkpoint_container import archive_problem, check_container, opcode_problem, starts_as_zip
+from fairseq_wean.checkpoint_container import (  # noqa: F401  (the two lines' home: checkpoint_container)
+    archive_problem, check_container, damaged_error, opcode_problem, refused_error, starts_as_zip)
 from fairseq_wean.errors import FairseqWeanError
 from fairseq_wean.patching import same_code, wrap_once
 from fairseq_wean.textio import lock_folder
@@ -210,6 +213,11 @@ class _CheckpointTorch(types.ModuleType):
     def load(f, map_location=None, *args, **kwargs):
         state = safe_load(f, map_location, **kwargs)  # a positional pickle_module is replaced too
         forget_stored_interpolations(state, getattr(f, "name", f))  # before fairseq resolves any
+        from fairseq_wean.checkpoint_kind import state_problem  # the shape fairseq's loaders read, before they do
+
+        problem = state_problem(state, build=bool(_BUILDING))
+        if problem is not None:
+            raise FairseqWeanError("checkpoint {}: {}; nothing was loaded".format(getattr(f, "name", f), problem))
         return state
 
 
@@ -280,6 +288,7 @@ def _wrap_fairseq_loader():
                     check_checkpoint_file(checkpoint_utils.get_maybe_sharded_checkpoint_filename(
                         filename, suffix, shard, shards))
             _LAST_LOADED[:] = [None, []]
+            _BUILDING.append(filenames)  # the models are built from the checkpoints it reads
             try:
                 return original(filenames, *args, **kwargs)
             except UNBUILDABLE as exc:
@@ -287,6 +296,8 @@ def _wrap_fairseq_loader():
                 if error is None:
                     raise
                 raise error from exc
+            finally:
+                _BUILDING.pop()
 
         return load_model_ensemble_and_task
 
@@ -298,6 +309,7 @@ def _wrap_fairseq_loader():
 # [path, forgotten option names] of the checkpoint load_checkpoint_to_cpu read last (fairseq loads the
 # files of an ensemble one by one and builds each model right after reading it)
 _LAST_LOADED = [None, []]
+_BUILDING = []  # the files of each load_model_ensemble_and_task running: their states must build a model
 # what building a model whose stored configuration lost a path raises (an option left None, an
 # attribute of the path's file never read): not torch's own errors, not the plugin's one-line ones
 UNBUILDABLE = (AttributeError, TypeError, KeyError, ValueError, AssertionError, IndexError, OSError)
@@ -400,21 +412,6 @@ def checkpoint_error(path, exc):
     return exc
 
 
-def refused_error(path, what):
-    return FairseqWeanError(
-        "refusing to load checkpoint {}: its pickle calls {}, which is not on fairseq-wean's "
-        "allow-list of checkpoint classes (see docs/troubleshooting.md, 'Safe checkpoints'); only load it "
-        "with weights_only=False if you trust its source".format(path, what)
-    )
-
-
-def damaged_error(path, problem):
-    return FairseqWeanError(
-        "checkpoint {} is truncated or corrupted ({}); use an earlier checkpoint, e.g. "
-        "checkpoint_best.pt or checkpoint_EPOCH_UPDATES.pt in the same folder".format(path, problem)
-    )
-
-
 DAMAGED_MESSAGES = ("PytorchStreamReader", "Ran out of input", "zip archive", "unexpected EOF",
                     "invalid load key", "central directory", "Invalid magic number", "could not find MARK",
                     "pickle data was truncated",
@@ -484,11 +481,12 @@ def _atomic_checkpoint_copies():
 
 def _fresh_tmp(path):
     """``PATH.tmp``, the name fairseq writes a checkpoint to before renaming it: a symbolic link
-    planted there is removed first (opening it would write through it)."""
+    planted there, or a hard link (another name of another file), is removed first (opening it would write
+    through it)."""
     import os
 
     tmp = path + ".tmp"
-    if os.path.islink(tmp):
+    if os.path.islink(tmp) or (os.path.isfile(tmp) and os.stat(tmp).st_nlink > 1):
         os.unlink(tmp)
     return tmp
 

@@ -39,13 +39,17 @@ def write_checkpoint(path, arch, task, form):
 
 @pytest.fixture(scope="module")
 def folders(data_bin, tmp_path_factory):
-    """(translation data folder, language modeling data folder: the source side of the same data)."""
+    """(translation data folder, with the target dictionary as dict.txt, which an --lm-path language model is built
+    over; language modeling data folder: the source side of the same data)."""
+    data = tmp_path_factory.mktemp("data") / "data-bin"
+    shutil.copytree(str(data_bin), str(data))
+    shutil.copy(str(data / "dict.tgt.txt"), str(data / "dict.txt"))
     lm = tmp_path_factory.mktemp("lm-bin")
     shutil.copy(os.path.join(data_bin, "dict.src.txt"), lm / "dict.txt")
     for split in ("train", "valid", "test"):
         for ext in ("bin", "idx"):
             shutil.copy(os.path.join(data_bin, "{}.src-tgt.src.{}".format(split, ext)), lm / "{}.{}".format(split, ext))
-    return str(data_bin), str(lm)
+    return str(data), str(lm)
 
 
 # (case, command, parser, option, wrong kind, right kind, argv: {ck} the checkpoint, {data}/{lm} the folders)
@@ -201,3 +205,68 @@ def test_eval_lm_with_a_translation_task_is_refused_at_parse(folders, tmp_path, 
     assert info.value.code == 2 and lines[-1].startswith(
         "fairseq-eval-lm: error: --task translation_with_metrics: fairseq-eval-lm evaluates a language model"), lines
     assert sorted(os.listdir(tmp_path)) == before
+
+
+def lm_with_rows(path, rows):
+    """A language model checkpoint (its stored configuration) whose embedding table has ``rows`` rows."""
+    state = {"cfg": {"model": {"_name": LM[0]}, "task": {"_name": LM[1]}},
+             "model": {"decoder.embed_tokens.weight": torch.zeros(rows, 4)}}
+    torch.save(state, str(path))
+    return str(path)
+
+
+def _target_size(data):
+    with open(os.path.join(data, "dict.tgt.txt"), encoding="utf-8") as f:
+        return sum(1 for _ in f) + 4  # fairseq's 4 special words
+
+
+# case -> (what DATA/dict.txt is: None (absent) or the dictionary copied there, LM rows - target size, the line's start
+# after "--lm-path LM: "; None: accepted)
+LM_DICTIONARY_CASES = {
+    "the-target-dictionary": ("dict.tgt.txt", 0, None),
+    "no-dict-txt": (None, 0, "fairseq builds the language model over {data}/dict.txt (its task reads the translation "
+                             "data folder), which is missing: give a language model trained on the target dictionary"),
+    "another-dictionary": (lambda lines: lines + ["zzz-other-word 1\n"], 0, "fairseq builds the language model over "
+                           "{data}/dict.txt ({n} words) and fuses its scores, id by id, with the translation model's "
+                           "over the target dictionary {data}/dict.tgt.txt ({t} words), and they differ from "
+                           "line {n} "),
+    "same-size-other-order": (lambda lines: [lines[1], lines[0]] + lines[2:], 0, "fairseq builds the language model "
+                              "over {data}/dict.txt ({t} words) and fuses its scores, id by id, with the translation "
+                              "model's over the target dictionary {data}/dict.tgt.txt ({t} words), and they differ "
+                              "from line 1 on: "),
+    "target-dictionary-other-model-size": ("dict.tgt.txt", 3, "its model embeds {rows} words, and the target "
+                                                              "dictionary {data}/dict.tgt.txt holds {size}"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LM_DICTIONARY_CASES))
+def test_lm_path_needs_the_target_dictionary(case, data_bin, tmp_path, monkeypatch, capsys):
+    """fairseq-generate --lm-path: the language model is built over DATA/dict.txt and fused id by id with the
+    translation model over DATA/dict.TGT.txt: the same words in the same order, and the language model's embedding
+    table of that size, or one line at parse (a size-mismatch traceback after loading both models, or scores fused on
+    other words' ids at equal sizes)."""
+    dict_txt, extra, start = LM_DICTIONARY_CASES[case]
+    data = tmp_path / "data"
+    shutil.copytree(str(data_bin), str(data))
+    if dict_txt is not None:
+        with open(str(data / "dict.tgt.txt"), encoding="utf-8") as f:
+            lines = f.readlines()
+        with open(str(data / "dict.txt"), "w", encoding="utf-8") as f:
+            f.writelines(lines if dict_txt == "dict.tgt.txt" else dict_txt(lines))
+    size = _target_size(str(data))
+    lm = lm_with_rows(tmp_path / "lm.pt", size + extra)
+    pair = write_checkpoint(tmp_path / "pair.pt", *PAIR, "cfg-dict")
+    before = sorted(os.listdir(str(data)))
+    try:
+        _parse("fairseq-generate", "get_generation_parser", [str(data), "--path", pair, "--lm-path", lm,
+                                                             "--lm-weight", "0.1"], monkeypatch)
+        outcome = None
+    except SystemExit as exc:
+        outcome = exc.code, capsys.readouterr().err.strip().splitlines()[-1]
+    assert sorted(os.listdir(str(data))) == before
+    if start is None:
+        assert outcome is None, outcome
+        return
+    expected = "fairseq-generate: error: --lm-path {}: {}".format(lm, start.format(
+        data=data, rows=size + extra, size=size, t=size - 4, n=size - 3))
+    assert outcome is not None and outcome[0] == 2 and outcome[1].startswith(expected), (outcome, expected)

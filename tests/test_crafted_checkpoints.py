@@ -116,7 +116,9 @@ def legacy_tar(member, secret=None):
 CONTAINER_REFUSALS = {"tar-fifo-member": TAR_REFUSED, "tar-symlink-member": TAR_REFUSED,
                       "deflated-plain": COMPRESSED_REFUSED, "bzip2-plain": COMPRESSED_REFUSED,
                       "lzma-plain": COMPRESSED_REFUSED, "deflated": COMPRESSED_REFUSED,
-                      "bzip2": COMPRESSED_REFUSED, "lzma": COMPRESSED_REFUSED}
+                      "bzip2": COMPRESSED_REFUSED, "lzma": COMPRESSED_REFUSED,
+                      "extra-pickle-member": r"^refusing to load checkpoint .*: it holds a member archive/extra\.pkl, "
+                                             r"which torch\.save never writes .*; nothing was read$"}
 
 
 def variants(marker):
@@ -142,8 +144,8 @@ def variants(marker):
         "nested-in-allowed-containers": (saved(nested), False),
         "python2-module-name": (rezipped(plain_zip, replace=python2_eval_pickle(marker)), False),
         "legacy-python2-module-name": (python2_eval_pickle(marker), False),
-        # a second pickle beside data.pkl: torch never reads it, the checkpoint loads
-        "extra-pickle-member": (rezipped(plain_zip, add={"extra.pkl": python2_eval_pickle(marker)}), True),
+        # a second pickle beside data.pkl: a member torch.save never writes, refused
+        "extra-pickle-member": (rezipped(plain_zip, add={"extra.pkl": python2_eval_pickle(marker)}), False),
     }
 
 
@@ -433,6 +435,20 @@ def good_checkpoint(data_bin, tmp_path_factory):
     return tmp / "save" / "checkpoint_last.pt"
 
 
+def _lm_data(data_bin, tmp_path):
+    """A copy of ``data_bin`` with the ``dict.txt`` --lm-path's language model is built over (the target dictionary),
+    so that the language model's own checkpoint is what is refused."""
+    import shutil
+
+    from fairseq.data.data_utils import infer_language_pair
+
+    copy = tmp_path / "lm-data"
+    if not copy.exists():
+        shutil.copytree(data_bin, copy)
+        shutil.copy(copy / "dict.{}.txt".format(infer_language_pair(str(data_bin))[1]), copy / "dict.txt")
+    return copy
+
+
 def entry_point_jobs(data_bin, good, tmp_path, plant, resume=True):
     """ENTRY_POINTS as run_driver jobs, each loading its own file made by ``plant(path)`` (resume: the
     --save-dir's checkpoint_last.pt; ``resume=False`` leaves that job out); returns (jobs, paths)."""
@@ -449,7 +465,8 @@ def entry_point_jobs(data_bin, good, tmp_path, plant, resume=True):
             save_dir.mkdir(parents=True)
             argv = train_argv(data_bin, save_dir, *[a.format(crafted=path) for a in argv[1:] if a != "--resume"])
         else:
-            argv = [a.format(data=data_bin, crafted=path, good=good, user_dir=USER_DIR) for a in argv]
+            data = _lm_data(data_bin, tmp_path) if "--lm-path" in argv else data_bin
+            argv = [a.format(data=data, crafted=path, good=good, user_dir=USER_DIR) for a in argv]
         plant(str(path))
         jobs.append({"name": name, "argv": argv, "folder": str(folder), "crafted": str(path), "data": str(data_bin)})
         paths.append(str(path))
@@ -476,9 +493,9 @@ def test_every_entry_point_refuses_every_container_torch_save_does_not_write(dat
     nothing run or trained; the link's target never opened (its access time is not checked: its content
     would have been a pickle torch read, here a marker-free text)."""
     marker = tmp_path / "PWNED"
-    # in ENTRY_POINTS' order: the named pipe tar at --path, --lm-path, --finetune-from-model and the hub (the
-    # probe's hangs), every variant at least once
-    names = ["tar-fifo-member", "tar-symlink-member", "tar-fifo-member", "deflated-plain", "bzip2-plain", "lzma-plain",
+    # in ENTRY_POINTS' order: the named pipe tar at --lm-path, --finetune-from-model and the hub (the probe's
+    # hangs), every variant at least once
+    names = ["extra-pickle-member", "tar-symlink-member", "tar-fifo-member", "deflated-plain", "bzip2-plain", "lzma-plain",
              "tar-fifo-member", "deflated", "bzip2", "lzma", "tar-fifo-member"]
     all_variants = variants(marker)
     assert len(ENTRY_POINTS) >= len(names) and set(names) == set(CONTAINER_REFUSALS)

@@ -58,12 +58,12 @@ add_option_need("mask_random", lambda a: _number(a, "mask") > 0, "it is the shar
 
 
 def _has_shards(args):
-    """Whether a data folder holds a second shard (SPLIT1.*, as load_langpair_dataset reads) of a loaded subset."""
+    """A second shard (SPLIT1.*, as load_langpair_dataset reads) of a loaded subset, or no upsampling asked (1, -1)."""
     names = {"train": ("train_subset", "valid_subset"), "validate": ("valid_subset",)}.get(running_command(), ())
     data, names = getattr(args, "data", None), names or ("gen_subset",)
     subsets = [s for n in names for s in str(getattr(args, n, "") or "").split(",") if s]
-    return any(glob.glob(os.path.join(glob.escape(folder), glob.escape(s) + "1.*")) for s in subsets
-               for folder in (data.split(os.pathsep) if isinstance(data, str) else ()))
+    return _number(args, "upsample_primary", 1) in (1, -1) or any(glob.glob(os.path.join(glob.escape(folder), glob.escape(
+        s) + "1.*")) for s in subsets for folder in (data.split(os.pathsep) if isinstance(data, str) else ()))
 
 
 add_option_need("upsample_primary", _has_shards, "it weighs a subset's first shard against its others (SPLIT1, "

@@ -207,7 +207,7 @@ MUTANTS = [
      ["tests/test_text_forms.py::test_the_message_names_the_files_and_the_code_points"]),
     ("B2", "fairseq_wean/scoring/ter.py", "if self.limit is not None and self.done", "if self.limit is None and self.done",
      "TER's shift search run past its bound on a crafted input", ["tests/test_ter_work_bound.py"]),
-    ("S1", "fairseq_wean/optim_check.py", "not math.isfinite(rate) or rate < 0:", "not math.isfinite(rate):",
+    ("H1", "fairseq_wean/optim_check.py", "not math.isfinite(rate) or rate < 0:", "not math.isfinite(rate):",
      "a schedule reaching a negative learning rate trained", ["tests/test_optim_schedule.py::test_schedule_mistakes_are_one_line_before_any_work"]),
     ("F3", TEXTIO, "        except FileExistsError:\n            # there already", "        except NotADirectoryError:\n            # there already",
      "a run folder made meanwhile by a parallel run an error (the runner's runs/ race)",

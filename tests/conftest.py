@@ -377,3 +377,56 @@ def undecided(names, always, rows):
     both = sorted(set(always) & set(rows))
     assert not both, "options both always acting and with a row: {}".format(both)
     return sorted(set(names) - set(always) - set(rows))
+
+
+@contextlib.contextmanager
+def no_hang(seconds=60):
+    """A reader the check let through blocks on a planted named pipe: a TimeoutError (the test fails), not a hang."""
+    import signal
+
+    def alarm(*_):
+        raise TimeoutError("blocked: a named pipe was opened")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def parse_outcome(command, build, words, monkeypatch, capsys):
+    """The last line fairseq's parse of ``command words`` ends with (exit status 2, no traceback), or None if taken;
+    the parser built by ``options.BUILD`` as the command's entry builds it (fairseq-generate adds --arch, default
+    wav2vec2)."""
+    import fairseq_wean  # noqa: F401
+    from fairseq import options
+
+    monkeypatch.setattr(sys, "argv", [command] + words)
+    parser = getattr(options, build)()
+    if command == "fairseq-generate":
+        parser.add_argument("--arch", "-a", metavar="ARCH", default="wav2vec2")
+    capsys.readouterr()
+    try:
+        options.parse_args_and_arch(parser, words)
+    except SystemExit as exc:
+        err = capsys.readouterr().err
+        assert exc.code == 2 and "Traceback" not in err, err
+        return err.strip().splitlines()[-1]  # (a parse that ends otherwise, a traceback, fails the test)
+    return None
+
+
+def planted_checkpoint_refusal(route, data, data_bin, tmp_path):
+    """``data`` written as MODEL/checkpoint_best.pt and loaded through ``route(path, data_bin)``: the one-line
+    FairseqWeanError's message (the file unchanged); returns (path, message)."""
+    from fairseq_wean.errors import FairseqWeanError
+
+    path = tmp_path / "model" / "checkpoint_best.pt"
+    path.parent.mkdir()
+    path.write_bytes(data)
+    with pytest.raises(FairseqWeanError) as info:
+        route(path, data_bin)
+    message = str(info.value)
+    assert "\n" not in message and path.read_bytes() == data, message
+    return path, message

@@ -15,10 +15,10 @@ import re
 import zipfile
 
 import pytest
+from conftest import planted_checkpoint_refusal
 import torch
 
 from fairseq_wean import checkpoint_container, checkpoint_safety
-from fairseq_wean.errors import FairseqWeanError
 from test_checkpoint_records import ROUTES, rewritten, torch_never_reads  # noqa: F401  (a fixture)
 from test_crafted_checkpoints import plain_state, rezipped, saved
 
@@ -110,15 +110,8 @@ def test_a_member_torch_save_does_not_write_is_refused_before_torch_reads_it(dat
     import fairseq_wean  # noqa: F401  (installs the checkpoint checks)
 
     data, detail = CASES[case]
-    path = tmp_path / "model" / "checkpoint_best.pt"
-    path.parent.mkdir()
-    path.write_bytes(data)
-    with pytest.raises(FairseqWeanError) as info:
-        route(path, data_bin)
-    message = str(info.value)
-    assert "\n" not in message
+    path, message = planted_checkpoint_refusal(route, data, data_bin, tmp_path)
     assert re.match(REFUSED.format(re.escape(str(path)), re.escape(detail) + ".*"), message), message
-    assert path.read_bytes() == data
 
 
 # what torch.save writes, and values every supported torch reads alike: they load, with their weights

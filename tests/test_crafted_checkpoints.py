@@ -9,13 +9,11 @@ torch; ``.venv-fairseq0122``'s torch 1.13 runs it for real), and every fairseq o
 checkpoint, derived from fairseq's configs so that a new one fails the coverage test.
 """
 import argparse
-import contextlib
 import dataclasses
 import io
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import zipfile
@@ -23,7 +21,7 @@ import zipfile
 import pytest
 import torch
 
-from conftest import REPO, USER_DIR
+from conftest import REPO, USER_DIR, no_hang
 from fairseq_wean import checkpoint_safety
 from fairseq_wean.errors import FairseqWeanError
 
@@ -182,20 +180,6 @@ def test_no_container_variant_runs_code(mechanism, tmp_path, variant, loader):
                 load(str(path))
         assert str(path) in str(info.value) and "\n" not in str(info.value)
     assert not marker.exists(), "the checkpoint's code ran"
-
-
-@contextlib.contextmanager
-def no_hang(seconds=60):
-    def alarm(*_):
-        raise TimeoutError("blocked: a named pipe was opened")
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def test_a_decompression_bomb_is_refused_without_inflating_it(mechanism, tmp_path, monkeypatch):

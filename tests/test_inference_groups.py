@@ -14,9 +14,9 @@ Every field of those groups has a decision per command: refused (INERT), read (`
 ``test_every_field_has_a_decision_per_command``.
 """
 import dataclasses
-import sys
 
 import pytest
+from conftest import parse_outcome
 
 COMMANDS = {"generate": ("get_generation_parser", ["--task", "translation"]),
             "interactive": ("get_interactive_generation_parser", ["--task", "translation"]),
@@ -114,24 +114,10 @@ def value_for(action):
 
 def outcome(command, argv, tmp_path, monkeypatch, capsys):
     """The last line of ``command``'s parse (exit status 2, no traceback), or None if taken."""
-    import fairseq_wean  # noqa: F401
-    from fairseq import options
-
     build, base = COMMANDS[command]
     base = ([] if "--path" in argv else ["--path", "x.pt"]) + (base[2:] if "--task" in argv else base)
-    words = [str(tmp_path)] + base + argv
-    monkeypatch.setattr(sys, "argv", ["fairseq-" + command.replace("_", "-")] + words)
-    parser = getattr(options, build)()
-    if command == "generate":
-        parser.add_argument("--arch", "-a", metavar="ARCH", default="wav2vec2")
-    capsys.readouterr()
-    try:
-        options.parse_args_and_arch(parser, words)
-    except SystemExit as exc:
-        err = capsys.readouterr().err
-        assert exc.code == 2 and "Traceback" not in err, err
-        return err.strip().splitlines()[-1]
-    return None
+    return parse_outcome("fairseq-" + command.replace("_", "-"), build, [str(tmp_path)] + base + argv, monkeypatch,
+                         capsys)
 
 
 def inert_cases():

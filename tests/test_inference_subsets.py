@@ -11,10 +11,9 @@
 
 Each is enumerated over every registered task and every inference command, on both fairseq versions.
 """
-import sys
 
 import pytest
-from conftest import USER_DIR, task_parsers
+from conftest import USER_DIR, parse_outcome, task_parsers
 
 COMMANDS = {"fairseq-generate": ("get_generation_parser", ["--path", "x.pt"]),
             "fairseq-interactive": ("get_interactive_generation_parser", ["--path", "x.pt"]),
@@ -37,26 +36,12 @@ def _positional(task):
 def outcome(command, task, argv, tmp_path, monkeypatch, capsys):
     """The last line fairseq's parse of ``command --task task argv`` ends with (exit status 2), or None if taken;
     as the command's entry builds it (fairseq-generate adds --arch, default wav2vec2)."""
-    import fairseq_wean  # noqa: F401
-    from fairseq import options
-
     from fairseq_wean.option_rules import TASK_NEEDS
 
     build, base = COMMANDS[command]
     needed = [w for dest, _ in TASK_NEEDS.get(task, ()) for w in ("--" + dest.replace("_", "-"), NEEDED[dest])]
     words = [str(tmp_path)] * len(_positional(task)) + ["--user-dir", USER_DIR, "--task", task] + base + needed + argv
-    monkeypatch.setattr(sys, "argv", [command] + words)
-    parser = getattr(options, build)()
-    if command == "fairseq-generate":
-        parser.add_argument("--arch", "-a", metavar="ARCH", default="wav2vec2")
-    capsys.readouterr()
-    try:
-        options.parse_args_and_arch(parser, words)
-    except SystemExit as exc:
-        err = capsys.readouterr().err
-        assert exc.code == 2 and "Traceback" not in err, err
-        return err.strip().splitlines()[-1]  # (every pair's parse ends so or is taken: a traceback fails the test)
-    return None
+    return parse_outcome(command, build, words, monkeypatch, capsys)
 
 
 def parses(command, task, tmp_path, monkeypatch, capsys):

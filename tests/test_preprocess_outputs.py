@@ -9,13 +9,12 @@
   was), and with --srcdict/--tgtdict it rewrites the outputs, each as itself, nothing else in the folder touched.
 
 In-process runs of fairseq_cli.preprocess.main (as fairseq-preprocess calls it), tiny data."""
-import contextlib
 import hashlib
 import logging
 import os
-import signal
 
 import pytest
+from conftest import no_hang
 
 import fairseq_wean  # noqa: F401  (applies the plugin's patches)
 from fairseq import options
@@ -51,21 +50,6 @@ def _no_leftover_log_handlers():
     for handler in logger.handlers[len(before):]:
         handler.close()
         logger.removeHandler(handler)
-
-
-@contextlib.contextmanager
-def no_hang(seconds=20):
-    """A run the check let through blocks on a planted named pipe: a TimeoutError (the test fails), not a hang."""
-    def alarm(*_):
-        raise TimeoutError("blocked: a named pipe was opened")
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def raw_files(folder):
@@ -121,7 +105,7 @@ def test_every_output_name_planted_is_refused_before_any_work(tmp_path, run, pla
         {"link": lambda: planted.symlink_to(victim), "dangling link": lambda: planted.symlink_to(tmp_path / "none"),
          "hard link": lambda: os.link(victim, planted), "fifo": lambda: os.mkfifo(planted),
          "folder": planted.mkdir}[plant]()
-        with no_hang(), pytest.raises(FairseqWeanError) as error:
+        with no_hang(20), pytest.raises(FairseqWeanError) as error:
             preprocess.main(parse(run, raw, destdir))
         message = str(error.value)
         assert message.startswith("fairseq-preprocess --destdir {}: {} {}".format(destdir, planted, PLANTS[plant])), \

@@ -16,6 +16,7 @@ import re
 import struct
 
 import pytest
+from conftest import planted_checkpoint_refusal
 import torch
 
 from fairseq_wean import checkpoint_safety
@@ -95,16 +96,8 @@ def test_a_tensor_that_does_not_fit_its_storage_is_refused_before_torch_reads_it
     never reached, the file unchanged."""
     import fairseq_wean  # noqa: F401  (installs the checkpoint checks)
 
-    data = crafted(container == "zip", field)
-    path = tmp_path / "model" / "checkpoint_best.pt"
-    path.parent.mkdir()
-    path.write_bytes(data)
-    with pytest.raises(FairseqWeanError) as info:
-        route(path, data_bin)
-    message = str(info.value)
-    assert "\n" not in message
+    path, message = planted_checkpoint_refusal(route, crafted(container == "zip", field), data_bin, tmp_path)
     assert re.match(DAMAGED.format(re.escape(str(path)), re.escape(FIELDS[field][3])), message), message
-    assert path.read_bytes() == data
 
 
 @pytest.mark.parametrize("container", ["zip", "legacy"])

@@ -166,8 +166,9 @@ def library_sentence_scores(tmp_path, hyps, refs, metric):
     return M.rouge_sentence_scores(hyps, [refs], (metric,))[metric][0]
 
 
-def validation(tmp_path, hyps, refs, metric):
-    """translation_with_metrics --eval-rouge before training, --eval-refs as the references."""
+def _validation_task(tmp_path, targets, refs, **metrics):
+    """translation_with_metrics with ``targets`` as its validation subset's targets (their words its target
+    dictionary) and ``refs`` as --eval-refs; ``metrics``: the cfg's eval_* switches."""
     from types import SimpleNamespace
 
     from fairseq.data import Dictionary
@@ -176,12 +177,18 @@ def validation(tmp_path, hyps, refs, metric):
 
     task = object.__new__(TranslationWithMetricsTask)
     task.tgt_dict = Dictionary()
-    targets = [task.tgt_dict.encode_line(line, add_if_not_exist=True) for line in hyps]
-    task.datasets = {"valid": type("Valid", (), {"tgt": targets, "__len__": lambda self: len(targets)})()}
+    encoded = [task.tgt_dict.encode_line(line, add_if_not_exist=True) for line in targets]
+    task.datasets = {"valid": type("Valid", (), {"tgt": encoded, "__len__": lambda self: len(encoded)})()}
     task.eval_refs, task.eval_orig = [refs], None
-    task.cfg = SimpleNamespace(eval_bleu_remove_bpe=None, eval_refs=_write(tmp_path / "ref", refs), eval_rouge=True,
-                               eval_rouge_chars=False, eval_bleu=False, eval_sari=False)
-    task._check_validation_text("valid")
+    task.cfg = SimpleNamespace(eval_bleu_remove_bpe=None, eval_refs=_write(tmp_path / "ref", refs), eval_orig=None,
+                               eval_rouge_chars=False, **{"eval_rouge": False, "eval_bleu": False, "eval_sari": False,
+                                                          **metrics})
+    return task
+
+
+def validation(tmp_path, hyps, refs, metric):
+    """translation_with_metrics --eval-rouge before training, --eval-refs as the references."""
+    _validation_task(tmp_path, hyps, refs, eval_rouge=True)._check_validation_text("valid")
 
 
 ROUGE_ENTRY_POINTS = ENTRY_POINTS + [generate_scorer, library_sentence_scores, validation]
@@ -257,19 +264,7 @@ def test_character_rouge_counts_a_letter_and_its_marks_once():
 
 def test_validation_refuses_eval_refs_in_another_form_than_the_dictionary(tmp_path):
     """fairseq-train --eval-refs in NFD, the data (what the model writes: the target dictionary) in NFC."""
-    from types import SimpleNamespace
-
-    from fairseq.data import Dictionary
-
-    from fairseq_wean.tasks.translation_with_metrics import TranslationWithMetricsTask
-
-    task = object.__new__(TranslationWithMetricsTask)
-    task.tgt_dict = Dictionary()
-    targets = [task.tgt_dict.encode_line(line, add_if_not_exist=True) for line in NFC]
-    task.datasets = {"valid": type("Valid", (), {"tgt": targets, "__len__": lambda self: len(targets)})()}
-    task.eval_refs, task.eval_orig = [NFD], None
-    task.cfg = SimpleNamespace(eval_bleu_remove_bpe=None, eval_refs=_write(tmp_path / "ref", NFD), eval_orig=None,
-                               eval_rouge=False, eval_rouge_chars=False, eval_bleu=True, eval_sari=False)
+    task = _validation_task(tmp_path, NFC, NFD, eval_bleu=True)
     with pytest.raises(FairseqWeanError, match=r"^--eval-refs \S+ is in Unicode NFD .* and the target dictionary"):
         task._check_validation_text("valid")
 

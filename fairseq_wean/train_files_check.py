@@ -20,6 +20,8 @@ name (registered with :func:`fairseq_wean.patching.add_option_check` by
   folders it writes into (``--tensorboard-logdir``, ``--results-path``): a folder where they exist, and
   below --tensorboard-logdir the folder of every tag fairseq-train logs (:func:`tensorboard_folders`) absent or
   a folder, never a link (event files were written through it), a file or a pipe;
+* ``--share-all-embeddings`` on a data folder whose source and target dictionaries differ
+  (:func:`joined_dictionary_problem`: fairseq's build_model raised a ValueError after loading the data);
 * the task's ``--overwrite-best-checkpoint`` where it does nothing (``patching.add_option_need``).
 
 The names are fairseq's own (tests/test_training_bounds.py reads them off its code).
@@ -177,12 +179,38 @@ def finetune_note(args):
     return None
 
 
+def joined_dictionary_problem(args):
+    """fairseq-train --share-all-embeddings (one embedding matrix for source and target) on a data folder whose
+    source and target dictionaries differ: fairseq's build_model raised a ValueError traceback after loading the
+    data; the one line, or None."""
+    from fairseq.data.data_utils import infer_language_pair
+
+    from fairseq_wean.data.dictionary import dictionary_words
+    from fairseq_wean.patching import running_command
+
+    data = getattr(args, "data", None)
+    if running_command() != "train" or not getattr(args, "share_all_embeddings", False) or not isinstance(data, str) \
+            or "://" in data or not os.path.isdir(data.split(os.pathsep)[0]):
+        return None
+    folder = data.split(os.pathsep)[0]
+    src, tgt = getattr(args, "source_lang", None), getattr(args, "target_lang", None)
+    if src is None or tgt is None:
+        src, tgt = infer_language_pair(folder)
+    paths = [os.path.join(folder, "dict.{}.txt".format(lang)) for lang in (src, tgt) if lang]
+    if len(paths) != 2 or not all(os.path.isfile(p) for p in paths):
+        return None  # no pair task's folder: the task's own check names what is missing
+    if dictionary_words(paths[0], "dictionary") != dictionary_words(paths[1], "dictionary"):
+        return ("--share-all-embeddings shares one embedding matrix between source and target, but {} and {} differ: "
+                "binarize the data with fairseq-preprocess --joined-dictionary, or leave the option out".format(*paths))
+    return None
+
+
 def training_files_problem(args):
     """The one option check of this module (see its docstring)."""
     from fairseq_wean.data.folder_files import data_folder_problem
 
     for check in (suffix_problem, written_files_problem, data_problem, data_folder_problem, save_dir_problem,
-                  finetune_note):
+                  joined_dictionary_problem, finetune_note):
         problem = check(args)
         if problem is not None:
             return problem

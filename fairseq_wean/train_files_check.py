@@ -22,6 +22,8 @@ name (registered with :func:`fairseq_wean.patching.add_option_check` by
   a folder, never a link (event files were written through it), a file or a pipe;
 * ``--share-all-embeddings`` on a data folder whose source and target dictionaries differ
   (:func:`joined_dictionary_problem`: fairseq's build_model raised a ValueError after loading the data);
+* sentence_prediction's and sentence_ranking's ``--init-token``/``--separator-token`` inside the input dictionary
+  (:func:`token_index_problem`: an IndexError at the first batch);
 * the task's ``--overwrite-best-checkpoint`` where it does nothing (``patching.add_option_need``).
 
 The names are fairseq's own (tests/test_training_bounds.py reads them off its code).
@@ -205,12 +207,49 @@ def joined_dictionary_problem(args):
     return None
 
 
+TOKEN_INDEX_OPTIONS = ("init_token", "separator_token")  # sentence_prediction's, sentence_ranking's: a dictionary index
+
+
+def input_dictionary(cls, args, path):
+    """The dictionary task class ``cls`` loads from ``path`` (sentence_ranking's load_dictionary takes the args too)."""
+    import inspect
+
+    if "args" in inspect.signature(cls.load_dictionary).parameters:
+        return cls.load_dictionary(args, path, source=True)
+    return cls.load_dictionary(path)
+
+
+def token_index_problem(args):
+    """A task's token-index option (:data:`TOKEN_INDEX_OPTIONS`: --init-token, --separator-token, prepended or inserted
+    into every input) past the input dictionary the task builds (DATA/input0/dict.txt, with the symbols its
+    load_dictionary adds): an IndexError in the embedding at the first batch, crash.pt written; the one line, or
+    None."""
+    from fairseq.tasks import TASK_REGISTRY
+
+    from fairseq_wean.patching import running_command
+
+    data, cls = getattr(args, "data", None), TASK_REGISTRY.get(getattr(args, "task", None))
+    given = [(d, getattr(args, d)) for d in TOKEN_INDEX_OPTIONS if isinstance(getattr(args, d, None), int)]
+    if running_command() != "train" or not given or cls is None or not isinstance(data, str) or "://" in data:
+        return None
+    path = os.path.join(data.split(os.pathsep)[0], "input0", "dict.txt")
+    if not os.path.isfile(path):
+        return None  # the task's own check names the missing dictionary
+    size = len(input_dictionary(cls, args, path))
+    for dest, value in given:
+        if not 0 <= value < size:
+            return ("--{} {}: the input dictionary --task {} builds from {} has {} symbols (ids 0 to {}), and this id "
+                    "is prepended to every input; give an id below {} (fairseq's RoBERTa data: 0, <s>)".format(
+                        dest.replace("_", "-"), value, args.task, path, size, size - 1, size))
+    return None
+
+
 def training_files_problem(args):
     """The one option check of this module (see its docstring)."""
     from fairseq_wean.data.folder_files import data_folder_problem
 
     for check in (suffix_problem, written_files_problem, data_problem, data_folder_problem, save_dir_problem,
-                  joined_dictionary_problem, finetune_note):
+                  joined_dictionary_problem, token_index_problem, finetune_note):
         problem = check(args)
         if problem is not None:
             return problem

@@ -396,10 +396,11 @@ def check_pretrained_paths(checkpoint_dir, checkpoint_file, data_name_or_path):
             raise FairseqWeanError("from_pretrained: no checkpoint {} in {} (it holds: {})".format(
                 name, checkpoint_dir, ", ".join(found) or "no .pt file"))
     data = os.path.join(checkpoint_dir, data_name_or_path) if data_name_or_path.startswith(".") else data_name_or_path
-    if not glob.glob(os.path.join(data, "dict.*.txt")):
-        raise FairseqWeanError("from_pretrained: no dictionary (dict.*.txt) in {}: give data_name_or_path, the "
-                               "binarized data folder of fairseq-preprocess (its dict.SRC.txt and dict.TGT.txt), or "
-                               "copy those files beside the checkpoint".format(data))
+    if not glob.glob(os.path.join(glob.escape(data), "dict.*.txt")) and not os.path.lexists(os.path.join(data,
+                                                                                                  "dict.txt")):
+        raise FairseqWeanError("from_pretrained: no dictionary (dict.SRC.txt and dict.TGT.txt, or a language model's "
+                               "dict.txt) in {}: give data_name_or_path, the binarized data folder of "
+                               "fairseq-preprocess, or copy those files beside the checkpoint".format(data))
 
 
 @dataclass

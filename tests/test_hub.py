@@ -400,8 +400,13 @@ def test_from_pretrained_names_a_missing_folder_checkpoint_or_dictionary(tmp_pat
     (tmp_path / "checkpoint_last.pt").write_bytes(b"")
     with pytest.raises(FairseqWeanError, match=r"no checkpoint checkpoint_best.pt in .* \(it holds: checkpoint_last.pt\)"):
         hub.from_pretrained(str(tmp_path))
-    with pytest.raises(FairseqWeanError, match=r"no dictionary \(dict.\*.txt\) in .*: give data_name_or_path"):
+    with pytest.raises(FairseqWeanError, match=r"no dictionary \(dict.SRC.txt and dict.TGT.txt, or a language "
+                                               r"model's dict.txt\) in .*: give data_name_or_path"):
         hub.from_pretrained(str(tmp_path), checkpoint_file="checkpoint_last.pt")
+    for name in ("dict.txt", "dict.de.txt"):  # a language model's folder, a translation folder: past the check
+        (tmp_path / name).write_text("a 1\n")
+        hub.check_pretrained_paths(str(tmp_path), "checkpoint_last.pt", ".")
+        (tmp_path / name).unlink()
 
 
 def test_control_symbols_typed_in_hub_input_are_unknown_words(tmp_path):
